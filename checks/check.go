@@ -1,0 +1,95 @@
+// Package checks owns the check contract, the ordered registry, the runner and the results.
+// Checks read the node only through node.Facts and Slurm's configuration only through config;
+// they never call scontrol (drain does) and never write to the node.
+package checks
+
+import (
+	"context"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// Status is the verdict of one check.
+type Status string
+
+// The statuses, from best to worst as a run summary ranks them.
+const (
+	StatusOK    Status = "ok"    // passed
+	StatusSkip  Status = "skip"  // does not apply here; the summary says why
+	StatusWarn  Status = "warn"  // worth attention, never drains
+	StatusError Status = "error" // could not decide; the summary says why
+	StatusFail  Status = "fail"  // the node is unfit
+)
+
+// rank orders statuses so that the worst one of a set can be picked.
+func (s Status) rank() int {
+	switch s {
+	case StatusOK:
+		return 0
+	case StatusSkip:
+		return 1
+	case StatusWarn:
+		return 2
+	case StatusError:
+		return 3
+	case StatusFail:
+		return 4
+	}
+	return 3
+}
+
+// Worse reports whether s is worse than t.
+func (s Status) Worse(t Status) bool { return s.rank() > t.rank() }
+
+// Detail is the verdict on one device, port or file.
+type Detail struct {
+	Device   string `json:"device"`
+	Status   Status `json:"status"`
+	Message  string `json:"message"`
+	Observed string `json:"observed,omitempty"`
+	Expected string `json:"expected,omitempty"`
+}
+
+// Result is what one check says about the node.
+type Result struct {
+	Check    string        `json:"check"`
+	Status   Status        `json:"status"`
+	Summary  string        `json:"summary"` // one line, fit for a drain reason
+	Observed string        `json:"observed,omitempty"`
+	Expected string        `json:"expected,omitempty"`
+	Details  []Detail      `json:"details,omitempty"`
+	Duration time.Duration `json:"-"`
+	// Err is the cause of an error status, for logs.
+	Err error `json:"-"`
+}
+
+// Check is one ordered health check. Run must honour ctx and must not write to the node.
+type Check interface {
+	// ID is the check's stable name, used in config, reasons and metrics: "ib_ports".
+	ID() string
+	// Description is one line for `nodecheck list`.
+	Description() string
+	// Settings picks this check's common settings out of the effective config.
+	Settings(cfg *config.Config) config.CheckCommon
+	// Run judges the node. It returns a Result, never panics on node data, and returns soon
+	// after ctx is done.
+	Run(ctx context.Context, env *Env) Result
+}
+
+// Env is everything a check may look at.
+type Env struct {
+	Facts  node.Facts
+	Config *config.Config // effective for this node (groups applied)
+	Mode   Mode
+	Node   string // the node's Slurm name
+	Job    Job
+	Slurm  *SlurmFiles
+}
+
+// Job is the Slurm job a prolog or epilog runs for; zero outside those.
+type Job struct {
+	ID   string // SLURM_JOB_ID
+	GPUs string // SLURM_JOB_GPUS: indices into this node's gres.conf gpu entries, in file order
+}

@@ -1,0 +1,59 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"io/fs"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+)
+
+// fakeFacts is an in-memory node for unit tests. Whole-node behaviour is tested on recorded
+// snapshots (testdata/snapshots); this covers the cases those do not.
+type fakeFacts struct {
+	files   map[string]string
+	devs    map[string]node.DevNode
+	ports   []node.IBPort
+	portErr error
+	host    string
+}
+
+var _ node.Facts = (*fakeFacts)(nil)
+
+func (f *fakeFacts) ReadFile(_ context.Context, path string) ([]byte, error) {
+	s, ok := f.files[path]
+	if !ok {
+		return nil, fmt.Errorf("read %s: %w", path, fs.ErrNotExist)
+	}
+	return []byte(s), nil
+}
+
+func (f *fakeFacts) DevNode(_ context.Context, path string) (node.DevNode, error) {
+	d, ok := f.devs[path]
+	if !ok {
+		return node.DevNode{Path: path, Missing: true}, nil
+	}
+	d.Path = path
+	return d, nil
+}
+
+func (f *fakeFacts) IBPorts(context.Context) ([]node.IBPort, error) { return f.ports, f.portErr }
+
+func (f *fakeFacts) Exec(_ context.Context, argv []string) (node.CmdResult, error) {
+	return node.CmdResult{}, fmt.Errorf("exec %s: %w", argv[0], fs.ErrNotExist)
+}
+
+func (f *fakeFacts) Hostname(context.Context) (string, error) { return f.host, nil }
+
+func charDev(major, minor uint32) node.DevNode {
+	return node.DevNode{Type: "char", Major: major, Minor: minor}
+}
+
+// nvidiaDevs is /dev/nvidia0..n-1 and /dev/nvidiactl as the driver creates them.
+func nvidiaDevs(n int) map[string]node.DevNode {
+	m := map[string]node.DevNode{"/dev/nvidiactl": charDev(195, 255)}
+	for i := range n {
+		m[fmt.Sprintf("/dev/nvidia%d", i)] = charDev(195, uint32(i))
+	}
+	return m
+}

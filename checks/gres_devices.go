@@ -1,0 +1,191 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"path"
+	"strconv"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idGresDevices = "gres_devices"
+
+// nvidiaMajor is the character major of /dev/nvidia[0-9]* and /dev/nvidiactl, fixed by the
+// NVIDIA driver (see /proc/devices: "195 nvidia-frontend").
+const nvidiaMajor = 195
+
+// nvidiactlMinor is /dev/nvidiactl's minor: 255.
+const nvidiactlMinor = 255
+
+// gresDevices checks that the device files gres.conf lists for this node exist as character
+// devices, with the NVIDIA major and the minor their name promises.
+type gresDevices struct{}
+
+func (gresDevices) ID() string { return idGresDevices }
+
+func (gresDevices) Description() string {
+	return "gres.conf File= devices for this node exist as character devices (nvidiaN: major 195, minor N)"
+}
+
+func (gresDevices) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.GresDevices.CheckCommon
+}
+
+func (gresDevices) Run(ctx context.Context, env *Env) Result {
+	gresPath, err := env.Slurm.GresPath(ctx)
+	if err != nil {
+		return Result{Status: StatusError, Summary: "cannot find slurm.conf: " + err.Error(), Err: err}
+	}
+	gc, err := env.Slurm.Gres(ctx)
+	if isNotExist(err) {
+		return Result{Status: StatusSkip, Summary: "no gres.conf at " + gresPath}
+	}
+	if err != nil {
+		return Result{Status: StatusError, Summary: "read gres.conf: " + err.Error(), Err: err}
+	}
+	ng := gc.ForNode(env.Node)
+
+	type want struct {
+		file  string
+		where string // gres.conf:LINE
+		minor int    // -1: no minor expected from the name
+	}
+	var wants []want
+	seen := map[string]bool{}
+	gpuFiles := false
+	for _, l := range ng.Lines {
+		for _, f := range append(append([]string(nil), l.Files...), l.MultipleFiles...) {
+			if seen[f] {
+				continue
+			}
+			seen[f] = true
+			wants = append(wants, want{file: f, where: l.Pos.String(), minor: nvidiaMinorFromName(f)})
+			if strings.EqualFold(l.Name, "gpu") && nvidiaMinorFromName(f) >= 0 {
+				gpuFiles = true
+			}
+		}
+	}
+	if len(wants) == 0 {
+		if ng.AutoDetect != "" && ng.AutoDetect != "off" {
+			return Result{Status: StatusSkip, Summary: fmt.Sprintf("gres.conf uses AutoDetect=%s for %s: no File= entries to check", ng.AutoDetect, env.Node)}
+		}
+		return Result{Status: StatusSkip, Summary: fmt.Sprintf("no gres.conf entry with File= for node %s in %s", env.Node, gresPath)}
+	}
+	if gpuFiles && !seen["/dev/nvidiactl"] {
+		wants = append(wants, want{file: "/dev/nvidiactl", where: "needed by every NVIDIA GPU", minor: nvidiactlMinor})
+	}
+
+	res := Result{Status: StatusOK}
+	var bad []Detail
+	for _, w := range wants {
+		d := judgeDevice(ctx, env, w.file, w.minor)
+		if ctx.Err() != nil {
+			return Result{Status: StatusFail, Summary: "timed out reading " + w.file, Err: ctx.Err()}
+		}
+		if d.Status != StatusOK {
+			d.Message += " (" + w.where + ")"
+			bad = append(bad, d)
+		}
+		res.Details = append(res.Details, d)
+	}
+	res.Expected = fmt.Sprintf("%d device files", len(wants))
+	res.Observed = fmt.Sprintf("%d good", len(wants)-len(bad))
+	if len(bad) > 0 {
+		res.Status = worstOf(bad)
+		res.Summary = bad[0].Device + " " + bad[0].Message + moreSuffix(len(bad)-1)
+		return res
+	}
+	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), config.CompressHostlist(filesOf(wants, func(w want) string { return w.file })))
+	return res
+}
+
+func judgeDevice(ctx context.Context, env *Env, file string, wantMinor int) Detail {
+	d := Detail{Device: file, Status: StatusOK, Expected: "char device"}
+	if wantMinor >= 0 {
+		d.Expected = fmt.Sprintf("char %d:%d", nvidiaMajor, wantMinor)
+	}
+	dn, err := env.Facts.DevNode(ctx, file)
+	switch {
+	case err != nil:
+		d.Status, d.Message = StatusError, "cannot stat: "+err.Error()
+	case dn.Missing:
+		d.Status, d.Message, d.Observed = StatusFail, "missing", "missing"
+	case dn.Type != "char":
+		d.Status, d.Observed = StatusFail, dn.Type
+		d.Message = fmt.Sprintf("is a %s, not a character device", typeName(dn.Type))
+	default:
+		d.Observed = fmt.Sprintf("char %d:%d", dn.Major, dn.Minor)
+		if wantMinor >= 0 && (dn.Major != nvidiaMajor || int(dn.Minor) != wantMinor) {
+			d.Status = StatusFail
+			d.Message = fmt.Sprintf("is char %d:%d, want %d:%d", dn.Major, dn.Minor, nvidiaMajor, wantMinor)
+		} else {
+			d.Message = "present"
+		}
+	}
+	return d
+}
+
+// nvidiaMinorFromName returns N for /dev/nvidiaN, 255 for /dev/nvidiactl, and -1 for any other
+// file (MIG capability files under /dev/nvidia-caps have a dynamic major, so only their type
+// is checked).
+func nvidiaMinorFromName(file string) int {
+	if path.Dir(file) != "/dev" {
+		return -1
+	}
+	base := path.Base(file)
+	if base == "nvidiactl" {
+		return nvidiactlMinor
+	}
+	num, ok := strings.CutPrefix(base, "nvidia")
+	if !ok || num == "" {
+		return -1
+	}
+	n, err := strconv.Atoi(num)
+	if err != nil || n < 0 || n > 254 || strconv.Itoa(n) != num {
+		return -1
+	}
+	return n
+}
+
+func typeName(t string) string {
+	switch t {
+	case "file":
+		return "regular file"
+	case "dir":
+		return "directory"
+	case "block":
+		return "block device"
+	case "symlink":
+		return "symbolic link"
+	}
+	return t
+}
+
+func filesOf[T any](xs []T, f func(T) string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = f(x)
+	}
+	return out
+}
+
+// worstOf is the worst status among details.
+func worstOf(ds []Detail) Status {
+	s := StatusOK
+	for _, d := range ds {
+		if d.Status.Worse(s) {
+			s = d.Status
+		}
+	}
+	return s
+}
+
+// moreSuffix is the " (+N more)" tail of a summary that names only the first problem.
+func moreSuffix(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (+%d more)", n)
+}

@@ -1,0 +1,140 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+)
+
+// Report is the outcome of one run.
+type Report struct {
+	Node      string    `json:"node"`
+	Mode      Mode      `json:"mode"`
+	Healthy   bool      `json:"healthy"`
+	StartedAt time.Time `json:"started_at"`
+	Duration  time.Duration
+	Results   []Result `json:"results"`
+	// ConfigError is set when nodecheck.toml could not be used and the run went on with the
+	// built-in defaults (prolog and epilog without fail_closed).
+	ConfigError string `json:"config_error,omitempty"`
+}
+
+// Failed returns the results whose status makes the node unhealthy, in run order.
+func (r *Report) Failed() []Result {
+	var out []Result
+	for _, res := range r.Results {
+		if res.Status == StatusFail {
+			out = append(out, res)
+		}
+	}
+	return out
+}
+
+// RunOptions tunes one run.
+type RunOptions struct {
+	// Budget bounds the whole run; zero means none.
+	Budget time.Duration
+	// StopOnFirstFailure skips the checks after the first fail.
+	StopOnFirstFailure bool
+	// ErrorIsFailure makes an error status count against the node's health.
+	ErrorIsFailure bool
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+}
+
+// Run runs the checks in the order given, each under its own timeout and all within the
+// budget, and returns every result. A check that overruns is abandoned: its goroutine may
+// stay blocked in a system call or NVML, but Run returns and the process can exit.
+func Run(ctx context.Context, env *Env, list []Check, o RunOptions) Report {
+	now := o.Now
+	if now == nil {
+		now = time.Now
+	}
+	start := now()
+	rep := Report{Node: env.Node, Mode: env.Mode, StartedAt: start, Healthy: true}
+	runCtx := ctx
+	if o.Budget > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, o.Budget)
+		defer cancel()
+	}
+	stopped := ""
+	for _, c := range list {
+		var res Result
+		switch {
+		case stopped != "":
+			res = Result{Check: c.ID(), Status: StatusSkip, Summary: "not run: stop_on_first_failure after " + stopped + " failed"}
+		case runCtx.Err() != nil:
+			res = Result{Check: c.ID(), Status: StatusError, Summary: notRunSummary(ctx, o.Budget)}
+		default:
+			res = runOne(runCtx, env, c, now)
+		}
+		rep.Results = append(rep.Results, res)
+		if res.Status == StatusFail || (o.ErrorIsFailure && res.Status == StatusError) {
+			rep.Healthy = false
+			if o.StopOnFirstFailure && stopped == "" {
+				stopped = c.ID()
+			}
+		}
+	}
+	rep.Duration = now().Sub(start)
+	return rep
+}
+
+func notRunSummary(parent context.Context, budget time.Duration) string {
+	if parent.Err() != nil {
+		return "not run: nodecheck was interrupted"
+	}
+	return fmt.Sprintf("not run: the run's budget of %s was used up by earlier checks", budget)
+}
+
+// runOne applies the check's settings and runs it under its deadline.
+func runOne(runCtx context.Context, env *Env, c Check, now func() time.Time) Result {
+	set := c.Settings(env.Config)
+	if !set.Enabled {
+		return Result{Check: c.ID(), Status: StatusSkip, Summary: "disabled in config"}
+	}
+	if !slices.Contains(set.Modes, string(env.Mode)) {
+		return Result{Check: c.ID(), Status: StatusSkip, Summary: fmt.Sprintf("does not run in %s mode (modes = %v)", env.Mode, set.Modes)}
+	}
+	timeout := set.Timeout
+	ctx, cancel := context.WithTimeout(runCtx, timeout)
+	defer cancel()
+
+	start := now()
+	done := make(chan Result, 1) // buffered: an abandoned check must be able to finish and exit
+	go func() {
+		defer func() {
+			if p := recover(); p != nil {
+				done <- Result{Status: StatusError, Summary: fmt.Sprintf("internal error: %v", p), Err: fmt.Errorf("panic: %v", p)}
+			}
+		}()
+		done <- c.Run(ctx, env)
+	}()
+	var res Result
+	select {
+	case res = <-done:
+		// A check that gave up because its context ended is judged as timed out, whatever
+		// it said: the deadline is the result.
+		if ctx.Err() != nil && res.Status != StatusFail {
+			res = timedOut(runCtx, ctx, timeout)
+		}
+	case <-ctx.Done():
+		res = timedOut(runCtx, ctx, timeout)
+	}
+	res.Check = c.ID()
+	res.Duration = now().Sub(start)
+	return res
+}
+
+func timedOut(runCtx, ctx context.Context, timeout time.Duration) Result {
+	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
+		return Result{Status: StatusFail, Summary: "timed out: the run's budget ran out", Err: ctx.Err()}
+	}
+	if runCtx.Err() != nil {
+		return Result{Status: StatusError, Summary: "interrupted", Err: ctx.Err()}
+	}
+	return Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", timeout), Err: ctx.Err()}
+}

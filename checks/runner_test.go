@@ -1,0 +1,193 @@
+package checks
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// fakeCheck is a check whose behaviour a test sets.
+type fakeCheck struct {
+	id  string
+	run func(ctx context.Context) Result
+	set config.CheckCommon
+}
+
+func (f fakeCheck) ID() string                                 { return f.id }
+func (f fakeCheck) Description() string                        { return "fake" }
+func (f fakeCheck) Settings(*config.Config) config.CheckCommon { return f.set }
+func (f fakeCheck) Run(ctx context.Context, _ *Env) Result     { return f.run(ctx) }
+
+var allModes = []string{"prolog", "epilog", "health", "manual"}
+
+func fixed(st Status, summary string) func(context.Context) Result {
+	return func(context.Context) Result { return Result{Status: st, Summary: summary} }
+}
+
+// blockForever ignores its context, as a cgo call into a wedged driver would.
+func blockForever(context.Context) Result { select {} }
+
+func fc(id string, timeout time.Duration, run func(context.Context) Result) fakeCheck {
+	return fakeCheck{id: id, run: run, set: config.CheckCommon{Enabled: true, Timeout: timeout, Modes: allModes}}
+}
+
+type brief struct {
+	Check, Status, Summary string
+}
+
+func briefs(r Report) []brief {
+	var out []brief
+	for _, res := range r.Results {
+		out = append(out, brief{res.Check, string(res.Status), res.Summary})
+	}
+	return out
+}
+
+func TestRun(t *testing.T) {
+	disabled := fc("off", time.Second, fixed(StatusFail, "must not run"))
+	disabled.set.Enabled = false
+	healthOnly := fc("health_only", time.Second, fixed(StatusFail, "must not run"))
+	healthOnly.set.Modes = []string{"health"}
+
+	tests := []struct {
+		name        string
+		list        []Check
+		opts        RunOptions
+		want        []brief
+		wantHealthy bool
+	}{
+		{
+			name:        "all ok",
+			list:        []Check{fc("a", time.Second, fixed(StatusOK, "fine")), fc("b", time.Second, fixed(StatusSkip, "n/a"))},
+			want:        []brief{{"a", "ok", "fine"}, {"b", "skip", "n/a"}},
+			wantHealthy: true,
+		},
+		{
+			name:        "a failure does not hide later checks",
+			list:        []Check{fc("a", time.Second, fixed(StatusFail, "bad")), fc("b", time.Second, fixed(StatusOK, "fine"))},
+			want:        []brief{{"a", "fail", "bad"}, {"b", "ok", "fine"}},
+			wantHealthy: false,
+		},
+		{
+			name:        "stop on first failure",
+			list:        []Check{fc("a", time.Second, fixed(StatusFail, "bad")), fc("b", time.Second, fixed(StatusOK, "fine"))},
+			opts:        RunOptions{StopOnFirstFailure: true},
+			want:        []brief{{"a", "fail", "bad"}, {"b", "skip", "not run: stop_on_first_failure after a failed"}},
+			wantHealthy: false,
+		},
+		{
+			name:        "warn and error keep the node healthy by default",
+			list:        []Check{fc("a", time.Second, fixed(StatusWarn, "hmm")), fc("b", time.Second, fixed(StatusError, "cannot tell"))},
+			want:        []brief{{"a", "warn", "hmm"}, {"b", "error", "cannot tell"}},
+			wantHealthy: true,
+		},
+		{
+			name:        "error_is_failure",
+			list:        []Check{fc("b", time.Second, fixed(StatusError, "cannot tell"))},
+			opts:        RunOptions{ErrorIsFailure: true},
+			want:        []brief{{"b", "error", "cannot tell"}},
+			wantHealthy: false,
+		},
+		{
+			name:        "disabled and out-of-mode checks skip and say why",
+			list:        []Check{disabled, healthOnly},
+			want:        []brief{{"off", "skip", "disabled in config"}, {"health_only", "skip", "does not run in prolog mode (modes = [health])"}},
+			wantHealthy: true,
+		},
+		{
+			name:        "a hung check fails with timed out and later checks still run",
+			list:        []Check{fc("hang", 50*time.Millisecond, blockForever), fc("b", time.Second, fixed(StatusOK, "fine"))},
+			want:        []brief{{"hang", "fail", "timed out after 50ms"}, {"b", "ok", "fine"}},
+			wantHealthy: false,
+		},
+		{
+			name: "the budget ends the run and names the checks it could not reach",
+			list: []Check{fc("hang", time.Hour, blockForever), fc("b", time.Second, fixed(StatusOK, "fine"))},
+			opts: RunOptions{Budget: 80 * time.Millisecond},
+			want: []brief{{"hang", "fail", "timed out: the run's budget ran out"},
+				{"b", "error", "not run: the run's budget of 80ms was used up by earlier checks"}},
+			wantHealthy: false,
+		},
+		{
+			name:        "a panicking check is an error, not a crash",
+			list:        []Check{fc("p", time.Second, func(context.Context) Result { panic("boom") })},
+			want:        []brief{{"p", "error", "internal error: boom"}},
+			wantHealthy: true,
+		},
+		{
+			name: "a check that returns after its deadline is judged timed out",
+			list: []Check{fc("slow", 30*time.Millisecond, func(ctx context.Context) Result {
+				<-ctx.Done()
+				return Result{Status: StatusError, Summary: ctx.Err().Error()}
+			})},
+			want:        []brief{{"slow", "fail", "timed out after 30ms"}},
+			wantHealthy: false,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := &Env{Config: config.Default(), Mode: ModeProlog}
+			start := time.Now()
+			rep := Run(context.Background(), env, tc.list, tc.opts)
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("run took %s", d)
+			}
+			if diff := cmp.Diff(tc.want, briefs(rep)); diff != "" {
+				t.Errorf("results (-want +got):\n%s", diff)
+			}
+			if rep.Healthy != tc.wantHealthy {
+				t.Errorf("healthy = %v, want %v", rep.Healthy, tc.wantHealthy)
+			}
+		})
+	}
+}
+
+func TestRunInterrupted(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	env := &Env{Config: config.Default(), Mode: ModeManual}
+	rep := Run(ctx, env, []Check{fc("a", time.Second, fixed(StatusOK, "fine"))}, RunOptions{})
+	if got := rep.Results[0]; got.Status != StatusError || !strings.Contains(got.Summary, "interrupted") {
+		t.Errorf("got %+v, want an error saying the run was interrupted", got)
+	}
+}
+
+func TestSelectKeepsRunOrder(t *testing.T) {
+	got, err := Select([]string{"ib_ports", "gres_devices"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]string{"gres_devices", "ib_ports"}, filesOf(got, Check.ID)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if _, err := Select([]string{"gpu_cuont"}); err == nil || !strings.Contains(err.Error(), "known checks are") {
+		t.Errorf("unknown id: err = %v, want one listing the known checks", err)
+	}
+}
+
+func TestDetectMode(t *testing.T) {
+	tests := []struct {
+		name  string
+		env   map[string]string
+		argv0 string
+		want  Mode
+	}{
+		{"prolog", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", ModeProlog},
+		{"epilog", map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", ModeEpilog},
+		{"health by link name", map[string]string{}, "/usr/sbin/nodecheck-health", ModeHealth},
+		{"health by slurmd environment", map[string]string{"SLURMD_NODENAME": "n1"}, "/usr/sbin/nodecheck", ModeHealth},
+		{"manual", map[string]string{}, "nodecheck", ModeManual},
+		{"srun task prolog context is not ours", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_task", "SLURM_JOB_ID": "7"}, "nodecheck", ModeManual},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := DetectMode(func(k string) string { return tc.env[k] }, tc.argv0); got != tc.want {
+				t.Errorf("DetectMode = %q, want %q", got, tc.want)
+			}
+		})
+	}
+}

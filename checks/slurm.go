@@ -1,0 +1,104 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"sync"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// SlurmFiles loads slurm.conf and gres.conf through the node's facts once per run, on first
+// use, so that a run whose checks need neither never reads them. A read that hangs (a stale
+// NFS mount) holds only the checks that wait for it, each until its own deadline.
+type SlurmFiles struct {
+	facts    node.Facts
+	explicit string
+	getenv   func(string) string
+
+	confOnce lazy[*config.SlurmConf]
+	gresOnce lazy[*config.GresConf]
+}
+
+// NewSlurmFiles finds slurm.conf as Slurm does: explicit path, then SLURM_CONF (from getenv),
+// then slurmd's configless cache, then /etc/slurm/slurm.conf. gres.conf sits beside it.
+func NewSlurmFiles(facts node.Facts, explicit string, getenv func(string) string) *SlurmFiles {
+	return &SlurmFiles{facts: facts, explicit: explicit, getenv: getenv}
+}
+
+// ConfPath is the slurm.conf this run uses.
+func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
+	return config.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
+		_, err := s.facts.ReadFile(ctx, p)
+		return err == nil
+	})
+}
+
+// Conf returns the parsed slurm.conf.
+func (s *SlurmFiles) Conf(ctx context.Context) (*config.SlurmConf, error) {
+	return s.confOnce.get(ctx, func(ctx context.Context) (*config.SlurmConf, error) {
+		path, err := s.ConfPath(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return config.LoadSlurmConf(path, s.reader(ctx))
+	})
+}
+
+// GresPath is the gres.conf beside slurm.conf.
+func (s *SlurmFiles) GresPath(ctx context.Context) (string, error) {
+	path, err := s.ConfPath(ctx)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(filepath.Dir(path), "gres.conf"), nil
+}
+
+// Gres returns the parsed gres.conf; an absent file gives an error wrapping fs.ErrNotExist.
+func (s *SlurmFiles) Gres(ctx context.Context) (*config.GresConf, error) {
+	return s.gresOnce.get(ctx, func(ctx context.Context) (*config.GresConf, error) {
+		path, err := s.GresPath(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return config.LoadGresConf(path, s.reader(ctx))
+	})
+}
+
+func (s *SlurmFiles) reader(ctx context.Context) config.ReadFileFunc {
+	return func(path string) ([]byte, error) { return s.facts.ReadFile(ctx, path) }
+}
+
+// lazy computes a value once; callers wait for it only as long as their own ctx allows. The
+// load itself runs detached from the first caller's deadline, so a check that times out
+// does not leave a cancelled result behind for the next check; a load that truly hangs is
+// abandoned with the process.
+type lazy[T any] struct {
+	once sync.Once
+	done chan struct{}
+	val  T
+	err  error
+}
+
+func (l *lazy[T]) get(ctx context.Context, load func(context.Context) (T, error)) (T, error) {
+	l.once.Do(func() {
+		l.done = make(chan struct{})
+		go func(ctx context.Context) {
+			l.val, l.err = load(ctx)
+			close(l.done)
+		}(context.WithoutCancel(ctx))
+	})
+	select {
+	case <-l.done:
+		return l.val, l.err
+	case <-ctx.Done():
+		var zero T
+		return zero, ctx.Err()
+	}
+}
+
+// isNotExist reports whether err means "the file is not there".
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

@@ -1,0 +1,90 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"path/filepath"
+
+	"github.com/spf13/cobra"
+)
+
+// Exit codes, one table for every verb (README "Exit codes").
+const (
+	exitHealthy   = 0 // healthy, or nothing wrong found
+	exitUnhealthy = 1 // a check failed (lint: an error-severity problem)
+	exitCannotRun = 2 // usage error, unreadable or invalid input, nodecheck could not run
+)
+
+// exitError carries an exit code out of a cobra RunE.
+type exitError struct{ code int }
+
+func (e exitError) Error() string { return fmt.Sprintf("exit %d", e.code) }
+
+// globals are what every verb may need from the process.
+type globals struct {
+	argv0  string
+	stdin  io.Reader
+	stdout io.Writer
+	stderr io.Writer
+	getenv func(string) string
+}
+
+// execute runs nodecheck with argv and returns the exit code. With no arguments (as slurmd
+// starts Prolog=, Epilog= and HealthCheckProgram=) it runs the checks for the detected mode.
+func execute(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	args := argv[1:]
+	if len(args) == 0 || filepath.Base(argv[0]) == "nodecheck-health" && (len(args) == 0 || args[0] != "help") {
+		args = append([]string{"run"}, args...)
+	}
+	root := newRootCmd(g)
+	root.SetArgs(args)
+	root.SetIn(stdin)
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	err := root.ExecuteContext(ctx)
+	var ee exitError
+	if errors.As(err, &ee) {
+		return ee.code
+	}
+	if err != nil {
+		fmt.Fprintf(stderr, "nodecheck: %v\n", err)
+		return exitCannotRun
+	}
+	return exitHealthy
+}
+
+func newRootCmd(g *globals) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "nodecheck",
+		Short: "Health checks for Slurm GPU nodes; drains a node with an actionable reason",
+		Long: `nodecheck decides whether a Slurm GPU node is fit to run jobs: it compares what the
+node should have (slurm.conf, gres.conf, nodecheck.toml) with what it has (device files,
+InfiniBand ports, GPUs) in a fixed order of fast checks, and reports every result.
+
+In slurm.conf:
+  Prolog=/usr/sbin/nodecheck               (mode from SLURM_SCRIPT_CONTEXT)
+  Epilog=/usr/sbin/nodecheck
+  HealthCheckProgram=/usr/sbin/nodecheck-health
+
+By hand:
+  nodecheck run --all                      every check, as a table
+  nodecheck run --snapshot DIR             replay a recorded node
+  nodecheck lint                           slurm.conf against gres.conf
+
+Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+	}
+	root.AddCommand(newRunCmd(g), newListCmd(g), newVersionCmd(g), newConfigCmd(g))
+	return root
+}
+
+// usageError marks an error as the user's: cobra prints usage only for these.
+func usageError(cmd *cobra.Command, format string, a ...any) error {
+	fmt.Fprintf(cmd.ErrOrStderr(), "nodecheck: "+format+"\n", a...)
+	fmt.Fprintf(cmd.ErrOrStderr(), "Run '%s --help' for usage.\n", cmd.CommandPath())
+	return exitError{exitCannotRun}
+}

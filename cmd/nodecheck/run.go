@@ -1,0 +1,272 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"time"
+
+	"github.com/mattn/go-isatty"
+	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/checks/report"
+	"github.com/nodecheck/nodecheck/config"
+	"github.com/rs/zerolog"
+	"github.com/spf13/cobra"
+)
+
+type runOpts struct {
+	all        bool
+	checkIDs   []string
+	mode       string
+	configPath string
+	snapshot   string
+	nodeName   string
+	slurmConf  string
+	format     string
+	details    bool
+	dryRun     bool
+}
+
+func newRunCmd(g *globals) *cobra.Command {
+	var o runOpts
+	cmd := &cobra.Command{
+		Use:   "run",
+		Short: "Run the checks and report; exit 0 healthy, 1 unhealthy, 2 could not run",
+		Long: `Run the checks in their fixed order, each under its timeout and all within the mode's
+budget (prolog 5s, epilog 30s, health 50s, manual none by default), and report every result.
+
+The mode comes from --mode, else from SLURM_SCRIPT_CONTEXT (prolog_slurmd, epilog_slurmd) as
+slurmd sets it for Prolog= and Epilog=, else health when started as nodecheck-health or by
+slurmd with only SLURMD_NODENAME set, else manual.
+The node name comes from --node, else SLURMD_NODENAME, else the snapshot's node_name, else
+the slurm.conf NodeName whose NodeHostname (or name) is this host's name.
+
+Without --all or --check, every check that runs in the mode runs (the same as --all).`,
+		Example: `  nodecheck run --all
+  nodecheck run --check ib_ports --format json
+  nodecheck run --snapshot testdata/snapshots/h100-healthy --all
+  nodecheck run --mode prolog --node gpu01`,
+		Args: cobra.NoArgs,
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			code := runChecks(cmd.Context(), g, o)
+			if code != exitHealthy {
+				return exitError{code}
+			}
+			return nil
+		},
+	}
+	f := cmd.Flags()
+	f.BoolVar(&o.all, "all", false, "run every check (the default when --check is not given)")
+	f.StringSliceVar(&o.checkIDs, "check", nil, "run only these checks (comma-separated ids; see nodecheck list)")
+	f.StringVar(&o.mode, "mode", "", "prolog, epilog, health or manual (default: detected from Slurm's environment)")
+	f.StringVar(&o.configPath, "config", "", "nodecheck.toml to use (default "+config.DefaultConfigPath+"; inside the snapshot with --snapshot)")
+	f.StringVar(&o.snapshot, "snapshot", "", "replay a recorded node from this directory instead of reading the live one")
+	f.StringVar(&o.nodeName, "node", "", "the node's Slurm name (default: SLURMD_NODENAME, then slurm.conf host name matching)")
+	f.StringVar(&o.slurmConf, "slurm-conf", "", "slurm.conf to read (default: SLURM_CONF, slurmd's configless cache, /etc/slurm/slurm.conf)")
+	f.StringVar(&o.format, "format", "text", "output format: text or json")
+	f.BoolVar(&o.details, "details", false, "text format: list every device, not only the bad ones")
+	f.BoolVar(&o.dryRun, "dry-run", false, "print the scontrol commands a drain or resume would run, and run none (this version reports only: it never drains)")
+	_ = cmd.RegisterFlagCompletionFunc("check", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
+		return checks.IDs(), cobra.ShellCompDirectiveNoFileComp
+	})
+	_ = cmd.RegisterFlagCompletionFunc("mode", cobra.FixedCompletions([]string{"prolog", "epilog", "health", "manual"}, cobra.ShellCompDirectiveNoFileComp))
+	_ = cmd.RegisterFlagCompletionFunc("format", cobra.FixedCompletions([]string{"text", "json"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+// runChecks is `nodecheck run` without the flag parsing: it returns the exit code.
+func runChecks(ctx context.Context, g *globals, o runOpts) int {
+	log := newLogger(g.stderr, "info")
+	if o.format != "text" && o.format != "json" {
+		fmt.Fprintf(g.stderr, "nodecheck: --format %q: use text or json\n", o.format)
+		return exitCannotRun
+	}
+	mode := checks.DetectMode(g.getenv, g.argv0)
+	if o.mode != "" {
+		m, err := checks.ParseMode(o.mode)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "nodecheck: --mode: %v\n", err)
+			return exitCannotRun
+		}
+		mode = m
+	}
+	list := checks.All()
+	if len(o.checkIDs) > 0 {
+		if o.all {
+			fmt.Fprintln(g.stderr, "nodecheck: --all and --check exclude each other")
+			return exitCannotRun
+		}
+		sel, err := checks.Select(o.checkIDs)
+		if err != nil {
+			fmt.Fprintf(g.stderr, "nodecheck: --check: %v\n", err)
+			return exitCannotRun
+		}
+		list = sel
+	}
+
+	facts, snap, err := openFacts(o.snapshot)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
+		return exitCannotRun
+	}
+	getenv := g.getenv
+	if snap != nil {
+		// A replay must not pick up this machine's Slurm environment.
+		getenv = func(string) string { return "" }
+	}
+
+	cfg, cfgErr := loadRunConfig(ctx, facts, snap != nil, o.configPath)
+	if cfgErr != nil {
+		return configFailure(g, log, mode, o, cfgErr, cfg)
+	}
+	log = newLogger(g.stderr, cfg.Log.Level)
+
+	slurmConf := o.slurmConf
+	if slurmConf == "" {
+		slurmConf = cfg.SlurmConf
+	}
+	slurm := checks.NewSlurmFiles(facts, slurmConf, getenv)
+	nodeName, err := checks.ResolveNodeName(ctx, checks.NodeNameSources{
+		Flag: o.nodeName, Getenv: getenv, Snapshot: snapshotNodeName(snap), Facts: facts, Slurm: slurm,
+	})
+	if err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
+		return exitCannotRun
+	}
+	eff, err := cfg.ForNode(nodeName)
+	if err != nil {
+		return configFailure(g, log, mode, o, err, cfg)
+	}
+	env := &checks.Env{
+		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
+		Job: checks.Job{ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS")},
+	}
+	rep := checks.Run(ctx, env, list, checks.RunOptions{
+		Budget:             checks.BudgetFor(eff, mode),
+		StopOnFirstFailure: eff.StopOnFirstFailure,
+		ErrorIsFailure:     eff.ErrorIsFailure,
+	})
+	if mode != checks.ModeManual {
+		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
+		logResults(log, rep)
+	}
+	if err := writeReport(g.stdout, rep, o); err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", err)
+		return exitCannotRun
+	}
+	if !rep.Healthy {
+		return exitUnhealthy
+	}
+	return exitHealthy
+}
+
+// openFacts gives the live node, or a recorded one when dir is set.
+func openFacts(dir string) (node.Facts, *node.Snapshot, error) {
+	if dir != "" {
+		s, err := node.OpenSnapshot(dir)
+		if err != nil {
+			return nil, nil, fmt.Errorf("--snapshot: %w", err)
+		}
+		return s, s, nil
+	}
+	live, err := node.NewLive(node.DefaultPaths())
+	if err != nil {
+		return nil, nil, err
+	}
+	return live, nil, nil
+}
+
+func snapshotNodeName(s *node.Snapshot) string {
+	if s == nil {
+		return ""
+	}
+	return s.Meta().NodeName
+}
+
+// loadRunConfig reads nodecheck.toml. On the live node it is read from disk with the
+// permission check; in a replay the default path is looked up inside the snapshot, so a
+// recorded node carries its own policy. An absent file at the default path means defaults.
+func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path string) (*config.Config, error) {
+	explicit := path != ""
+	if !explicit {
+		path = config.DefaultConfigPath
+	}
+	if replay && !explicit {
+		data, err := facts.ReadFile(ctx, path)
+		if err != nil {
+			if isNotExist(err) {
+				return config.Default(), nil
+			}
+			return config.Default(), fmt.Errorf("read %s in the snapshot: %w", path, err)
+		}
+		return config.ParseConfig(data, path)
+	}
+	if _, err := os.Stat(path); !explicit && isNotExist(err) {
+		return config.Default(), nil
+	}
+	cfg, err := config.LoadConfig(path)
+	if err != nil {
+		return config.Default(), err
+	}
+	return cfg, nil
+}
+
+// configFailure applies the rule for an unusable nodecheck.toml: in prolog and epilog a
+// broken config must not fail every job on the fleet, so nodecheck logs it, reports it and
+// exits 0 without running checks, unless fail_closed is set. Elsewhere it cannot run (2).
+func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, cfg *config.Config) int {
+	failClosed := cfg != nil && cfg.FailClosed
+	if data, rerr := os.ReadFile(o.configPath); rerr == nil && !failClosed {
+		failClosed = config.PeekFailClosed(data)
+	}
+	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
+	if (mode == checks.ModeProlog || mode == checks.ModeEpilog) && !failClosed {
+		rep := checks.Report{Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
+		_ = writeReport(g.stdout, rep, o)
+		return exitHealthy
+	}
+	fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
+	return exitCannotRun
+}
+
+func writeReport(w io.Writer, rep checks.Report, o runOpts) error {
+	if o.format == "json" {
+		return report.WriteJSON(w, rep)
+	}
+	return report.WriteText(w, rep, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true})
+}
+
+func isTerminal(w io.Writer) bool {
+	f, ok := w.(*os.File)
+	return ok && isatty.IsTerminal(f.Fd())
+}
+
+func newLogger(w io.Writer, level string) zerolog.Logger {
+	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
+	if err != nil || level == "" {
+		lvl = zerolog.InfoLevel
+	}
+	return zerolog.New(w).Level(lvl).With().Timestamp().Str("prog", "nodecheck").Logger()
+}
+
+func logResults(log zerolog.Logger, rep checks.Report) {
+	for _, r := range rep.Results {
+		ev := log.Debug()
+		switch r.Status {
+		case checks.StatusWarn:
+			ev = log.Warn()
+		case checks.StatusFail, checks.StatusError:
+			ev = log.Error()
+		}
+		ev = ev.Str("check", r.Check).Str("status", string(r.Status)).Dur("duration", r.Duration)
+		if r.Err != nil {
+			ev = ev.AnErr("cause", r.Err)
+		}
+		ev.Msg(r.Summary)
+	}
+	log.Info().Str("node", rep.Node).Str("mode", string(rep.Mode)).Bool("healthy", rep.Healthy).
+		Int("failed", len(rep.Failed())).Dur("duration", rep.Duration).Msg("run finished")
+}
