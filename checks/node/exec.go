@@ -1,0 +1,162 @@
+package node
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"syscall"
+	"time"
+)
+
+// DefaultOutputLimit is how many bytes of each of a command's stdout and stderr Exec keeps.
+// Checks need a version line or a table of a few KiB; the bound keeps a chatty or broken
+// tool from filling memory or a drain reason.
+const DefaultOutputLimit = 64 << 10
+
+// DefaultWaitDelay is how long Exec waits for a command's pipes to close after the command
+// exited or was killed; see WithWaitDelay.
+const DefaultWaitDelay = time.Second
+
+// DefaultEnv returns the environment commands run with. Slurm gives hooks no PATH at all and
+// an admin's shell gives anything, so commands get the same small fixed environment in every
+// context instead of inheriting: their behaviour then does not depend on where nodecheck
+// was started, and LANG=C keeps their output in the English the parsers expect.
+func DefaultEnv() []string {
+	return []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LANG=C"}
+}
+
+// execConfig is how runCommand runs a command.
+type execConfig struct {
+	outputLimit int
+	waitDelay   time.Duration
+	env         []string
+}
+
+// runCommand runs argv without a shell, in "/", with stdin from /dev/null and the configured
+// environment, in a process group of its own.
+//
+// When ctx is done the whole group is killed (SIGKILL to -pgid), so a child the command forked
+// dies with it and cannot hold the output pipes open; WaitDelay then bounds the wait for a
+// process that left the group (setsid) and still holds them. The result keeps the partial
+// output and the error wraps ctx.Err(). After a normal exit, what is left of the group is
+// killed too: a query command must not leave processes behind on a node that is about to
+// run a job.
+//
+// stdout and stderr are each cut at the output limit (Truncated set); the rest is read and
+// dropped so that the command never blocks on a full pipe. Output written after the command
+// exited, by a process it left behind, may be lost. ExitCode is the exit status, or 128+N when
+// a signal N ended the command (the shells' convention), or -1 when it never ran.
+func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, error) {
+	res := CmdResult{Argv: slices.Clone(argv), ExitCode: -1}
+	if len(argv) == 0 {
+		return res, errors.New("run: empty command")
+	}
+	prog := argv[0]
+	if !filepath.IsAbs(prog) {
+		// Hooks have no PATH (DESIGN.md section 2): a bare name would resolve differently,
+		// or not at all, depending on how nodecheck was started.
+		return res, fmt.Errorf("run %q: program path is not absolute", prog)
+	}
+	if err := ctx.Err(); err != nil {
+		return res, fmt.Errorf("run %s: %w", prog, err)
+	}
+
+	stdout := &boundedBuffer{limit: c.outputLimit}
+	stderr := &boundedBuffer{limit: c.outputLimit}
+	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
+	cmd.Env = slices.Clone(c.env)
+	if cmd.Env == nil {
+		cmd.Env = []string{} // nil would mean "inherit nodecheck's environment"
+	}
+	cmd.Dir = "/"
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
+	cmd.WaitDelay = c.waitDelay
+
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		res.Duration = time.Since(start)
+		if errors.Is(err, fs.ErrNotExist) {
+			if _, serr := os.Stat(prog); serr == nil {
+				// execve says ENOENT for a missing #! interpreter or ELF loader too. The program
+				// is installed but broken, which a check must not mistake for "not installed",
+				// so this error deliberately does not wrap fs.ErrNotExist.
+				return res, fmt.Errorf("run %s: program exists but cannot be started (missing interpreter or loader?): %v", prog, bare(err))
+			}
+		}
+		return res, fmt.Errorf("run %s: %w", prog, bare(err))
+	}
+	pgid := cmd.Process.Pid
+	waitErr := cmd.Wait()
+	res.Duration = time.Since(start)
+	// The group's leader is reaped, but its pgid stays reserved while members remain, so this
+	// reaches only the command's leftovers (or nothing: ESRCH).
+	_ = killGroup(pgid)
+
+	res.Stdout, res.Stderr = string(stdout.buf), string(stderr.buf)
+	res.Truncated = stdout.truncated || stderr.truncated
+	ps := cmd.ProcessState
+	if ps != nil {
+		res.ExitCode = exitCode(ps)
+	}
+	if ctx.Err() != nil && (ps == nil || !ps.Exited()) {
+		return res, fmt.Errorf("run %s: killed after %s: %w", prog, res.Duration.Round(time.Millisecond), ctx.Err())
+	}
+	var ee *exec.ExitError
+	switch {
+	case waitErr == nil, errors.As(waitErr, &ee), errors.Is(waitErr, exec.ErrWaitDelay):
+		// A non-zero exit is a result, not an error; ErrWaitDelay means the command exited
+		// but something it left behind held the pipes, which were then closed.
+		return res, nil
+	default:
+		return res, fmt.Errorf("run %s: %w", prog, waitErr)
+	}
+}
+
+// killGroup sends SIGKILL to the process group pgid. A group that is already gone is
+// reported as os.ErrProcessDone, which exec.Cmd.Cancel treats as "nothing to cancel".
+func killGroup(pgid int) error {
+	err := syscall.Kill(-pgid, syscall.SIGKILL)
+	if errors.Is(err, syscall.ESRCH) {
+		return os.ErrProcessDone
+	}
+	return err
+}
+
+// exitCode is the exit status, or 128+N for a command ended by signal N.
+func exitCode(ps *os.ProcessState) int {
+	if ps.Exited() {
+		return ps.ExitCode()
+	}
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return 128 + int(ws.Signal())
+	}
+	return -1
+}
+
+// boundedBuffer keeps the first limit bytes written to it and drops the rest, always
+// reporting success so that the writer keeps draining the pipe.
+type boundedBuffer struct {
+	buf       []byte
+	limit     int
+	truncated bool
+}
+
+func (b *boundedBuffer) Write(p []byte) (int, error) {
+	room := b.limit - len(b.buf)
+	if room >= len(p) {
+		b.buf = append(b.buf, p...)
+		return len(p), nil
+	}
+	if room > 0 {
+		b.buf = append(b.buf, p[:room]...)
+	}
+	b.truncated = true
+	return len(p), nil
+}

@@ -1,0 +1,166 @@
+package node
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"path"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"testing/fstest"
+)
+
+func FuzzParseIBState(f *testing.F) {
+	for _, s := range []string{"4: ACTIVE", "4: ACTIVE\n", "5: LinkUp\n", "3: Disabled", "2: Polling",
+		"1: DOWN", "0: NOP", "9: <unknown>", "", ":", "4:", ": x", "x: y", "18446744073709551616: X"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		id, name, err := parseIBState(s)
+		if err != nil {
+			return
+		}
+		if name == "" || name != strings.TrimSpace(name) {
+			t.Fatalf("parseIBState(%q) name %q is empty or padded", s, name)
+		}
+		// What the kernel would have written for the parsed values parses back the same.
+		id2, name2, err := parseIBState(fmt.Sprintf("%d: %s\n", id, name))
+		if err != nil || id2 != id || name2 != name {
+			t.Fatalf("parseIBState(%q) = %d, %q, which does not round-trip: %d, %q, %v", s, id, name, id2, name2, err)
+		}
+	})
+}
+
+func FuzzParseIBRate(f *testing.F) {
+	for _, s := range []string{"400 Gb/sec (4X NDR)", "200 Gb/sec (2X NDR)\n", "2.5 Gb/sec (1X SDR)",
+		"10 Gb/sec (4X)", "40 Gb/sec", "", "Gb/sec", "1e400 Gb/sec", "NaN Gb/sec", ". Gb/sec", "1. Gb/sec"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseIBRate(s)
+		if err != nil {
+			if v != 0 {
+				t.Fatalf("parseIBRate(%q) = %v with error %v, want 0", s, v, err)
+			}
+			return
+		}
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("parseIBRate(%q) = %v", s, v)
+		}
+		if v2, err := parseIBRate(strconv.FormatFloat(v, 'f', -1, 64) + " Gb/sec"); err != nil || v2 != v {
+			t.Fatalf("parseIBRate(%q) = %v does not round-trip: %v, %v", s, v, v2, err)
+		}
+	})
+}
+
+// FuzzReadIBPorts feeds arbitrary attribute text to the port reader: it must keep the port,
+// never fail on content, and keep unparsable text as read.
+func FuzzReadIBPorts(f *testing.F) {
+	f.Add("4: ACTIVE\n", "5: LinkUp\n", "400 Gb/sec (4X NDR)\n", "InfiniBand\n")
+	f.Add("1: DOWN\n", "3: Disabled\n", "40 Gb/sec (4X QDR)\n", "Ethernet\n")
+	f.Add("garbage", "", "fast", "")
+	f.Fuzz(func(t *testing.T, state, phys, rate, link string) {
+		dir := "class/infiniband/mlx5_0/ports/1/"
+		fsys := fstest.MapFS{
+			dir + "state":      {Data: []byte(state)},
+			dir + "phys_state": {Data: []byte(phys)},
+			dir + "rate":       {Data: []byte(rate)},
+			dir + "link_layer": {Data: []byte(link)},
+		}
+		if max(len(state), len(phys), len(rate), len(link)) > ibAttrLimit {
+			return // over the bound is an error, tested elsewhere
+		}
+		ports, err := readIBPorts(context.Background(), fsys)
+		if err != nil {
+			t.Fatalf("readIBPorts: %v", err)
+		}
+		if len(ports) != 1 || ports[0].Name() != "mlx5_0/1" {
+			t.Fatalf("readIBPorts = %+v, want the one port", ports)
+		}
+		p := ports[0]
+		wantState := func(text string) (uint, string) {
+			if id, name, err := parseIBState(text); err == nil {
+				return id, name
+			}
+			return 0, strings.TrimSpace(text)
+		}
+		if id, name := wantState(state); p.StateID != id || p.State != name {
+			t.Fatalf("state %q read as %d %q, want %d %q", state, p.StateID, p.State, id, name)
+		}
+		if id, name := wantState(phys); p.PhysStateID != id || p.PhysState != name {
+			t.Fatalf("phys_state %q read as %d %q, want %d %q", phys, p.PhysStateID, p.PhysState, id, name)
+		}
+		if p.Rate != strings.TrimSpace(rate) || p.LinkLayer != strings.TrimSpace(link) {
+			t.Fatalf("rate %q and link_layer %q kept as %q and %q", rate, link, p.Rate, p.LinkLayer)
+		}
+		if want, _ := parseIBRate(rate); p.RateGbps != want {
+			t.Fatalf("rate %q read as %v, want %v", rate, p.RateGbps, want)
+		}
+	})
+}
+
+func FuzzNaturalCompare(f *testing.F) {
+	f.Add("mlx5_2", "mlx5_10")
+	f.Add("n01", "n1")
+	f.Add("", "0")
+	f.Fuzz(func(t *testing.T, a, b string) {
+		ab, ba := naturalCompare(a, b), naturalCompare(b, a)
+		if ab != -ba {
+			t.Fatalf("naturalCompare(%q, %q) = %d but reversed %d", a, b, ab, ba)
+		}
+		if (ab == 0) != (a == b) {
+			t.Fatalf("naturalCompare(%q, %q) = %d", a, b, ab)
+		}
+		if naturalCompare(a, a) != 0 {
+			t.Fatalf("naturalCompare(%q, itself) != 0", a)
+		}
+	})
+}
+
+// FuzzSnapshotJSON feeds the same bytes to every snapshot file parser: none may panic, and
+// what they accept must hold the promises replay relies on.
+func FuzzSnapshotJSON(f *testing.F) {
+	for _, s := range []string{
+		validMeta,
+		`{"format": 1, "delay_ms": {"/sys/class/infiniband": 60000}}`,
+		`[{"path": "/dev/nvidia0", "type": "char", "major": 195, "minor": 0}, {"path": "/dev/nvidia7", "missing": true}]`,
+		`[{"argv": ["/usr/bin/nv-fabricmanager", "--version"], "stdout": "x", "stderr": "", "exit_code": 0, "duration_ms": 12}]`,
+		`{"init": "SUCCESS", "devices": [{"index": 0, "delay_ms": 5}]}`,
+		"[\n{\"path\": 1}]", `{"format": "1"}`, `[{"argv": []}]`, "",
+	} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, b []byte) {
+		if m, err := parseMeta(b); err == nil {
+			if m.Format != SnapshotFormat {
+				t.Fatalf("parseMeta accepted format %d", m.Format)
+			}
+			for p, ms := range m.DelayMS {
+				if ms < 0 || !strings.HasPrefix(p, "/") || path.Clean(p) != p {
+					t.Fatalf("parseMeta accepted delay %q: %d", p, ms)
+				}
+			}
+		}
+		if devs, err := parseDevices(b); err == nil {
+			for p, d := range devs {
+				if p != d.Path || path.Clean(p) != p || !strings.HasPrefix(p, "/") {
+					t.Fatalf("parseDevices accepted path %q", p)
+				}
+				if d.Missing == slices.Contains(devTypes, d.Type) {
+					t.Fatalf("parseDevices accepted %+v", d)
+				}
+			}
+		}
+		if cmds, err := parseCommands(b); err == nil {
+			for _, c := range cmds {
+				got, ok := matchCommand(cmds, c.Argv)
+				if !ok || !slices.Equal(got.Argv, c.Argv) {
+					t.Fatalf("argv %q does not replay its own record: %v %q", c.Argv, ok, got.Argv)
+				}
+			}
+		}
+		_ = checkNVML(b)
+	})
+}

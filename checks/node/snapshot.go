@@ -1,0 +1,502 @@
+package node
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+)
+
+// SnapshotFormat is the snapshot format this nodecheck reads and writes (DESIGN.md section 7).
+const SnapshotFormat = 1
+
+// snapshotJSONLimit bounds each of a snapshot's JSON files: commands.json holds whole
+// command outputs, so it may be much larger than any file a check reads.
+const snapshotJSONLimit = 64 << 20
+
+// The files of a snapshot directory.
+const (
+	metaFile     = "meta.json"
+	devicesFile  = "devices.json"
+	commandsFile = "commands.json"
+	nvmlFile     = "nvml.json"
+	fsDir        = "fs"
+)
+
+// Meta is a snapshot's meta.json.
+type Meta struct {
+	Format           int       `json:"format"`            // must be SnapshotFormat
+	Hostname         string    `json:"hostname"`          // what Hostname replays
+	NodeName         string    `json:"node_name"`         // Slurm's name for the node
+	TakenAt          time.Time `json:"taken_at"`          // RFC 3339
+	NodecheckVersion string    `json:"nodecheck_version"` // the nodecheck that recorded it
+	// DelayMS makes replay stall, to test deadlines: every read of a path equal to or under
+	// a key (ReadFile, DevNode, IBPorts for keys at, above or under /sys/class/infiniband,
+	// Exec for the program path asked for) waits that many milliseconds first, or until ctx
+	// is done. Keys are clean absolute paths: {"/sys/class/infiniband": 60000}.
+	DelayMS map[string]int `json:"delay_ms,omitempty"`
+}
+
+// deviceRecord is one entry of devices.json: a DevNode and its delay. The fields are spelt
+// out rather than embedding DevNode so that JSON errors name "major", not "DevNode.major".
+type deviceRecord struct {
+	Path    string `json:"path"`
+	Missing bool   `json:"missing,omitempty"`
+	Type    string `json:"type,omitempty"`
+	Major   uint32 `json:"major,omitempty"`
+	Minor   uint32 `json:"minor,omitempty"`
+	DelayMS int    `json:"delay_ms,omitempty"` // stall DevNode of this path that long
+}
+
+func (r deviceRecord) devNode() DevNode {
+	return DevNode{Path: r.Path, Missing: r.Missing, Type: r.Type, Major: r.Major, Minor: r.Minor}
+}
+
+func newDeviceRecord(d DevNode) deviceRecord {
+	return deviceRecord{Path: d.Path, Missing: d.Missing, Type: d.Type, Major: d.Major, Minor: d.Minor}
+}
+
+// commandRecord is one entry of commands.json.
+type commandRecord struct {
+	Argv       []string `json:"argv"`
+	Stdout     string   `json:"stdout"`
+	Stderr     string   `json:"stderr"`
+	ExitCode   int      `json:"exit_code"`
+	DurationMS int64    `json:"duration_ms"`         // informational; replayed as CmdResult.Duration
+	Truncated  bool     `json:"truncated,omitempty"` // the recorded output was cut
+	// TimedOut marks a command killed at its deadline when recorded: replay hangs until ctx
+	// is done, then returns the recorded partial output with ctx's error.
+	TimedOut bool `json:"timed_out,omitempty"`
+	DelayMS  int  `json:"delay_ms,omitempty"` // stall this long before answering
+}
+
+// Snapshot replays a node recorded in a directory (DESIGN.md section 7). It never reads the
+// live node: every path is looked up inside the directory, through os.Root, so that neither
+// ".." nor a symlink can lead out of it. Symlinks inside fs/ (sysfs keeps many) are followed
+// as long as they resolve inside fs/; one that points outside is an error, not a miss.
+// It is safe for concurrent use.
+type Snapshot struct {
+	dir      string
+	meta     Meta
+	delays   []delayRule
+	devices  map[string]deviceRecord
+	commands []commandRecord
+	nvml     []byte
+}
+
+var _ Facts = (*Snapshot)(nil)
+
+// delayRule is one entry of meta.json's delay_ms.
+type delayRule struct {
+	prefix string
+	ms     int
+}
+
+// OpenSnapshot reads the snapshot in dir: meta.json is required and must say format 1;
+// devices.json, commands.json and nvml.json are optional. Every JSON file is checked here,
+// so that a broken snapshot fails at once with the file and the place named.
+func OpenSnapshot(dir string) (*Snapshot, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+	}
+	root, err := os.OpenRoot(abs)
+	if err != nil {
+		return nil, fmt.Errorf("open snapshot %s: %w", dir, bare(err))
+	}
+	defer root.Close()
+	s := &Snapshot{dir: abs}
+
+	read := func(name string) ([]byte, error) {
+		b, err := readBounded(root.FS(), name, snapshotJSONLimit)
+		if err != nil {
+			return nil, fmt.Errorf("open snapshot %s: read %s: %w", dir, name, bare(err))
+		}
+		return b, nil
+	}
+	b, err := read(metaFile)
+	if err != nil {
+		return nil, err
+	}
+	if s.meta, err = parseMeta(b); err != nil {
+		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+	}
+	for p, ms := range s.meta.DelayMS {
+		s.delays = append(s.delays, delayRule{prefix: p, ms: ms})
+	}
+	slices.SortFunc(s.delays, func(a, b delayRule) int { return strings.Compare(a.prefix, b.prefix) })
+
+	if b, err = read(devicesFile); err == nil {
+		if s.devices, err = parseDevices(b); err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = read(commandsFile); err == nil {
+		if s.commands, err = parseCommands(b); err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = read(nvmlFile); err == nil {
+		if err := checkNVML(b); err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+		s.nvml = b
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Meta returns the snapshot's meta.json.
+func (s *Snapshot) Meta() Meta {
+	m := s.meta
+	m.DelayMS = maps.Clone(s.meta.DelayMS)
+	return m
+}
+
+// NVMLJSON returns the content of nvml.json, checked to be a JSON object, or nil when the
+// snapshot has none. The NVML adapter owns its schema.
+func (s *Snapshot) NVMLJSON() []byte { return bytes.Clone(s.nvml) }
+
+// ReadFile implements Facts by reading <dir>/fs/<path>. A file the snapshot does not hold is
+// missing (fs.ErrNotExist); a symlink leading out of fs/ is an error.
+func (s *Snapshot) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	p, err := cleanAbs(path)
+	if err != nil {
+		return nil, fmt.Errorf("read: %w", err)
+	}
+	if err := stall(ctx, s.delayFor(p)); err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	fsys, done, err := s.openFS()
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, err)
+	}
+	defer done()
+	name := strings.TrimPrefix(p, "/")
+	if name == "" {
+		name = "."
+	}
+	b, err := readBounded(fsys, name, DefaultMaxFileSize)
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", p, bare(err))
+	}
+	return b, nil
+}
+
+// DevNode implements Facts from devices.json. A device not recorded is absent: the recorder
+// writes every path a check asked about, missing ones included, so a path it never saw is
+// one no check looked for, and absence is the answer that makes a check say so.
+func (s *Snapshot) DevNode(ctx context.Context, path string) (DevNode, error) {
+	p, err := cleanAbs(path)
+	if err != nil {
+		return DevNode{}, fmt.Errorf("stat: %w", err)
+	}
+	rec, ok := s.devices[p]
+	if err := stall(ctx, max(s.delayFor(p), rec.DelayMS)); err != nil {
+		return DevNode{}, fmt.Errorf("stat %s: %w", p, err)
+	}
+	if !ok {
+		return DevNode{Path: p, Missing: true}, nil
+	}
+	return rec.devNode(), nil
+}
+
+// IBPorts implements Facts by reading <dir>/fs/sys/class/infiniband with the same code as
+// Live.
+func (s *Snapshot) IBPorts(ctx context.Context) ([]IBPort, error) {
+	if err := stall(ctx, s.ibDelay()); err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
+	}
+	fsys, done, err := s.openFS()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
+	}
+	defer done()
+	sys, err := fs.Sub(fsys, "sys")
+	if err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
+	}
+	return readIBPorts(ctx, sys)
+}
+
+// Exec implements Facts from commands.json. argv is matched against the recorded commands
+// by exact argv first, then by the same program base name and arguments, then by the
+// program base name alone, taking the first match in file order at the first rule that
+// matches; so a snapshot replays under a config that installs tools elsewhere. A command not
+// recorded behaves as not installed (fs.ErrNotExist). Output is cut at DefaultOutputLimit,
+// as Live cuts it.
+func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
+	res := CmdResult{Argv: slices.Clone(argv), ExitCode: -1}
+	if len(argv) == 0 {
+		return res, errors.New("run: empty command")
+	}
+	prog := argv[0]
+	if !filepath.IsAbs(prog) {
+		return res, fmt.Errorf("run %q: program path is not absolute", prog)
+	}
+	rec, ok := matchCommand(s.commands, argv)
+	if err := stall(ctx, max(s.delayFor(path.Clean(prog)), rec.DelayMS)); err != nil {
+		return res, fmt.Errorf("run %s: %w", prog, err)
+	}
+	if !ok {
+		return res, fmt.Errorf("run %s: not recorded in the snapshot: %w", prog, fs.ErrNotExist)
+	}
+	res.Stdout, res.Truncated = cut(rec.Stdout, DefaultOutputLimit)
+	var cutErr bool
+	res.Stderr, cutErr = cut(rec.Stderr, DefaultOutputLimit)
+	res.Truncated = res.Truncated || cutErr || rec.Truncated
+	res.ExitCode = rec.ExitCode
+	res.Duration = time.Duration(rec.DurationMS) * time.Millisecond
+	if rec.TimedOut {
+		if ctx.Done() == nil {
+			// ctx can never be done, so nothing would end the hang: answer as if a deadline
+			// had passed.
+			return res, fmt.Errorf("run %s: recorded as timed out: %w", prog, context.DeadlineExceeded)
+		}
+		<-ctx.Done()
+		return res, fmt.Errorf("run %s: recorded as timed out: %w", prog, ctx.Err())
+	}
+	return res, nil
+}
+
+// Hostname implements Facts: meta.json's hostname, or else fs/proc/sys/kernel/hostname.
+func (s *Snapshot) Hostname(ctx context.Context) (string, error) {
+	if err := ctx.Err(); err != nil {
+		return "", fmt.Errorf("read host name: %w", err)
+	}
+	if s.meta.Hostname != "" {
+		return s.meta.Hostname, nil
+	}
+	b, err := s.ReadFile(ctx, "/proc/sys/kernel/hostname")
+	if err != nil {
+		return "", fmt.Errorf("read host name: meta.json has none: %w", err)
+	}
+	h := strings.TrimSpace(string(b))
+	if h == "" {
+		return "", errors.New("read host name: meta.json has none and /proc/sys/kernel/hostname is empty")
+	}
+	return h, nil
+}
+
+// openFS opens <dir>/fs as an fs.FS confined to it; done releases it. fs is opened through
+// a root at dir, so that fs/ itself being a symlink out of dir is refused too.
+func (s *Snapshot) openFS() (fs.FS, func(), error) {
+	top, err := os.OpenRoot(s.dir)
+	if err != nil {
+		return nil, nil, bare(err)
+	}
+	defer top.Close()
+	root, err := top.OpenRoot(fsDir)
+	if err != nil {
+		return nil, nil, bare(err)
+	}
+	return root.FS(), func() { root.Close() }, nil
+}
+
+// delayFor is the longest meta.json delay whose prefix is p or a parent of p.
+func (s *Snapshot) delayFor(p string) int {
+	ms := 0
+	for _, d := range s.delays {
+		if underPath(p, d.prefix) {
+			ms = max(ms, d.ms)
+		}
+	}
+	return ms
+}
+
+// ibDelay is the longest meta.json delay touching /sys/class/infiniband: on it, above it,
+// or under it (IBPorts reads every device under it).
+func (s *Snapshot) ibDelay() int {
+	const ib = "/sys/" + ibClassDir
+	ms := 0
+	for _, d := range s.delays {
+		if underPath(ib, d.prefix) || underPath(d.prefix, ib) {
+			ms = max(ms, d.ms)
+		}
+	}
+	return ms
+}
+
+// underPath reports whether p is dir or lies under it; both are clean absolute paths.
+func underPath(p, dir string) bool {
+	return p == dir || dir == "/" || strings.HasPrefix(p, dir+"/")
+}
+
+// stall waits ms milliseconds, or until ctx is done, whichever comes first; it returns
+// ctx's error in the second case.
+func stall(ctx context.Context, ms int) error {
+	if err := ctx.Err(); err != nil || ms <= 0 {
+		return err
+	}
+	t := time.NewTimer(time.Duration(ms) * time.Millisecond)
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
+// cut returns s cut to limit bytes and whether it was cut.
+func cut(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	return s[:limit], true
+}
+
+// matchCommand finds argv's recorded command; see Snapshot.Exec for the rules.
+func matchCommand(recs []commandRecord, argv []string) (commandRecord, bool) {
+	base := path.Base(argv[0])
+	rules := []func(commandRecord) bool{
+		func(r commandRecord) bool { return slices.Equal(r.Argv, argv) },
+		func(r commandRecord) bool { return path.Base(r.Argv[0]) == base && slices.Equal(r.Argv[1:], argv[1:]) },
+		func(r commandRecord) bool { return path.Base(r.Argv[0]) == base },
+	}
+	for _, match := range rules {
+		for _, r := range recs {
+			if match(r) {
+				return r, true
+			}
+		}
+	}
+	return commandRecord{}, false
+}
+
+// parseMeta decodes and checks meta.json. Unknown keys are allowed: the format only gains
+// keys, and an older nodecheck must still replay a newer snapshot.
+func parseMeta(b []byte) (Meta, error) {
+	var m Meta
+	if err := json.Unmarshal(b, &m); err != nil {
+		return Meta{}, jsonError(metaFile, b, err)
+	}
+	switch m.Format {
+	case SnapshotFormat:
+	case 0:
+		return Meta{}, fmt.Errorf("%s: no \"format\" (this nodecheck reads format %d)", metaFile, SnapshotFormat)
+	default:
+		return Meta{}, fmt.Errorf("%s: format %d is not supported (this nodecheck reads format %d)", metaFile, m.Format, SnapshotFormat)
+	}
+	for _, p := range slices.Sorted(maps.Keys(m.DelayMS)) {
+		if c, err := cleanAbs(p); err != nil || c != p {
+			return Meta{}, fmt.Errorf("%s: delay_ms: key %q is not a clean absolute path", metaFile, p)
+		}
+		if m.DelayMS[p] < 0 {
+			return Meta{}, fmt.Errorf("%s: delay_ms: %q: %d is negative", metaFile, p, m.DelayMS[p])
+		}
+	}
+	return m, nil
+}
+
+// devTypes are the values of DevNode.Type.
+var devTypes = []string{"char", "block", "file", "dir", "symlink", "other"}
+
+// parseDevices decodes and checks devices.json into a map by path.
+func parseDevices(b []byte) (map[string]deviceRecord, error) {
+	var recs []deviceRecord
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return nil, jsonError(devicesFile, b, err)
+	}
+	out := make(map[string]deviceRecord, len(recs))
+	for i, r := range recs {
+		where := fmt.Sprintf("%s: entry %d (%q)", devicesFile, i+1, r.Path)
+		p, err := cleanAbs(r.Path)
+		if err != nil || p != r.Path {
+			return nil, fmt.Errorf("%s: path is not a clean absolute path", where)
+		}
+		if _, dup := out[p]; dup {
+			return nil, fmt.Errorf("%s: path listed twice", where)
+		}
+		switch {
+		case r.Missing && (r.Type != "" || r.Major != 0 || r.Minor != 0):
+			return nil, fmt.Errorf("%s: missing, yet has a type or numbers", where)
+		case !r.Missing && !slices.Contains(devTypes, r.Type):
+			return nil, fmt.Errorf("%s: type %q is not one of %s", where, r.Type, strings.Join(devTypes, ", "))
+		case r.Type != "char" && r.Type != "block" && (r.Major != 0 || r.Minor != 0):
+			return nil, fmt.Errorf("%s: a %s has no major or minor", where, r.Type)
+		case r.DelayMS < 0:
+			return nil, fmt.Errorf("%s: delay_ms %d is negative", where, r.DelayMS)
+		}
+		out[p] = r
+	}
+	return out, nil
+}
+
+// parseCommands decodes and checks commands.json.
+func parseCommands(b []byte) ([]commandRecord, error) {
+	var recs []commandRecord
+	if err := json.Unmarshal(b, &recs); err != nil {
+		return nil, jsonError(commandsFile, b, err)
+	}
+	for i, r := range recs {
+		switch {
+		case len(r.Argv) == 0:
+			return nil, fmt.Errorf("%s: entry %d: argv is empty", commandsFile, i+1)
+		case !filepath.IsAbs(r.Argv[0]):
+			return nil, fmt.Errorf("%s: entry %d: program %q is not an absolute path", commandsFile, i+1, r.Argv[0])
+		case r.DelayMS < 0:
+			return nil, fmt.Errorf("%s: entry %d (%s): delay_ms %d is negative", commandsFile, i+1, r.Argv[0], r.DelayMS)
+		}
+	}
+	return recs, nil
+}
+
+// checkNVML checks that nvml.json is a JSON object; its fields belong to the NVML adapter.
+func checkNVML(b []byte) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil {
+		return jsonError(nvmlFile, b, err)
+	}
+	return nil
+}
+
+// jsonError names the file and, where encoding/json gives an offset, the line and column.
+func jsonError(name string, b []byte, err error) error {
+	var off int64 = -1
+	var se *json.SyntaxError
+	var te *json.UnmarshalTypeError
+	switch {
+	case errors.As(err, &se):
+		off = se.Offset
+	case errors.As(err, &te):
+		off = te.Offset
+		if te.Field != "" {
+			err = fmt.Errorf("%s: %s value for a %s", te.Field, te.Value, te.Type)
+		} else {
+			err = fmt.Errorf("%s value for a %s", te.Value, te.Type)
+		}
+	}
+	if off < 0 {
+		return fmt.Errorf("%s: %w", name, err)
+	}
+	// Offset counts the bytes read, the offending one included.
+	line, col := lineCol(b, off-1)
+	return fmt.Errorf("%s:%d:%d: %w", name, line, col, err)
+}
+
+// lineCol turns a byte offset into a 1-based line and column.
+func lineCol(b []byte, off int64) (int, int) {
+	off = min(max(off, 0), int64(len(b)))
+	before := b[:off]
+	line := bytes.Count(before, []byte("\n")) + 1
+	col := int(off) - bytes.LastIndexByte(before, '\n')
+	return line, col
+}
