@@ -118,9 +118,9 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		getenv = func(string) string { return "" }
 	}
 
-	cfg, cfgErr := loadRunConfig(ctx, facts, snap != nil, o.configPath)
+	cfg, raw, cfgErr := loadRunConfig(ctx, facts, snap != nil, o.configPath)
 	if cfgErr != nil {
-		return configFailure(g, log, mode, o, cfgErr, cfg)
+		return configFailure(g, log, mode, o, cfgErr, config.PeekFailClosed(raw))
 	}
 	log = newLogger(g.stderr, cfg.Log.Level)
 
@@ -138,7 +138,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	}
 	eff, err := cfg.ForNode(nodeName)
 	if err != nil {
-		return configFailure(g, log, mode, o, err, cfg)
+		return configFailure(g, log, mode, o, err, cfg.FailClosed)
 	}
 	env := &checks.Env{
 		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
@@ -189,39 +189,39 @@ func snapshotNodeName(s *node.Snapshot) string {
 // loadRunConfig reads nodecheck.toml. On the live node it is read from disk with the
 // permission check; in a replay the default path is looked up inside the snapshot, so a
 // recorded node carries its own policy. An absent file at the default path means defaults.
-func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path string) (*config.Config, error) {
+// On error it also returns the file's bytes, when they could be read, for PeekFailClosed.
+func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path string) (*config.Config, []byte, error) {
 	explicit := path != ""
 	if !explicit {
 		path = config.DefaultConfigPath
 	}
 	if replay && !explicit {
 		data, err := facts.ReadFile(ctx, path)
-		if err != nil {
-			if isNotExist(err) {
-				return config.Default(), nil
-			}
-			return config.Default(), fmt.Errorf("read %s in the snapshot: %w", path, err)
+		if isNotExist(err) {
+			return config.Default(), nil, nil
 		}
-		return config.ParseConfig(data, path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("read %s in the snapshot: %w", path, err)
+		}
+		cfg, err := config.ParseConfig(data, path)
+		return cfg, data, err
 	}
 	if _, err := os.Stat(path); !explicit && isNotExist(err) {
-		return config.Default(), nil
+		return config.Default(), nil, nil
 	}
 	cfg, err := config.LoadConfig(path)
 	if err != nil {
-		return config.Default(), err
+		data, _ := os.ReadFile(path)
+		return nil, data, err
 	}
-	return cfg, nil
+	return cfg, nil, nil
 }
 
 // configFailure applies the rule for an unusable nodecheck.toml: in prolog and epilog a
 // broken config must not fail every job on the fleet, so nodecheck logs it, reports it and
-// exits 0 without running checks, unless fail_closed is set. Elsewhere it cannot run (2).
-func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, cfg *config.Config) int {
-	failClosed := cfg != nil && cfg.FailClosed
-	if data, rerr := os.ReadFile(o.configPath); rerr == nil && !failClosed {
-		failClosed = config.PeekFailClosed(data)
-	}
+// exits 0 without running checks, unless the file says fail_closed = true (read leniently,
+// since the file is broken). Elsewhere nodecheck cannot run (exit 2).
+func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, failClosed bool) int {
 	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
 	if (mode == checks.ModeProlog || mode == checks.ModeEpilog) && !failClosed {
 		rep := checks.Report{Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}

@@ -1,0 +1,251 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func init() {
+	// run_test.go defines -update; register it here only if it is gone.
+	if flag.Lookup("update") == nil {
+		flag.Bool("update", false, "rewrite the golden files")
+	}
+}
+
+func lintUpdating() bool {
+	f := flag.Lookup("update")
+	if f == nil {
+		return false
+	}
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return false
+	}
+	b, _ := g.Get().(bool)
+	return b
+}
+
+const corpus = "../../config/testdata"
+
+// fakeEtc serves files at the paths a node has them (/etc/slurm/slurm.conf) from local
+// fixtures, so that goldens do not depend on where the repository is checked out.
+type fakeEtc map[string]string // node path -> local file, or "=" + content
+
+func (f fakeEtc) read(path string) ([]byte, error) {
+	src, ok := f[path]
+	if !ok {
+		return nil, fmt.Errorf("open %s: %w", path, fs.ErrNotExist)
+	}
+	if c, inline := strings.CutPrefix(src, "="); inline {
+		return []byte(c), nil
+	}
+	return os.ReadFile(src)
+}
+
+func (f fakeEtc) exists(path string) bool { _, ok := f[path]; return ok }
+
+func lintRun(t *testing.T, files fakeEtc, env map[string]string, o lintOptions) (stdout, stderr string, code int) {
+	t.Helper()
+	o.ReadFile = files.read
+	o.Exists = files.exists
+	o.Getenv = func(k string) string { return env[k] }
+	var out, errb bytes.Buffer
+	code = runLint(context.Background(), &out, &errb, o)
+	return out.String(), errb.String(), code
+}
+
+func checkLintGolden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", "lint", name)
+	if lintUpdating() {
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatalf("read golden (run go test ./cmd/nodecheck -run TestLint -update to create it): %v", err)
+	}
+	if diff := cmp.Diff(string(want), got); diff != "" {
+		t.Errorf("%s differs (-want +got); if the change is intended, rerun with -update and review the diff:\n%s", path, diff)
+	}
+}
+
+// TestLintGolden runs `nodecheck lint` on corpus pairs placed at /etc/slurm, in text and JSON.
+func TestLintGolden(t *testing.T) {
+	tests := []struct {
+		name        string
+		slurm, gres string // fixture paths under config/testdata; gres "" = none beside slurm.conf
+		wantCode    int
+	}{
+		{name: "test39.18-a59", slurm: "slurmconf/nodecheck-test39.18-a59.conf", gres: "gres/slurm-testsuite-39.18-a59-overspecified-nic-tmpdisk.conf", wantCode: 0},
+		{name: "test39.18-c18", slurm: "slurmconf/nodecheck-test39.18-c18.conf", gres: "gres/slurm-testsuite-39.18-c18-missing-name.conf", wantCode: 1},
+		{name: "test7.17.7", slurm: "slurmconf/slurm-testsuite-7.17.7-slurm.conf", gres: "gres/slurm-testsuite-7.17.7.conf", wantCode: 1},
+		{name: "man-tux16", slurm: "slurmconf/nodecheck-man-gres-tux16.conf", gres: "gres/slurm-man-single-file-positive-nodename-ranges.conf", wantCode: 0},
+		{name: "man-tux16-pending", slurm: "slurmconf/nodecheck-man-gres-tux16-pending.conf", gres: "gres/slurm-man-single-file-positive-nodename-ranges.conf", wantCode: 1},
+		{name: "man-autodetect-except-one", slurm: "slurmconf/nodecheck-man-gres-tux16.conf", gres: "gres/slurm-man-autodetect-except-one-node.conf", wantCode: 0},
+		{name: "doc-mps-bandwidth", slurm: "slurmconf/slurm-doc-gres-slurmconf-mps-bandwidth.conf", gres: "gres/slurm-doc-gres-mps-bandwidth.conf", wantCode: 0},
+		{name: "slurm-conf-example-no-gres", slurm: "slurmconf/slurm-man-slurmconf-example-dev0-25.conf", wantCode: 0},
+	}
+	for _, tc := range tests {
+		for _, format := range []string{"text", "json"} {
+			t.Run(tc.name+"/"+format, func(t *testing.T) {
+				files := fakeEtc{"/etc/slurm/slurm.conf": filepath.Join(corpus, tc.slurm)}
+				if tc.gres != "" {
+					files["/etc/slurm/gres.conf"] = filepath.Join(corpus, tc.gres)
+				}
+				out, errs, code := lintRun(t, files, nil, lintOptions{Format: format})
+				if code != tc.wantCode || errs != "" {
+					t.Errorf("exit %d, stderr %q; want exit %d and no stderr\n%s", code, errs, tc.wantCode, out)
+				}
+				if format == "json" && !json.Valid([]byte(out)) {
+					t.Errorf("output is not JSON:\n%s", out)
+				}
+				ext := map[string]string{"text": ".txt", "json": ".json"}[format]
+				checkLintGolden(t, tc.name+ext, out)
+			})
+		}
+	}
+}
+
+// TestLintExitCodes has one row per exit code and per way of getting it.
+func TestLintExitCodes(t *testing.T) {
+	clean := "=GresTypes=gpu\nNodeName=gpu[01-02] Gres=gpu:h100:8\n"
+	cleanGres := "=NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"
+	tests := []struct {
+		name       string
+		files      fakeEtc
+		env        map[string]string
+		o          lintOptions
+		wantCode   int
+		wantStdout string // part of stdout
+		wantStderr string // part of stderr
+	}{
+		{name: "clean", files: fakeEtc{"/etc/slurm/slurm.conf": clean, "/etc/slurm/gres.conf": cleanGres}, wantCode: 0, wantStdout: "0 errors, 0 warnings"},
+		{
+			name:       "warnings only",
+			files:      fakeEtc{"/etc/slurm/slurm.conf": clean, "/etc/slurm/gres.conf": cleanGres + "NodeName=gpu03 Name=gpu File=/dev/nvidia0\n"},
+			wantCode:   0,
+			wantStdout: "gres.conf:2 NodeName=gpu03 matches no node in slurm.conf",
+		},
+		{
+			name:       "errors",
+			files:      fakeEtc{"/etc/slurm/slurm.conf": clean, "/etc/slurm/gres.conf": "=NodeName=gpu[01-02] Name=gpu Type=h100 File=/dev/nvidia[0-6]\n"},
+			wantCode:   1,
+			wantStdout: "slurm.conf:2 says gpu:h100:8 for gpu[01-02] but gres.conf:1 gives 7 files",
+		},
+		{
+			name:       "typo'd key names its line",
+			files:      fakeEtc{"/etc/slurm/slurm.conf": clean, "/etc/slurm/gres.conf": cleanGres + "NodeName=gpu01 Nmae=mps Count=100\n"},
+			wantCode:   1,
+			wantStdout: "gres.conf:2: unknown key Nmae= (did you mean Name=?)",
+		},
+		{
+			name:       "broken bracket names its line",
+			files:      fakeEtc{"/etc/slurm/slurm.conf": "=GresTypes=gpu\nNodeName=gpu[01-02 Gres=gpu:8\n"},
+			wantCode:   1,
+			wantStdout: "slurm.conf:2: NodeName=gpu[01-02: \"[01-02\": '[' is never closed; add the missing ']'",
+		},
+		{
+			name:       "no gres.conf beside slurm.conf is not a read error",
+			files:      fakeEtc{"/etc/slurm/slurm.conf": clean},
+			wantCode:   1,
+			wantStdout: "there is no gres.conf",
+		},
+		{
+			name:       "SLURM_CONF and gres.conf beside it",
+			files:      fakeEtc{"/srv/slurm/slurm.conf": clean, "/srv/slurm/gres.conf": cleanGres, "/etc/slurm/slurm.conf": "=NodeName=other\n"},
+			env:        map[string]string{"SLURM_CONF": "/srv/slurm/slurm.conf"},
+			wantCode:   0,
+			wantStdout: "gres.conf   /srv/slurm/gres.conf",
+		},
+		{
+			name:       "explicit files win",
+			files:      fakeEtc{"/a/s.conf": clean, "/b/g.conf": cleanGres},
+			env:        map[string]string{"SLURM_CONF": "/nowhere"},
+			o:          lintOptions{SlurmConf: "/a/s.conf", GresConf: "/b/g.conf"},
+			wantCode:   0,
+			wantStdout: "slurm.conf  /a/s.conf",
+		},
+		{name: "slurm.conf not found", files: fakeEtc{}, wantCode: 2, wantStderr: "none of /run/slurm/conf/slurm.conf, /var/spool/slurmd/conf-cache/slurm.conf, /etc/slurm/slurm.conf exists"},
+		{name: "explicit slurm.conf missing", files: fakeEtc{"/etc/slurm/slurm.conf": clean}, o: lintOptions{SlurmConf: "/x/slurm.conf"}, wantCode: 2, wantStderr: "/x/slurm.conf does not exist"},
+		{name: "explicit gres.conf missing", files: fakeEtc{"/etc/slurm/slurm.conf": clean}, o: lintOptions{GresConf: "/x/gres.conf"}, wantCode: 2, wantStderr: "/x/gres.conf: read gres.conf"},
+		{name: "Include that cannot be read", files: fakeEtc{"/etc/slurm/slurm.conf": "=Include nodes.conf\n"}, wantCode: 2, wantStderr: "/etc/slurm/slurm.conf:1: Include /etc/slurm/nodes.conf"},
+		{name: "bad format", files: fakeEtc{"/etc/slurm/slurm.conf": clean}, o: lintOptions{Format: "yaml"}, wantCode: 2, wantStderr: "--format=yaml: want text or json"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := lintRun(t, tc.files, tc.env, tc.o)
+			if code != tc.wantCode {
+				t.Errorf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", code, tc.wantCode, out, errs)
+			}
+			if !strings.Contains(out, tc.wantStdout) {
+				t.Errorf("stdout does not contain %q:\n%s", tc.wantStdout, out)
+			}
+			if !strings.Contains(errs, tc.wantStderr) {
+				t.Errorf("stderr does not contain %q:\n%s", tc.wantStderr, errs)
+			}
+			if tc.wantCode == 2 && out != "" {
+				t.Errorf("exit 2 with a report on stdout:\n%s", out)
+			}
+		})
+	}
+}
+
+// TestLintCommand runs the cobra command: flags reach runLint and the exit code comes back as
+// an exitError.
+func TestLintCommand(t *testing.T) {
+	dir := t.TempDir()
+	slurm := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(slurm, []byte("GresTypes=gpu\nNodeName=n1 Gres=gpu:2\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "gres.conf"), []byte("Name=gpu File=/dev/nvidia0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name     string
+		args     []string
+		wantCode int
+		wantOut  string
+	}{
+		{name: "text", args: []string{"--slurm-conf", slurm}, wantCode: 1, wantOut: "says gpu:2 for n1 but gres.conf:1 gives 1 file"},
+		{name: "json", args: []string{"--slurm-conf", slurm, "--format", "json"}, wantCode: 1, wantOut: `"severity":"error"`},
+		{name: "bad format", args: []string{"--slurm-conf", slurm, "--format=xml"}, wantCode: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cmd := newLintCmd()
+			var out, errb bytes.Buffer
+			cmd.SetOut(&out)
+			cmd.SetErr(&errb)
+			cmd.SetArgs(tc.args)
+			err := cmd.ExecuteContext(context.Background())
+			code := 0
+			var ee exitError
+			if errors.As(err, &ee) {
+				code = ee.code
+			} else if err != nil {
+				t.Fatalf("Execute: %v", err)
+			}
+			if code != tc.wantCode || !strings.Contains(out.String(), tc.wantOut) {
+				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out.String(), errb.String())
+			}
+		})
+	}
+}
