@@ -16,6 +16,10 @@ type fakeFacts struct {
 	ports   []node.IBPort
 	portErr error
 	host    string
+	pci     []node.PCIDevice
+	pciErr  error
+	gpus    node.GPUInventory
+	gpuErr  error
 }
 
 var _ node.Facts = (*fakeFacts)(nil)
@@ -44,6 +48,10 @@ func (f *fakeFacts) Exec(_ context.Context, argv []string) (node.CmdResult, erro
 }
 
 func (f *fakeFacts) Hostname(context.Context) (string, error) { return f.host, nil }
+
+func (f *fakeFacts) PCIDevices(context.Context) ([]node.PCIDevice, error) { return f.pci, f.pciErr }
+
+func (f *fakeFacts) GPUs(context.Context) (node.GPUInventory, error) { return f.gpus, f.gpuErr }
 
 func charDev(major, minor uint32) node.DevNode {
 	return node.DevNode{Type: "char", Major: major, Minor: minor}

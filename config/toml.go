@@ -34,10 +34,12 @@ type Config struct {
 	ErrorIsFailure     bool   `toml:"error_is_failure"`      // a check that could not decide (status error) makes the node unhealthy
 	SlurmConf          string `toml:"slurm_conf"`            // slurm.conf path; empty: found as Slurm does
 
-	Budget Budget    `toml:"budget"`
-	Log    LogConfig `toml:"log"`
-	Checks Checks    `toml:"checks"`
-	Groups []Group   `toml:"group"`
+	Budget Budget      `toml:"budget"`
+	Log    LogConfig   `toml:"log"`
+	Drain  DrainConfig `toml:"drain"`
+	State  StateConfig `toml:"state"`
+	Checks Checks      `toml:"checks"`
+	Groups []Group     `toml:"group"`
 }
 
 // Budget is the wall-clock limit of a whole run per mode; zero means none.
@@ -67,8 +69,12 @@ type CheckCommon struct {
 // Validate finds the sections by reflection, so a new check only adds its field here (and,
 // for rules of its own, a validateSection method like IBPortsConfig's).
 type Checks struct {
-	GresDevices GresDevicesConfig `toml:"gres_devices"`
-	IBPorts     IBPortsConfig     `toml:"ib_ports"`
+	GresDevices   GresDevicesConfig   `toml:"gres_devices"`
+	GPUCount      GPUCountConfig      `toml:"gpu_count"`
+	PCIeLink      PCIeLinkConfig      `toml:"pcie_link"`
+	FabricManager FabricManagerConfig `toml:"fabric_manager"`
+	IBPorts       IBPortsConfig       `toml:"ib_ports"`
+	NCCLAllReduce NCCLAllReduceConfig `toml:"nccl_allreduce"`
 }
 
 // GresDevicesConfig configures the gres_devices check.
@@ -105,16 +111,25 @@ var configLogLevels = []string{"debug", "info", "warn", "error"}
 func Default() *Config {
 	// Each check gets its own Modes slice: the TOML decoder reuses a slice's backing array
 	// when the new value fits, so a shared slice would let one check's modes rewrite another's.
-	all := func() []string { return slices.Clone(configModes) }
+	all := allModes
 	return &Config{
 		Budget: Budget{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second},
 		Log:    LogConfig{Level: "info"},
+		Drain:  defaultDrain(),
+		State:  defaultState(),
 		Checks: Checks{
-			GresDevices: GresDevicesConfig{CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
-			IBPorts:     IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
+			GresDevices:   GresDevicesConfig{CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
+			GPUCount:      defaultGPUCount(),
+			PCIeLink:      defaultPCIeLink(),
+			FabricManager: defaultFabricManager(),
+			IBPorts:       IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
+			NCCLAllReduce: defaultNCCLAllReduce(),
 		},
 	}
 }
+
+// allModes is a fresh slice of every mode for each check's default.
+func allModes() []string { return slices.Clone(configModes) }
 
 // maxConfigSize bounds what LoadConfig reads: a real nodecheck.toml is a few KiB, and a
 // file of megabytes is a wrong --config (a log, a core file) better refused than parsed.

@@ -75,13 +75,13 @@ modes = ["health"]
 			name: "durations of every form",
 			toml: `
 [budget]
-prolog = "2500ms"
+prolog = "3500ms"
 epilog = "1m30s"
 health = "0.5m"
 manual = "1h"
 `,
 			want: tomlWant(func(c *Config) {
-				c.Budget = Budget{Prolog: 2500 * time.Millisecond, Epilog: 90 * time.Second, Health: 30 * time.Second, Manual: time.Hour}
+				c.Budget = Budget{Prolog: 3500 * time.Millisecond, Epilog: 90 * time.Second, Health: 30 * time.Second, Manual: time.Hour}
 			}),
 		},
 		{
@@ -295,6 +295,9 @@ func TestParseConfigErrors(t *testing.T) {
 			name: "budget lowered under a default timeout",
 			toml: "[budget]\nepilog = \"1s\"\n",
 			want: `nodecheck.toml: checks.gres_devices.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.gpu_count.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.pcie_link.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.fabric_manager.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.ib_ports.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes`,
 		},
 		{
@@ -408,8 +411,8 @@ func TestParseConfigErrors(t *testing.T) {
 // TestParseConfigErrorName checks that the name given to ParseConfig starts each line.
 func TestParseConfigErrorName(t *testing.T) {
 	_, err := ParseConfig([]byte("x = 1\ny = 2\n"), "/etc/nodecheck/nodecheck.toml")
-	want := "/etc/nodecheck/nodecheck.toml:1: unknown key \"x\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, budget, log, checks, group)\n" +
-		"/etc/nodecheck/nodecheck.toml:2: unknown key \"y\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, budget, log, checks, group)"
+	want := "/etc/nodecheck/nodecheck.toml:1: unknown key \"x\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, budget, log, drain, state, checks, group)\n" +
+		"/etc/nodecheck/nodecheck.toml:2: unknown key \"y\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, budget, log, drain, state, checks, group)"
 	if diff := cmp.Diff(want, fmt.Sprint(err)); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}

@@ -172,7 +172,9 @@ func openFacts(dir string) (node.Facts, *node.Snapshot, error) {
 		}
 		return s, s, nil
 	}
-	live, err := node.NewLive(node.DefaultPaths())
+	// newGPUSource is the NVML adapter in a cgo build, and a source that says NVML is
+	// unavailable in a CGO_ENABLED=0 build (nvml_cgo.go, nvml_nocgo.go).
+	live, err := node.NewLive(node.DefaultPaths(), node.WithGPUSource(newGPUSource()))
 	if err != nil {
 		return nil, nil, err
 	}
