@@ -877,43 +877,24 @@ func TestEncodeRoundTrip(t *testing.T) {
 	}
 }
 
+// TestEncodeDefault pins what `nodecheck config show` prints with no file, against a golden
+// (go test ./config -update rewrites it; review the diff).
 func TestEncodeDefault(t *testing.T) {
 	var buf bytes.Buffer
 	if err := Default().Encode(&buf); err != nil {
 		t.Fatal(err)
 	}
-	want := `fail_closed = false
-stop_on_first_failure = false
-error_is_failure = false
-slurm_conf = ""
-
-[budget]
-prolog = "5s"
-epilog = "30s"
-health = "50s"
-manual = "0s"
-
-[log]
-level = "info"
-file = ""
-journald = false
-
-[checks]
-[checks.gres_devices]
-enabled = true
-timeout = "2s"
-modes = ["prolog", "epilog", "health", "manual"]
-[checks.ib_ports]
-enabled = true
-timeout = "2s"
-modes = ["prolog", "epilog", "health", "manual"]
-min_rate_gbps = 0.0
-expected_ports = 0
-devices = []
-exclude_devices = []
-exclude_link_layers = []
-`
-	if diff := cmp.Diff(want, buf.String()); diff != "" {
+	path := filepath.Join("testdata", "toml", "default.golden")
+	if updateGoldens() {
+		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(string(want), buf.String()); diff != "" {
 		t.Errorf("Encode(Default()) (-want +got):\n%s", diff)
 	}
 }

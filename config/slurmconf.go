@@ -1,0 +1,1004 @@
+package config
+
+// slurm.conf, the node-related parts: NodeName=, PartitionName=, GresTypes= and Include.
+//
+// The syntax follows Slurm's own parser (src/common/parse_config.c): one setting or record a
+// line, fields separated by blanks or tabs, keys in any case, `#` to the end of the line is a
+// comment (`\#` is a literal '#'), a '\' at the end of a line continues it, values may be
+// double-quoted (Reason="power,ETA=Dec25"), and `Include FILE` reads another file in place,
+// relative to the including file's directory. Every other key of slurm.conf is legal and ignored.
+
+import (
+	"errors"
+	"fmt"
+	"path/filepath"
+	"strconv"
+	"strings"
+)
+
+// ReadFileFunc reads a whole file. Parsers take one instead of opening files themselves, so
+// that a check can read configuration through a recorded node snapshot. A missing file gives
+// an error that satisfies errors.Is(err, fs.ErrNotExist).
+type ReadFileFunc func(path string) ([]byte, error)
+
+// Pos is where a value was written: a file as it was named to the parser, and a 1-based line.
+type Pos struct {
+	File string
+	Line int
+}
+
+// String returns "file:line", or "" for the zero Pos (a value nobody wrote).
+func (p Pos) String() string {
+	if p.File == "" && p.Line == 0 {
+		return ""
+	}
+	return p.File + ":" + strconv.Itoa(p.Line)
+}
+
+// IsZero reports whether p is the zero Pos, meaning the value was not written anywhere.
+func (p Pos) IsZero() bool { return p == Pos{} }
+
+// Problem severities. An error is something Slurm refuses or that leaves nodes unusable; a
+// warning is something Slurm accepts but that is probably not what the admin meant.
+const (
+	SeverityError   = "error"
+	SeverityWarning = "warning"
+	// SeverityInfo marks a Report note: what lint could not check, and why.
+	SeverityInfo = "info"
+)
+
+// Problem is one finding in slurm.conf or gres.conf, at a file and line, for some nodes.
+type Problem struct {
+	Severity string `json:"severity"` // "error" or "warning" ("info" in Report.Notes)
+	File     string `json:"file"`
+	Line     int    `json:"line"`
+	// Nodes is the nodes the problem affects, as one compressed hostlist; empty when the
+	// problem is about the file itself rather than particular nodes.
+	Nodes   string `json:"nodes"`
+	Message string `json:"message"`
+}
+
+// String returns "severity message", with the nodes when the message does not name them.
+// Messages start with the file and line they are about.
+func (p Problem) String() string {
+	s := p.Severity + " " + p.Message
+	if p.Nodes != "" && !strings.Contains(p.Message, p.Nodes) {
+		s += " (nodes " + p.Nodes + ")"
+	}
+	return s
+}
+
+// GresSpec is one element of a slurm.conf Gres= value: gpu:h100:8, mps:400,
+// bandwidth:lustre:no_consume:4G.
+type GresSpec struct {
+	Name      string `json:"name"`
+	Type      string `json:"type"`  // empty when not given
+	Count     uint64 `json:"count"` // K, M, G, T and P suffixes already applied (1024-based)
+	NoConsume bool   `json:"no_consume,omitempty"`
+}
+
+// String returns the spec in slurm.conf syntax, counts that are a whole number of KiB, MiB,
+// ... written with their suffix (4G, not 4294967296).
+func (g GresSpec) String() string {
+	var b strings.Builder
+	b.WriteString(g.Name)
+	if g.Type != "" {
+		b.WriteString(":" + g.Type)
+	}
+	if g.NoConsume {
+		b.WriteString(":no_consume")
+	}
+	b.WriteString(":" + formatGresCount(g.Count))
+	return b.String()
+}
+
+// ParseGresSpec parses a slurm.conf Gres= value: a comma-separated list of
+// name[:type][:no_consume][:count], as in "gpu:h100:8,gpu:a100:2", "gpu:8",
+// "gpu:tesla:2,mps:400,bandwidth:lustre:no_consume:4G" or MIG types like
+// "gpu:a100_3g.20gb:2". A missing count is 1. A second field that is a number is the count,
+// as Slurm reads it ("gpu:2" is two untyped GPUs). Counts take K, M, G, T or P (powers of 1024).
+func ParseGresSpec(s string) ([]GresSpec, error) {
+	s = strings.TrimSpace(s)
+	if s == "" {
+		return nil, nil
+	}
+	var out []GresSpec
+	for _, item := range strings.Split(s, ",") {
+		// Gres="gpu:8, mps:400" (quoted, with a blank) reads as Slurm would without it.
+		g, err := parseOneGres(strings.TrimSpace(item))
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, g)
+	}
+	return out, nil
+}
+
+func parseOneGres(item string) (GresSpec, error) {
+	if item == "" {
+		return GresSpec{}, fmt.Errorf("parse Gres=: empty element; remove the extra ','")
+	}
+	// scontrol prints socket affinity as gpu:h100:8(S:0-1); slurm.conf has no such form, but
+	// it is what an admin copies from `scontrol show node`, so say what to do with it.
+	if i := strings.IndexByte(item, '('); i >= 0 {
+		return GresSpec{}, fmt.Errorf("parse Gres=%q: %q is scontrol's socket notation; write %q in slurm.conf and put Cores= in gres.conf", item, item[i:], item[:i])
+	}
+	fields := strings.Split(item, ":")
+	g := GresSpec{Name: fields[0], Count: 1}
+	if g.Name == "" {
+		return GresSpec{}, fmt.Errorf("parse Gres=%q: missing GRES name before ':'", item)
+	}
+	rest := fields[1:]
+	kept := rest[:0:0]
+	for _, f := range rest {
+		if strings.EqualFold(f, "no_consume") {
+			g.NoConsume = true
+			continue
+		}
+		kept = append(kept, f)
+	}
+	switch len(kept) {
+	case 0:
+	case 1:
+		if n, err := parseGresCount(kept[0]); err == nil {
+			g.Count = n
+		} else if confStartsWithDigit(kept[0]) {
+			return GresSpec{}, fmt.Errorf("parse Gres=%q: count %q: %v", item, kept[0], err)
+		} else if kept[0] == "" {
+			return GresSpec{}, fmt.Errorf("parse Gres=%q: empty field after ':'", item)
+		} else {
+			g.Type = kept[0]
+		}
+	case 2:
+		if kept[0] == "" {
+			return GresSpec{}, fmt.Errorf("parse Gres=%q: empty type between ':'", item)
+		}
+		g.Type = kept[0]
+		n, err := parseGresCount(kept[1])
+		if err != nil {
+			return GresSpec{}, fmt.Errorf("parse Gres=%q: count %q: %v; write name:type:count, e.g. gpu:h100:8", item, kept[1], err)
+		}
+		g.Count = n
+	default:
+		return GresSpec{}, fmt.Errorf("parse Gres=%q: too many ':' fields; write name[:type][:no_consume]:count, e.g. gpu:h100:8", item)
+	}
+	return g, nil
+}
+
+func confStartsWithDigit(s string) bool { return s != "" && s[0] >= '0' && s[0] <= '9' }
+
+// parseGresCount reads a GRES count: decimal digits and an optional K, M, G, T or P suffix that
+// multiplies by 1024, 1024², ... as Slurm's gres.c does (gres.conf "Count=10G" is 10737418240,
+// test39.18 test 2.22).
+func parseGresCount(s string) (uint64, error) {
+	if s == "" {
+		return 0, errors.New("empty count")
+	}
+	i := 0
+	for i < len(s) && s[i] >= '0' && s[i] <= '9' {
+		i++
+	}
+	if i == 0 {
+		return 0, errors.New("not a number")
+	}
+	n, err := strconv.ParseUint(s[:i], 10, 64)
+	if err != nil {
+		return 0, errors.New("number too large")
+	}
+	var shift uint
+	switch strings.ToLower(s[i:]) {
+	case "":
+	case "k":
+		shift = 10
+	case "m":
+		shift = 20
+	case "g":
+		shift = 30
+	case "t":
+		shift = 40
+	case "p":
+		shift = 50
+	default:
+		return 0, fmt.Errorf("unknown suffix %q; use K, M, G, T or P", s[i:])
+	}
+	if shift > 0 && n > (^uint64(0))>>shift {
+		return 0, errors.New("number too large")
+	}
+	return n << shift, nil
+}
+
+// formatGresCount writes a count with the largest exact 1024-based suffix: 4294967296 is "4G".
+func formatGresCount(n uint64) string {
+	suffixes := []string{"", "K", "M", "G", "T", "P"}
+	i := 0
+	for n != 0 && n%1024 == 0 && i < len(suffixes)-1 {
+		n /= 1024
+		i++
+	}
+	return strconv.FormatUint(n, 10) + suffixes[i]
+}
+
+// NodeLine is one NodeName= line of slurm.conf, with the NodeName=DEFAULT values in force at
+// that point already applied.
+type NodeLine struct {
+	Pos   Pos
+	Names *Hostlist // NodeName
+	// Hostnames and Addrs are NodeHostname= and NodeAddr= as written; they pair with Names
+	// position by position (NodeName=dev[0-25] NodeAddr=edev[0-25]). Empty when not set.
+	Hostnames string
+	Addrs     string
+
+	CPUs            int    // CPUs (or the older Procs)
+	Boards          int    // Boards
+	SocketsPerBoard int    // SocketsPerBoard
+	Sockets         int    // Sockets
+	CoresPerSocket  int    // CoresPerSocket
+	ThreadsPerCore  int    // ThreadsPerCore
+	RealMemory      uint64 // RealMemory, in MiB
+	State           string // State, as written (CLOUD, FUTURE, UNKNOWN, ...)
+	Gres            []GresSpec
+	Features        []string // Feature or Features, split at commas
+
+	// Set maps each key given for these nodes (in Slurm's spelling: "CPUs", "Gres", ...) to
+	// where its value was written: this line, or the NodeName=DEFAULT line it came from.
+	Set map[string]Pos
+}
+
+// GPUCount returns the number of GPUs slurm.conf configures: the counts of every gpu
+// element of Gres=, summed over types.
+func (n NodeLine) GPUCount() uint64 {
+	var c uint64
+	for _, g := range n.Gres {
+		if strings.EqualFold(g.Name, "gpu") {
+			c += g.Count
+		}
+	}
+	return c
+}
+
+// CPUCount returns the CPU count Slurm derives for these nodes: CPUs= when given, otherwise
+// Sockets (or Boards × SocketsPerBoard) × CoresPerSocket × ThreadsPerCore, each defaulting to
+// 1. ok is false when slurm.conf gives none of these keys, so the count is only Slurm's
+// default of 1 and says nothing about the hardware.
+func (n NodeLine) CPUCount() (cpus int, ok bool) {
+	if n.CPUs > 0 {
+		return n.CPUs, true
+	}
+	one := func(v int) int {
+		if v <= 0 {
+			return 1
+		}
+		return v
+	}
+	sockets := n.Sockets
+	if sockets <= 0 {
+		sockets = one(n.Boards) * one(n.SocketsPerBoard)
+	}
+	ok = n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
+	return sockets * one(n.CoresPerSocket) * one(n.ThreadsPerCore), ok
+}
+
+// PartitionLine is one PartitionName= line of slurm.conf (DEFAULT lines are applied, not kept).
+type PartitionLine struct {
+	Pos   Pos
+	Name  string // PartitionName
+	Nodes string // Nodes, as written: a hostlist that may also name NodeSets; empty when unset
+	// AllNodes is true for Nodes=ALL, Slurm's keyword for every node.
+	AllNodes bool
+	Default  bool // Default=YES
+}
+
+// SlurmConf is what nodecheck reads from slurm.conf: nodes, partitions and GRES types.
+type SlurmConf struct {
+	Path  string   // the file named to LoadSlurmConf or ParseSlurmConf
+	Files []string // every file read: Path, then each Include in the order met
+	// Nodes lists NodeName= lines in file order, Includes inlined, NodeName=DEFAULT applied.
+	Nodes      []NodeLine
+	Partitions []PartitionLine
+	NodeSets   []string // NodeSet= names, which partitions may use in Nodes=
+	GresTypes  []string // GresTypes=, split at commas
+	// GresTypesPos is where GresTypes= was set; zero when it is not.
+	GresTypesPos Pos
+	// GresTypesComment is a commented-out "# GresTypes=" line, remembered when GresTypes is
+	// not set so that lint can point at it; zero otherwise.
+	GresTypesComment Pos
+	// Problems lists syntax and value errors, in file order. Parsing goes on after each.
+	Problems []Problem
+}
+
+// Node returns the line that defines node name (matched against NodeName= without expanding
+// it), and false when slurm.conf does not define it.
+func (c *SlurmConf) Node(name string) (NodeLine, bool) {
+	for _, n := range c.Nodes {
+		if n.Names.Contains(name) {
+			return n, true
+		}
+	}
+	return NodeLine{}, false
+}
+
+// NodeByHostname returns the Slurm node name whose NodeHostname (which defaults to its
+// NodeName) is host, for a node that does not know its Slurm name (the health check gets
+// SLURMD_NODENAME, a shell does not). A fully qualified host is also tried by its short name,
+// as slurmd does. A host that several nodes share (NodeHostname=localhost for test_node[0-9])
+// names none of them.
+func (c *SlurmConf) NodeByHostname(host string) (string, bool) {
+	tries := []string{host}
+	if i := strings.IndexByte(host, '.'); i > 0 {
+		tries = append(tries, host[:i])
+	}
+	for _, h := range tries {
+		for _, n := range c.Nodes {
+			if n.Hostnames == "" {
+				if n.Names.Contains(h) {
+					return h, true
+				}
+				continue
+			}
+			hosts, err := ParseHostlist(n.Hostnames)
+			if err != nil || !hosts.Contains(h) {
+				continue
+			}
+			if hosts.Len() == 1 && n.Names.Len() > 1 {
+				// Several nodes on one host: the host name does not say which one.
+				continue
+			}
+			// NodeHostname pairs with NodeName position by position, as Slurm pairs them.
+			idx := -1
+			i := 0
+			hosts.Each(func(s string) bool {
+				if s == h {
+					idx = i
+					return false
+				}
+				i++
+				return true
+			})
+			if name, ok := hostlistNth(n.Names, idx); ok {
+				return name, true
+			}
+		}
+	}
+	return "", false
+}
+
+// hostlistNth returns the i-th name of h, in Slurm's order.
+func hostlistNth(h *Hostlist, i int) (string, bool) {
+	if i < 0 || i >= h.Len() {
+		return "", false
+	}
+	var out string
+	j := 0
+	h.Each(func(s string) bool {
+		if j == i {
+			out = s
+			return false
+		}
+		j++
+		return true
+	})
+	return out, true
+}
+
+// LoadSlurmConf reads and parses slurm.conf at path through read. The error is only for a
+// file that cannot be read (path or an Include); everything wrong inside the files is in
+// SlurmConf.Problems.
+func LoadSlurmConf(path string, read ReadFileFunc) (*SlurmConf, error) {
+	data, err := read(path)
+	if err != nil {
+		return nil, fmt.Errorf("read slurm.conf: %w", err)
+	}
+	return ParseSlurmConf(data, path, read)
+}
+
+// ParseSlurmConf parses slurm.conf data that was read from file. read serves Include lines
+// (nil when the caller knows there are none). The error is only for an Include that cannot be
+// read; syntax problems go into SlurmConf.Problems and parsing goes on.
+func ParseSlurmConf(data []byte, file string, read ReadFileFunc) (*SlurmConf, error) {
+	p := &slurmParser{c: &SlurmConf{Path: file}}
+	r := &confReader{read: read, problems: &p.c.Problems, onComment: p.comment}
+	if err := r.parse(data, file, p.line); err != nil {
+		return nil, err
+	}
+	p.c.Files = r.files
+	if !p.c.GresTypesPos.IsZero() {
+		p.c.GresTypesComment = Pos{}
+	}
+	return p.c, nil
+}
+
+// slurmParser turns scanned lines into a SlurmConf.
+type slurmParser struct {
+	c            *SlurmConf
+	nodeDefault  NodeLine // NodeName=DEFAULT values so far
+	partDefault  PartitionLine
+	partDefNodes bool
+}
+
+func (p *slurmParser) problem(sev string, pos Pos, nodes, format string, args ...any) {
+	p.c.Problems = append(p.c.Problems, Problem{Severity: sev, File: pos.File, Line: pos.Line, Nodes: nodes, Message: ref(pos) + ": " + fmt.Sprintf(format, args...)})
+}
+
+// comment remembers a commented-out GresTypes= so lint can say "line 8 has it commented out".
+func (p *slurmParser) comment(pos Pos, text string) {
+	t := strings.TrimLeft(text, "# \t")
+	if len(t) >= len("grestypes=") && strings.EqualFold(t[:len("grestypes=")], "grestypes=") && p.c.GresTypesComment.IsZero() {
+		p.c.GresTypesComment = pos
+	}
+}
+
+// slurmTopKeys are the slurm.conf keys a typo of which would silently lose nodes or GRES:
+// an unknown key close to one of these is reported, any other unknown key is ignored.
+var slurmTopKeys = []string{"NodeName", "PartitionName", "GresTypes", "Include", "NodeSet", "DownNodes"}
+
+func (p *slurmParser) line(l confLine) {
+	first := strings.ToLower(l.Fields[0].Key)
+	switch first {
+	case "nodename":
+		p.nodeLine(l)
+		return
+	case "partitionname":
+		p.partitionLine(l)
+		return
+	case "nodeset":
+		if l.Fields[0].Value != "" {
+			p.c.NodeSets = append(p.c.NodeSets, l.Fields[0].Value)
+		}
+		return
+	case "downnodes", "frontendname", "switchname":
+		// Records of their own whose other fields are theirs, not top-level keys.
+		return
+	}
+	for _, f := range l.Fields {
+		if !f.HasEq {
+			p.problem(SeverityError, l.Pos, "", "%q is not a key=value setting; Slurm refuses the file here (Parsing error at unrecognized key): remove it or comment it out with '#'", l.Text)
+			return
+		}
+		key := strings.ToLower(f.Key)
+		if key == "grestypes" {
+			p.c.GresTypes = confSplitList(f.Value)
+			p.c.GresTypesPos = l.Pos
+			continue
+		}
+		if s := confClosestKey(f.Key, slurmTopKeys); s != "" {
+			p.problem(SeverityError, l.Pos, "", "unknown key %s= (did you mean %s=?): Slurm refuses it, and nodecheck ignores the whole line", f.Key, s)
+			return
+		}
+	}
+}
+
+// nodeKeys maps the lower-case keys of a NodeName line to Slurm's spelling
+// (src/common/read_config.c, _parse_nodename).
+var nodeKeys = map[string]string{
+	"nodename": "NodeName", "nodehostname": "NodeHostname", "nodeaddr": "NodeAddr",
+	"bcastaddr": "BcastAddr", "boards": "Boards", "corespeccount": "CoreSpecCount",
+	"corespersocket": "CoresPerSocket", "cpubind": "CpuBind", "cpus": "CPUs", "procs": "CPUs",
+	"cpuspeclist": "CPUSpecList", "feature": "Features", "features": "Features", "gres": "Gres",
+	"memspeclimit": "MemSpecLimit", "port": "Port", "realmemory": "RealMemory", "reason": "Reason",
+	"restrictedcorespergpu": "RestrictedCoresPerGPU", "sockets": "Sockets",
+	"socketsperboard": "SocketsPerBoard", "state": "State", "threadspercore": "ThreadsPerCore",
+	"tmpdisk": "TmpDisk", "tresweights": "TRESWeights", "weight": "Weight",
+	"parameters": "Parameters", "topology": "Topology", "extra": "Extra",
+}
+
+var nodeKeyList = func() []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, v := range nodeKeys {
+		if !seen[v] {
+			seen[v] = true
+			out = append(out, v)
+		}
+	}
+	return out
+}()
+
+func (p *slurmParser) nodeLine(l confLine) {
+	value := l.Fields[0].Value
+	isDefault := strings.EqualFold(value, "DEFAULT")
+	var own NodeLine
+	own.Set = map[string]Pos{}
+	for _, f := range l.Fields[1:] {
+		p.nodeField(&own, f, l.Pos, value)
+	}
+	if isDefault {
+		for _, k := range []string{"NodeHostname", "NodeAddr", "BcastAddr"} {
+			if _, ok := own.Set[k]; ok {
+				p.problem(SeverityError, l.Pos, "", "%s is not allowed with NodeName=DEFAULT (Slurm refuses it): move it to the NodeName line of those nodes", k)
+			}
+		}
+		mergeNodeDefault(&own, p.nodeDefault)
+		p.nodeDefault = own
+		return
+	}
+	names, err := ParseHostlist(value)
+	if err != nil {
+		p.problem(SeverityError, l.Pos, "", "NodeName=%s: %v", value, confHostlistReason(err))
+		return
+	}
+	if names.Len() == 0 {
+		p.problem(SeverityError, l.Pos, "", "NodeName= is empty: give the node names, e.g. NodeName=gpu[01-32]")
+		return
+	}
+	own.Pos = l.Pos
+	own.Names = names
+	mergeNodeDefault(&own, p.nodeDefault)
+	p.checkPairing(own, "NodeHostname", own.Hostnames)
+	p.checkPairing(own, "NodeAddr", own.Addrs)
+	p.c.Nodes = append(p.c.Nodes, own)
+}
+
+// checkPairing reports a NodeHostname or NodeAddr list shorter than NodeName: Slurm pairs them
+// position by position and refuses the line ("At least as many NodeHostname are required as
+// NodeName").
+func (p *slurmParser) checkPairing(n NodeLine, key, value string) {
+	if value == "" {
+		return
+	}
+	h, err := ParseHostlist(value)
+	if err != nil {
+		p.problem(SeverityError, n.Pos, n.Names.String(), "%s=%s: %v", key, value, confHostlistReason(err))
+		return
+	}
+	// One address for many nodes is legal: several slurmd on one host, told apart by Port=
+	// (Slurm's own tests run that way: NodeName=test_node[0-9] nodeaddr=localhost).
+	if h.Len() < n.Names.Len() && h.Len() != 1 {
+		p.problem(SeverityError, n.Pos, n.Names.String(), "%s=%s names %d hosts for %d nodes in NodeName=%s; Slurm pairs them one to one and refuses fewer: give one %s per node", key, value, h.Len(), n.Names.Len(), n.Names.String(), key)
+	}
+}
+
+func (p *slurmParser) nodeField(n *NodeLine, f confField, pos Pos, nodeName string) {
+	nodes := ""
+	if !strings.EqualFold(nodeName, "DEFAULT") {
+		nodes = nodeName
+	}
+	if !f.HasEq {
+		p.problem(SeverityError, pos, nodes, "%q on a NodeName line is not key=value: Slurm refuses the line; remove it or write it as Key=value", f.Key)
+		return
+	}
+	key, ok := nodeKeys[strings.ToLower(f.Key)]
+	if !ok {
+		if s := confClosestKey(f.Key, nodeKeyList); s != "" {
+			p.problem(SeverityError, pos, nodes, "unknown key %s= on a NodeName line (did you mean %s=?): Slurm refuses the line", f.Key, s)
+		} else {
+			p.problem(SeverityWarning, pos, nodes, "unknown key %s= on a NodeName line: Slurm versions that do not know it refuse the line; nodecheck ignores it", f.Key)
+		}
+		return
+	}
+	intVal := func(dst *int) {
+		v, err := strconv.ParseUint(f.Value, 10, 16)
+		if err != nil {
+			p.problem(SeverityError, pos, nodes, "%s=%s is not a whole number from 0 to 65535", f.Key, f.Value)
+			return
+		}
+		*dst = int(v)
+		n.Set[key] = pos
+	}
+	switch key {
+	case "NodeHostname":
+		n.Hostnames = f.Value
+	case "NodeAddr":
+		n.Addrs = f.Value
+	case "CPUs":
+		intVal(&n.CPUs)
+		return
+	case "Boards":
+		intVal(&n.Boards)
+		return
+	case "SocketsPerBoard":
+		intVal(&n.SocketsPerBoard)
+		return
+	case "Sockets":
+		intVal(&n.Sockets)
+		return
+	case "CoresPerSocket":
+		intVal(&n.CoresPerSocket)
+		return
+	case "ThreadsPerCore":
+		intVal(&n.ThreadsPerCore)
+		return
+	case "RealMemory":
+		v, err := strconv.ParseUint(f.Value, 10, 64)
+		if err != nil {
+			p.problem(SeverityError, pos, nodes, "RealMemory=%s is not a whole number of MiB", f.Value)
+			return
+		}
+		n.RealMemory = v
+	case "State":
+		n.State = f.Value
+	case "Gres":
+		g, err := ParseGresSpec(f.Value)
+		if err != nil {
+			p.problem(SeverityError, pos, nodes, "%v", err)
+			return
+		}
+		n.Gres = g
+	case "Features":
+		n.Features = confSplitList(f.Value)
+	}
+	n.Set[key] = pos
+}
+
+// mergeNodeDefault fills the keys own does not set from the NodeName=DEFAULT values in d.
+func mergeNodeDefault(own *NodeLine, d NodeLine) {
+	for key, pos := range d.Set {
+		if _, ok := own.Set[key]; ok {
+			continue
+		}
+		own.Set[key] = pos
+		switch key {
+		case "CPUs":
+			own.CPUs = d.CPUs
+		case "Boards":
+			own.Boards = d.Boards
+		case "SocketsPerBoard":
+			own.SocketsPerBoard = d.SocketsPerBoard
+		case "Sockets":
+			own.Sockets = d.Sockets
+		case "CoresPerSocket":
+			own.CoresPerSocket = d.CoresPerSocket
+		case "ThreadsPerCore":
+			own.ThreadsPerCore = d.ThreadsPerCore
+		case "RealMemory":
+			own.RealMemory = d.RealMemory
+		case "State":
+			own.State = d.State
+		case "Gres":
+			own.Gres = d.Gres
+		case "Features":
+			own.Features = d.Features
+		}
+	}
+}
+
+func (p *slurmParser) partitionLine(l confLine) {
+	name := l.Fields[0].Value
+	isDefault := strings.EqualFold(name, "DEFAULT")
+	part := PartitionLine{Pos: l.Pos, Name: name}
+	hasNodes := false
+	for _, f := range l.Fields[1:] {
+		switch strings.ToLower(f.Key) {
+		case "nodes":
+			part.Nodes = f.Value
+			part.AllNodes = strings.EqualFold(f.Value, "ALL")
+			hasNodes = true
+		case "default":
+			part.Default = strings.EqualFold(f.Value, "YES")
+		}
+	}
+	if isDefault {
+		if hasNodes {
+			p.partDefault = part
+			p.partDefNodes = true
+		}
+		return
+	}
+	if !hasNodes && p.partDefNodes {
+		part.Nodes, part.AllNodes = p.partDefault.Nodes, p.partDefault.AllNodes
+	}
+	if name == "" {
+		p.problem(SeverityError, l.Pos, "", "PartitionName= is empty: name the partition")
+		return
+	}
+	p.c.Partitions = append(p.c.Partitions, part)
+}
+
+// confSplitList splits a comma-separated value, dropping empty elements.
+func confSplitList(s string) []string {
+	var out []string
+	for _, e := range strings.Split(s, ",") {
+		if e = strings.TrimSpace(e); e != "" {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// confHostlistReason returns what is wrong with a hostlist, without repeating the expression
+// that the caller already quotes.
+func confHostlistReason(err error) string {
+	var he *HostlistError
+	if errors.As(err, &he) {
+		if he.Part != "" && he.Part != he.Expr {
+			return fmt.Sprintf("%q: %s", he.Part, he.Reason)
+		}
+		return he.Reason
+	}
+	return err.Error()
+}
+
+// confClosestKey returns the key of keys that key is probably a typo of (edit distance 1 or 2,
+// ignoring case), or "" when there is none or key is one of them.
+func confClosestKey(key string, keys []string) string {
+	k := strings.ToLower(key)
+	best, bestD := "", 3
+	for _, c := range keys {
+		lc := strings.ToLower(c)
+		if lc == k {
+			return ""
+		}
+		if d := confEditDistance(k, lc, bestD); d < bestD {
+			best, bestD = c, d
+		}
+	}
+	return best
+}
+
+// confEditDistance is the Levenshtein distance of a and b, or limit when it is at least limit.
+func confEditDistance(a, b string, limit int) int {
+	if d := len(a) - len(b); d >= limit || -d >= limit {
+		return limit
+	}
+	prev := make([]int, len(b)+1)
+	cur := make([]int, len(b)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(a); i++ {
+		cur[0] = i
+		rowMin := cur[0]
+		for j := 1; j <= len(b); j++ {
+			cost := 1
+			if a[i-1] == b[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+			rowMin = min(rowMin, cur[j])
+		}
+		if rowMin >= limit {
+			return limit
+		}
+		prev, cur = cur, prev
+	}
+	return min(prev[len(b)], limit)
+}
+
+// Default places of slurm.conf, in the order FindSlurmConf tries them.
+const (
+	// ConfiglessConfPath is where slurmd in configless mode caches the slurm.conf it fetched
+	// from slurmctld (Slurm 22.05 and later: /run/slurm/conf).
+	ConfiglessConfPath = "/run/slurm/conf/slurm.conf"
+	// ConfiglessSpoolConfPath is the older configless cache, SlurmdSpoolDir/conf-cache, at the
+	// default SlurmdSpoolDir (Slurm 20.02 to 21.08).
+	ConfiglessSpoolConfPath = "/var/spool/slurmd/conf-cache/slurm.conf"
+	// DefaultSlurmConfPath is slurm.conf where Slurm packages put it.
+	DefaultSlurmConfPath = "/etc/slurm/slurm.conf"
+)
+
+// FindSlurmConf finds slurm.conf as Slurm does: explicit when it is not empty, then
+// $SLURM_CONF, then slurmd's configless cache (ConfiglessConfPath, then
+// ConfiglessSpoolConfPath), then DefaultSlurmConfPath. An explicit path or SLURM_CONF that
+// does not exist is an error, not a reason to look elsewhere: reading another file than the
+// one asked for would lint the wrong cluster. When nothing is found the error lists every
+// place looked. getenv and exists are os.Getenv and a stat, or fakes in tests.
+func FindSlurmConf(explicit string, getenv func(string) string, exists func(string) bool) (string, error) {
+	if explicit != "" {
+		if !exists(explicit) {
+			return "", fmt.Errorf("find slurm.conf: %s does not exist", explicit)
+		}
+		return explicit, nil
+	}
+	if env := getenv("SLURM_CONF"); env != "" {
+		if !exists(env) {
+			return "", fmt.Errorf("find slurm.conf: SLURM_CONF=%s does not exist: fix or unset SLURM_CONF", env)
+		}
+		return env, nil
+	}
+	looked := []string{ConfiglessConfPath, ConfiglessSpoolConfPath, DefaultSlurmConfPath}
+	for _, p := range looked {
+		if exists(p) {
+			return p, nil
+		}
+	}
+	return "", fmt.Errorf("find slurm.conf: no file given, SLURM_CONF is not set, and none of %s exists: name the file (--slurm-conf) or set SLURM_CONF", strings.Join(looked, ", "))
+}
+
+// confField is one blank-separated field of a line: Key=Value, or a bare word (HasEq false).
+type confField struct {
+	Key   string
+	Value string // double quotes removed
+	HasEq bool
+}
+
+// confLine is one logical line of a Slurm config file: comments removed, continuations joined.
+type confLine struct {
+	Pos    Pos
+	Text   string // the line without its comment, for messages
+	Fields []confField
+}
+
+// maxIncludeDepth bounds nested Includes; Slurm has no limit, but a chain this deep is a loop
+// that went through different spellings of one path.
+const maxIncludeDepth = 16
+
+// confReader scans a Slurm config file and the files it Includes.
+type confReader struct {
+	read      ReadFileFunc
+	problems  *[]Problem
+	onComment func(pos Pos, text string)
+	stack     []string // files being read, outermost first, cleaned
+	files     []string
+}
+
+func (r *confReader) problem(sev string, pos Pos, format string, args ...any) {
+	*r.problems = append(*r.problems, Problem{Severity: sev, File: pos.File, Line: pos.Line, Message: ref(pos) + ": " + fmt.Sprintf(format, args...)})
+}
+
+// parse scans data, read from file, calling fn for each logical line that has fields and
+// reading Includes in place. Its error is only for an Include that cannot be read.
+func (r *confReader) parse(data []byte, file string, fn func(confLine)) error {
+	r.files = append(r.files, file)
+	r.stack = append(r.stack, filepath.Clean(file))
+	defer func() { r.stack = r.stack[:len(r.stack)-1] }()
+	var err error
+	scanConf(data, file, r, func(l confLine) bool {
+		if !strings.EqualFold(l.Fields[0].Key, "include") {
+			fn(l)
+			return true
+		}
+		err = r.include(l, file, fn)
+		return err == nil
+	})
+	return err
+}
+
+func (r *confReader) include(l confLine, file string, fn func(confLine)) error {
+	target := l.Fields[0].Value
+	if !l.Fields[0].HasEq {
+		if len(l.Fields) < 2 {
+			r.problem(SeverityError, l.Pos, "Include without a file name: write Include /etc/slurm/nodes.conf")
+			return nil
+		}
+		target = l.Fields[1].Key
+	}
+	if !filepath.IsAbs(target) {
+		// Slurm reads a relative Include from the including file's directory.
+		target = filepath.Join(filepath.Dir(file), target)
+	}
+	clean := filepath.Clean(target)
+	for _, f := range r.stack {
+		if f == clean {
+			r.problem(SeverityError, l.Pos, "Include %s: the file is already being read (%s): an Include loop; remove one of the Includes", target, strings.Join(r.stack, " -> "))
+			return nil
+		}
+	}
+	if len(r.stack) >= maxIncludeDepth {
+		r.problem(SeverityError, l.Pos, "Include %s: more than %d nested Includes: probably a loop", target, maxIncludeDepth)
+		return nil
+	}
+	if r.read == nil {
+		return fmt.Errorf("%s: Include %s: no way to read files was given", l.Pos, target)
+	}
+	data, err := r.read(target)
+	if err != nil {
+		return fmt.Errorf("%s: Include %s: %w", l.Pos, target, err)
+	}
+	return r.parse(data, target, fn)
+}
+
+// scanConf splits data into logical lines and fields and calls fn for each line that has at
+// least one field, until fn returns false. Comments go to r.onComment.
+func scanConf(data []byte, file string, r *confReader, fn func(confLine) bool) {
+	lineNo := 0
+	var pending []byte // a logical line continued with '\'
+	continued := false
+	startLine := 0
+	for len(data) > 0 {
+		var raw []byte
+		if i := confIndexNewline(data); i >= 0 {
+			raw, data = data[:i], data[i+1:]
+		} else {
+			raw, data = data, nil
+		}
+		lineNo++
+		raw = confTrimCR(raw)
+		if !continued {
+			startLine = lineNo
+		}
+		if n := len(raw); n > 0 && raw[n-1] == '\\' && len(data) > 0 {
+			pending = append(pending, raw[:n-1]...)
+			continued = true
+			continue
+		}
+		if continued {
+			raw = append(pending, raw...)
+			pending, continued = nil, false
+		}
+		pos := Pos{File: file, Line: startLine}
+		text, comment, hasComment := confStripComment(raw)
+		if hasComment && r.onComment != nil {
+			r.onComment(pos, comment)
+		}
+		fields, unclosed := confSplitFields(text)
+		if unclosed {
+			r.problem(SeverityError, pos, "unclosed '\"' in %q: add the closing quote", strings.TrimSpace(text))
+		}
+		if len(fields) == 0 {
+			continue
+		}
+		if !fn(confLine{Pos: pos, Text: strings.TrimSpace(text), Fields: fields}) {
+			return
+		}
+	}
+}
+
+func confIndexNewline(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return -1
+}
+
+func confTrimCR(b []byte) []byte {
+	if n := len(b); n > 0 && b[n-1] == '\r' {
+		return b[:n-1]
+	}
+	return b
+}
+
+// confStripComment cuts raw at the first '#' that is neither inside double quotes nor escaped as
+// `\#`, and turns `\#` into '#'.
+func confStripComment(raw []byte) (text, comment string, hasComment bool) {
+	var b []byte
+	quoted := false
+	for i := 0; i < len(raw); i++ {
+		c := raw[i]
+		switch {
+		case c == '\\' && i+1 < len(raw) && raw[i+1] == '#':
+			if b == nil {
+				b = append([]byte(nil), raw[:i]...)
+			}
+			b = append(b, '#')
+			i++
+			continue
+		case c == '"':
+			quoted = !quoted
+		case c == '#' && !quoted:
+			if b == nil {
+				return string(raw[:i]), string(raw[i:]), true
+			}
+			return string(b), string(raw[i:]), true
+		}
+		if b != nil {
+			b = append(b, c)
+		}
+	}
+	if b == nil {
+		return string(raw), "", false
+	}
+	return string(b), "", false
+}
+
+// confSplitFields splits a line at blanks and tabs outside double quotes. A field is Key=Value
+// (quotes removed from the value) or a bare word.
+func confSplitFields(s string) (fields []confField, unclosed bool) {
+	i := 0
+	for i < len(s) {
+		for i < len(s) && (s[i] == ' ' || s[i] == '\t') {
+			i++
+		}
+		if i >= len(s) {
+			break
+		}
+		start := i
+		quoted := false
+		for i < len(s) && (quoted || (s[i] != ' ' && s[i] != '\t')) {
+			if s[i] == '"' {
+				quoted = !quoted
+			}
+			i++
+		}
+		if quoted {
+			unclosed = true
+		}
+		tok := s[start:i]
+		f := confField{Key: tok}
+		if k, v, ok := strings.Cut(tok, "="); ok {
+			f = confField{Key: k, Value: strings.ReplaceAll(v, `"`, ""), HasEq: true}
+		}
+		fields = append(fields, f)
+	}
+	return fields, unclosed
+}
