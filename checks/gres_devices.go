@@ -46,6 +46,14 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		return Result{Status: StatusError, Summary: "read gres.conf: " + err.Error(), Err: err}
 	}
 	ng := gc.ForNode(env.Node)
+	// A gres.conf line Slurm would refuse may be the one that lists this node's devices:
+	// without it the check cannot tell what should be there, so it says error, not ok.
+	var confErrs []Detail
+	for _, p := range gc.Problems {
+		if p.Severity == config.SeverityError && problemConcerns(p, env.Node) {
+			confErrs = append(confErrs, Detail{Device: fmt.Sprintf("%s:%d", p.File, p.Line), Status: StatusError, Message: p.Message})
+		}
+	}
 
 	type want struct {
 		file  string
@@ -68,6 +76,9 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		}
 	}
 	if len(wants) == 0 {
+		if len(confErrs) > 0 {
+			return Result{Status: StatusError, Summary: "gres.conf: " + confErrs[0].Message + moreSuffix(len(confErrs)-1), Details: confErrs}
+		}
 		if ng.AutoDetect != "" && ng.AutoDetect != "off" {
 			return Result{Status: StatusSkip, Summary: fmt.Sprintf("gres.conf uses AutoDetect=%s for %s: no File= entries to check", ng.AutoDetect, env.Node)}
 		}
@@ -90,15 +101,37 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		}
 		res.Details = append(res.Details, d)
 	}
+	bad = append(bad, confErrs...)
+	res.Details = append(res.Details, confErrs...)
 	res.Expected = fmt.Sprintf("%d device files", len(wants))
 	res.Observed = fmt.Sprintf("%d good", len(wants)-len(bad))
 	if len(bad) > 0 {
 		res.Status = worstOf(bad)
-		res.Summary = bad[0].Device + " " + bad[0].Message + moreSuffix(len(bad)-1)
+		first := bad[0]
+		if first.Status == StatusError && res.Status == StatusFail {
+			// Name a device that is really wrong before a line that could not be read.
+			for _, d := range bad {
+				if d.Status == StatusFail {
+					first = d
+					break
+				}
+			}
+		}
+		res.Summary = first.Device + " " + first.Message + moreSuffix(len(bad)-1)
 		return res
 	}
 	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), config.CompressHostlist(filesOf(wants, func(w want) string { return w.file })))
 	return res
+}
+
+// problemConcerns tells whether a gres.conf problem is about node: a problem without a node
+// list is about a line whose nodes could not be read, so it may be about any node.
+func problemConcerns(p config.Problem, node string) bool {
+	if p.Nodes == "" {
+		return true
+	}
+	hl, err := config.ParseHostlist(p.Nodes)
+	return err != nil || hl.Contains(node)
 }
 
 func judgeDevice(ctx context.Context, env *Env, file string, wantMinor int) Detail {

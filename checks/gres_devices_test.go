@@ -56,6 +56,10 @@ func TestGresDevices(t *testing.T) {
 		{"autodetect", "AutoDetect=nvml\nName=gpu Type=h100 Count=8\n", map[string]node.DevNode{}, "gpu01", StatusSkip,
 			"gres.conf uses AutoDetect=nvml for gpu01: no File= entries to check"},
 		{"no gres.conf", "", nil, "gpu01", StatusSkip, "no gres.conf at /etc/slurm/gres.conf"},
+		{"unreadable line for this node is an error, not a skip", "NodeName=gpu[01-04] Name=gpu File=/dev/nvidia[0-3\n", nvidiaDevs(4), "gpu01", StatusError,
+			`gres.conf: gres.conf:1: File=/dev/nvidia[0-3: "[0-3": '[' is never closed; add the missing ']'; Slurm refuses the line (fatal: can't parse File=)`},
+		{"unreadable line for another node is not ours", "NodeName=gpu09 Name=gpu File=/dev/nvidia[0-3\nNodeName=gpu01 Name=gpu File=/dev/nvidia[0-3]\n", nvidiaDevs(4), "gpu01", StatusOK,
+			"5 device files from gres.conf present as character devices (/dev/nvidia[0-3],/dev/nvidiactl)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
