@@ -1,0 +1,305 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idFabricManager = "fabric_manager"
+
+// Package managers asked for the Fabric Manager package when the binary is absent.
+const (
+	dpkgQuery = "/usr/bin/dpkg-query"
+	rpmQuery  = "/usr/bin/rpm"
+)
+
+// NVML fabric vocabulary (nvml.h NVML_GPU_FABRIC_STATE_*, nvmlReturn_t) as node.Fabric holds it.
+const (
+	fabricCompleted    = "COMPLETED"
+	fabricNotSupported = "NOT_SUPPORTED"
+)
+
+// summaryFMNotInstalled is the summary of a node with NVSwitches but no Fabric Manager.
+const summaryFMNotInstalled = "Fabric Manager not installed (no %s, no nvidia-fabricmanager package): install nvidia-fabricmanager-%s for driver %s"
+
+// fabricManager checks, on NVSwitch systems, what CUDA needs before a job can use NVLink:
+// Fabric Manager at exactly the driver's version (a mismatch keeps FM from starting and CUDA
+// fails with error 802, "system not yet initialized"), its service active, and every GPU's
+// fabric registration COMPLETED with status SUCCESS where NVML reports one (Hopper and later;
+// A100 has no fabric state, which is not a failure).
+type fabricManager struct{}
+
+func (fabricManager) ID() string { return idFabricManager }
+
+func (fabricManager) Description() string {
+	return "on NVSwitch nodes: Fabric Manager version = driver version, service active, GPU fabric COMPLETED/SUCCESS"
+}
+
+func (fabricManager) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.FabricManager.CheckCommon
+}
+
+func (fabricManager) Run(ctx context.Context, env *Env) Result {
+	cfg := env.Config.Checks.FabricManager
+	pci, err := env.Facts.PCIDevices(ctx)
+	if err != nil && (!cfg.Force || ctx.Err() != nil) {
+		return factsError(ctx, "list PCI devices", err)
+	}
+	switches := 0
+	for _, d := range pci {
+		if isNVSwitch(d) {
+			switches++
+		}
+	}
+	where := countNoun(switches, "NVSwitch", "NVSwitches")
+	if switches == 0 {
+		if !cfg.Force {
+			return Result{Status: StatusSkip, Summary: "no NVSwitch on the PCI bus"}
+		}
+		where = "no NVSwitch on the PCI bus, forced by config"
+	}
+
+	inv, err := env.Facts.GPUs(ctx)
+	if err != nil {
+		return factsError(ctx, "query NVML", err)
+	}
+	if inv.Init != nvmlSuccess || inv.DriverVersion == "" {
+		why := "NVML init: " + inv.Init
+		if inv.Init == nvmlSuccess {
+			why = "NVML gave no driver version"
+		}
+		return Result{Status: StatusFail, Observed: why, Expected: "NVML driver version",
+			Summary: fmt.Sprintf("%s: cannot read the driver version to compare with Fabric Manager (%s)", why, where)}
+	}
+	driver := inv.DriverVersion
+
+	res := Result{Status: StatusOK}
+	var bad []Detail
+	add := func(d Detail) {
+		res.Details = append(res.Details, d)
+		if d.Status != StatusOK {
+			bad = append(bad, d)
+		}
+	}
+
+	fmv := fmVersion(ctx, env, cfg.Binary, driver)
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out asking for the Fabric Manager version", Err: ctx.Err()}
+	}
+	add(fmv)
+	svc := fmService(ctx, env, cfg.Systemctl, cfg.Service)
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err()}
+	}
+	add(svc)
+
+	withFabric, notDone, failed := 0, 0, 0
+	var fabricBad []string
+	for _, g := range inv.Devices {
+		if g.Error != "" || g.Fabric == nil || g.Fabric.State == fabricNotSupported || g.Fabric.State == "" {
+			continue // lost GPUs are gpu_count's; no fabric state before Hopper
+		}
+		withFabric++
+		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		d := Detail{Device: label, Status: StatusOK, Observed: g.Fabric.State + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
+			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status}
+		switch {
+		case g.Fabric.State != fabricCompleted:
+			// NVML: the status "must be checked only if state returns complete".
+			d.Status, d.Observed, d.Message = StatusFail, g.Fabric.State, "fabric "+g.Fabric.State+", want COMPLETED"
+			fabricBad = append(fabricBad, label+" "+g.Fabric.State)
+		case g.Fabric.Status != nvmlSuccess:
+			d.Status, d.Message = StatusFail, "fabric COMPLETED with "+g.Fabric.Status+", want SUCCESS"
+			fabricBad = append(fabricBad, label+" COMPLETED with "+g.Fabric.Status)
+			failed++
+		}
+		if d.Status != StatusOK {
+			notDone++
+		}
+		res.Details = append(res.Details, d)
+	}
+	if notDone > 0 {
+		what := "fabric not completed"
+		if failed > 0 {
+			what = "fabric registration failed or not completed"
+		}
+		bad = append(bad, Detail{Device: "fabric", Status: StatusFail,
+			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, notDone, withFabric, listSome(fabricBad, 2))})
+	}
+
+	res.Observed = fmt.Sprintf("driver %s, Fabric Manager %s, service %s", driver, orUnknown(fmv.Observed), orUnknown(svc.Observed))
+	res.Expected = fmt.Sprintf("Fabric Manager %s, service active", driver)
+	if len(bad) > 0 {
+		// The summary names the worst problem first; among fails, the order above is the
+		// order of causes: a version mismatch stops FM, and a stopped FM leaves the fabric
+		// unregistered.
+		slices.SortStableFunc(bad, func(a, b Detail) int { return b.Status.rank() - a.Status.rank() })
+		res.Status = bad[0].Status
+		res.Summary = bad[0].Message + moreSuffix(len(bad)-1)
+		for _, b := range bad {
+			if b.Status == StatusError && res.Err == nil {
+				res.Err = errors.New(b.Message)
+			}
+		}
+		return res
+	}
+	fabric := "no GPU reports fabric state (before Hopper)"
+	if withFabric > 0 {
+		fabric = fmt.Sprintf("fabric COMPLETED on %d GPUs", withFabric)
+	}
+	res.Summary = fmt.Sprintf("driver and Fabric Manager %s, %s active, %s (%s)", driver, cfg.Service, fabric, where)
+	return res
+}
+
+// fmVersion finds the installed Fabric Manager version, from the binary or else the package,
+// and compares it with the driver's. Observed is the version found; empty when none.
+func fmVersion(ctx context.Context, env *Env, binary, driver string) Detail {
+	d := Detail{Device: "fabric manager", Status: StatusOK, Expected: driver}
+	branch, _, _ := strings.Cut(driver, ".")
+	var version, from string
+	out, err := env.Facts.Exec(ctx, []string{binary, "--version"})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		v, src, perr := packageVersion(ctx, env, branch)
+		if perr != nil {
+			d.Status, d.Message = StatusError, "ask the package manager for Fabric Manager: "+perr.Error()
+			return d
+		}
+		if v == "" {
+			d.Status, d.Observed = StatusFail, "not installed"
+			d.Message = fmt.Sprintf(summaryFMNotInstalled, binary, branch, driver)
+			return d
+		}
+		version, from = v, src
+	case err != nil:
+		d.Status, d.Message = StatusError, fmt.Sprintf("run %s --version: %v", binary, err)
+		return d
+	default:
+		v, perr := parseFabricManagerVersion(out.Stdout + "\n" + out.Stderr)
+		if perr != nil {
+			d.Status = StatusError
+			d.Message = fmt.Sprintf("read the version from %s --version (exit %d): %v", binary, out.ExitCode, perr)
+			return d
+		}
+		version, from = v, binary+" --version"
+	}
+	d.Observed = version
+	if version != driver {
+		d.Status = StatusFail
+		d.Message = fmt.Sprintf("driver %s but Fabric Manager %s: install nvidia-fabricmanager %s and restart it (a mismatch gives CUDA error 802)", driver, version, driver)
+		return d
+	}
+	d.Message = fmt.Sprintf("Fabric Manager %s (%s) = driver %s", version, from, driver)
+	return d
+}
+
+// packageVersion asks dpkg, then rpm, for an installed Fabric Manager package. Debian and
+// Ubuntu (NVIDIA's CUDA repository) name it nvidia-fabricmanager-<branch>; RHEL names it
+// nvidia-fabric-manager. A package manager that is not installed is passed over; version
+// is empty when neither knows the package.
+func packageVersion(ctx context.Context, env *Env, branch string) (version, from string, err error) {
+	queries := [][]string{
+		{dpkgQuery, "-W", "-f=${db:Status-Abbrev}\t${Package}\t${Version}\n", "nvidia-fabricmanager-" + branch, "nvidia-fabricmanager"},
+		{rpmQuery, "-q", "--qf", "ii\t%{NAME}\t%{VERSION}\n", "nvidia-fabric-manager", "nvidia-fabricmanager-" + branch},
+	}
+	for _, q := range queries {
+		out, err := env.Facts.Exec(ctx, q)
+		if errors.Is(err, fs.ErrNotExist) {
+			continue
+		}
+		if err != nil {
+			return "", "", fmt.Errorf("run %s: %w", q[0], err)
+		}
+		// Both exit non-zero when one of the names is unknown; the lines of the known ones
+		// are still printed, so the output decides, not the exit code.
+		if pkg, v, ok := parsePackageQuery(out.Stdout); ok {
+			return v, "package " + pkg, nil
+		}
+	}
+	return "", "", nil
+}
+
+// parsePackageQuery reads the lines the queries of packageVersion print: "STATUS\tNAME\tVERSION"
+// with dpkg's status abbreviation (dpkg-query(1) db:Status-Abbrev: "ii " installed, "rc "
+// removed with its configuration kept) or the literal "ii" of the rpm query. It returns the first installed package, its version without
+// a Debian epoch ("1:") or revision ("-1"). Lines of other shapes ("package X is not
+// installed", rpm's answer on stdout) are passed over.
+func parsePackageQuery(out string) (pkg, version string, ok bool) {
+	for line := range strings.Lines(out) {
+		f := strings.Split(strings.TrimRight(line, "\r\n"), "\t")
+		// The status's second letter is the package's state: i installed (ii, hi), c only
+		// configuration files left (rc), n not installed (un).
+		if len(f) != 3 || len(f[0]) < 2 || f[0][1] != 'i' {
+			continue
+		}
+		v := strings.TrimSpace(f[2])
+		if _, after, ok := strings.Cut(v, ":"); ok {
+			v = after
+		}
+		if i := strings.LastIndexByte(v, '-'); i > 0 {
+			v = v[:i]
+		}
+		if v == "" || versionRE.FindString(v) != v {
+			continue
+		}
+		return strings.TrimSpace(f[1]), v, true
+	}
+	return "", "", false
+}
+
+// versionRE is a driver-style version: "535.161.08", "550.54.15", "570.86.15".
+var versionRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)+`)
+
+// fmVersionLine finds "Fabric Manager version" and what follows it.
+var fmVersionLine = regexp.MustCompile(`(?i)fabric\s*manager\s+version\b\s*(?:is\b)?\s*:?\s*([0-9]+(?:\.[0-9]+)+)`)
+
+// parseFabricManagerVersion reads the version from `nv-fabricmanager --version`, which prints
+// blank lines, a TAB and "Fabric Manager version is : 535.161.08" (gpud's capture, corpus
+// fabricmanager/gpud-nv-fabricmanager-version-535.161.08.txt). It also takes the form of
+// Fabric Manager's log ("Fabric Manager version 535.161.08 is running ..."), a colon without
+// "is", and output that is nothing but a version.
+func parseFabricManagerVersion(out string) (string, error) {
+	if m := fmVersionLine.FindStringSubmatch(out); m != nil {
+		return m[1], nil
+	}
+	if t := strings.TrimSpace(out); t != "" && versionRE.FindString(t) == t {
+		return t, nil
+	}
+	return "", fmt.Errorf("no \"Fabric Manager version\" in %q", clipLine(out, 60))
+}
+
+// fmService asks systemd whether the Fabric Manager unit is active: `systemctl is-active`
+// prints the state and exits 0 only for "active" (3 for inactive, failed or unknown units).
+func fmService(ctx context.Context, env *Env, systemctl, service string) Detail {
+	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active"}
+	out, err := env.Facts.Exec(ctx, []string{systemctl, "is-active", service})
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		d.Status = StatusError
+		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s not found; set systemctl in [checks.fabric_manager]", service, systemctl)
+		return d
+	case err != nil:
+		d.Status, d.Message = StatusError, fmt.Sprintf("run %s is-active %s: %v", systemctl, service, err)
+		return d
+	}
+	state := clipLine(out.Stdout, 40)
+	d.Observed = state
+	if out.ExitCode == 0 && state == "active" {
+		d.Message = service + " active"
+		return d
+	}
+	if state == "" {
+		state = fmt.Sprintf("not active (systemctl exit %d: %s)", out.ExitCode, clipLine(out.Stderr, 60))
+		d.Observed = fmt.Sprintf("exit %d", out.ExitCode)
+	}
+	d.Status = StatusFail
+	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
+	return d
+}

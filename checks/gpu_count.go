@@ -1,0 +1,310 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idGPUCount = "gpu_count"
+
+// gpuCount compares three counts: the GPUs slurm.conf gives this node (Gres=gpu[:type]:N,
+// summed over types), the GPUs NVML can open, and the NVIDIA GPUs on the PCI bus. A GPU on
+// the bus that NVML cannot open (fell off the bus, ERROR_GPU_IS_LOST, driver failed to
+// attach) is named by its bus id. The expectation always comes from slurm.conf, also with
+// gres.conf AutoDetect: that is what slurmctld schedules.
+type gpuCount struct{}
+
+func (gpuCount) ID() string { return idGPUCount }
+
+func (gpuCount) Description() string {
+	return "GPUs in slurm.conf Gres= for this node = GPUs NVML sees = NVIDIA GPUs on the PCI bus; Gres type names the NVML model"
+}
+
+func (gpuCount) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.GPUCount.CheckCommon
+}
+
+// gpuExpectation is what slurm.conf says about this node's GPUs.
+type gpuExpectation struct {
+	count uint64
+	specs []config.GresSpec // the gpu elements of Gres=, in order
+	// mig is set when a Gres type names a MIG profile (gpu:a100_3g.20gb:2): the count is then
+	// of MIG instances, not of physical GPUs, and cannot be compared with NVML or PCI.
+	mig bool
+	// err is why the expectation is unknown (slurm.conf unreadable, node not in it).
+	err error
+}
+
+func (e gpuExpectation) gres() string {
+	parts := make([]string, len(e.specs))
+	for i, s := range e.specs {
+		parts[i] = s.String()
+	}
+	return strings.Join(parts, ",")
+}
+
+// migProfile matches the profile part of a MIG GRES type: "3g.20gb" in "a100_3g.20gb",
+// "1g.10gb" in "nvidia_h100_80gb_hbm3_1g.10gb" (Slurm's gres.shtml MIG section names MIG
+// types after nvidia-smi's profiles, "<slices>g.<memory>gb").
+var migProfile = regexp.MustCompile(`(^|[^0-9])[0-9]+g\.[0-9]+gb`)
+
+func expectedGPUs(ctx context.Context, env *Env) gpuExpectation {
+	conf, err := env.Slurm.Conf(ctx)
+	if err != nil {
+		return gpuExpectation{err: err}
+	}
+	nl, ok := conf.Node(env.Node)
+	if !ok {
+		return gpuExpectation{err: fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)}
+	}
+	e := gpuExpectation{count: nl.GPUCount()}
+	for _, g := range nl.Gres {
+		if !strings.EqualFold(g.Name, "gpu") {
+			continue
+		}
+		e.specs = append(e.specs, g)
+		if migProfile.MatchString(strings.ToLower(g.Type)) {
+			e.mig = true
+		}
+	}
+	return e
+}
+
+// slurmGPUName is a GPU name as Slurm's AutoDetect writes it as a GRES type: lower case,
+// blanks as underscores ("NVIDIA H100 80GB HBM3" -> "nvidia_h100_80gb_hbm3"; Slurm
+// src/plugins/gpu/common/gpu_common.c gpu_common_underscorify_tolower).
+func slurmGPUName(name string) string {
+	return strings.ReplaceAll(strings.ToLower(name), " ", "_")
+}
+
+// gresTypeMatches is the matching rule for a slurm.conf GPU type and an NVML device name,
+// the one gres.conf(5) gives for AutoDetect: "the Type specified should match or be a
+// substring of the value that is detected, using an underscore in lieu of any spaces",
+// compared ignoring case. So h100 matches "NVIDIA H100 80GB HBM3", a100 matches
+// "NVIDIA A100-SXM4-80GB", nvidia_a100-pcie-40gb matches "NVIDIA A100-PCIE-40GB", and tesla
+// or a100 do not match an H100. A type that does not match is reported as a warning: Slurm
+// does not need the type to name the model, but a node whose GPUs are not what its Gres
+// says is worth a look (a wrong node in a NodeName range, a swapped board).
+func gresTypeMatches(gresType, nvmlName string) bool {
+	t := strings.ReplaceAll(strings.ToLower(strings.TrimSpace(gresType)), " ", "_")
+	return t != "" && strings.Contains(slurmGPUName(nvmlName), t)
+}
+
+func (gpuCount) Run(ctx context.Context, env *Env) Result {
+	pci, err := env.Facts.PCIDevices(ctx)
+	if err != nil {
+		return factsError(ctx, "list PCI devices", err)
+	}
+	inv, err := env.Facts.GPUs(ctx)
+	if err != nil {
+		return factsError(ctx, "query NVML", err)
+	}
+	exp := expectedGPUs(ctx, env)
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
+	}
+
+	var bus []string // NVIDIA GPUs on the PCI bus, by address (PCIDevices is sorted)
+	for _, d := range pci {
+		if isNVIDIAGPU(d) {
+			bus = append(bus, d.Address)
+		}
+	}
+	res := Result{Expected: expectedText(exp)}
+	if inv.Init != nvmlSuccess {
+		return nvmlDown(env, inv, exp, bus, res)
+	}
+
+	type seen struct {
+		gpu  node.GPU
+		addr string
+	}
+	var visible, lost []seen
+	noBusID := false
+	for _, g := range inv.Devices {
+		s := seen{gpu: g, addr: sysfsBusID(g.PCIBusID)}
+		if g.Error != "" {
+			lost = append(lost, s)
+			continue
+		}
+		visible = append(visible, s)
+		noBusID = noBusID || s.addr == ""
+	}
+	n, p := len(visible), len(bus)
+	res.Observed = fmt.Sprintf("%d in NVML (device count %d), %d on PCI", n, inv.DeviceCount, p)
+
+	// Which bus ids NVML lost, and which NVML devices the bus does not show. Without a bus id
+	// for every NVML device only the counts can be compared.
+	nvmlAt := map[string]seen{}
+	for _, s := range visible {
+		nvmlAt[s.addr] = s
+	}
+	lostAt := map[string]seen{}
+	for _, s := range lost {
+		if s.addr != "" {
+			lostAt[s.addr] = s
+		}
+	}
+	var items []string // what disagrees, for the summary
+	var details []Detail
+	for _, a := range bus {
+		s, ok := nvmlAt[a]
+		l, isLost := lostAt[a]
+		switch {
+		case ok:
+			details = append(details, Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK,
+				Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
+		case isLost:
+			items = append(items, a+" "+l.gpu.Error)
+			details = append(details, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
+				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML"})
+		case noBusID:
+			details = append(details, Detail{Device: gpuLabel(-1, a), Status: StatusOK,
+				Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
+		default:
+			items = append(items, a+" missing")
+			details = append(details, Detail{Device: gpuLabel(-1, a), Status: StatusFail,
+				Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI"})
+		}
+	}
+	for _, s := range lost {
+		if s.addr != "" && slices.Contains(bus, s.addr) {
+			continue // named above with its bus id
+		}
+		items = append(items, gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error)
+		details = append(details, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
+			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML"})
+	}
+	if !noBusID {
+		for _, s := range visible {
+			if !slices.Contains(bus, s.addr) {
+				items = append(items, s.addr+" not on PCI")
+				details = append(details, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
+					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI"})
+			}
+		}
+	}
+	res.Details = details
+
+	// NVML and the bus disagree: a GPU is lost, whatever Slurm expects.
+	if len(items) > 0 || n != p {
+		res.Status = StatusFail
+		if exp.err == nil && exp.count == 0 {
+			res.Status = StatusWarn // Slurm schedules no GPU here: nothing a job gets is broken
+		}
+		head := fmt.Sprintf("%d GPUs in NVML, %d on PCI", n, p)
+		if exp.err == nil && exp.count > 0 && !exp.mig {
+			head = fmt.Sprintf("%d/%d GPUs in NVML, %d on PCI", n, exp.count, p)
+		}
+		if len(items) > 0 {
+			head += ": " + listSome(items, 3)
+		}
+		res.Summary = head
+		return res
+	}
+
+	// NVML and the bus agree on n GPUs; now Slurm.
+	switch {
+	case exp.err != nil:
+		res.Status, res.Err = StatusError, exp.err
+		res.Summary = fmt.Sprintf("cannot tell how many GPUs Slurm expects (%v); NVML and PCI agree on %d", exp.err, n)
+	case exp.mig:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s in NVML and on PCI; slurm.conf Gres=%s counts MIG instances, not compared", countNoun(n, "GPU", "GPUs"), exp.gres())
+	case exp.count == 0 && n == 0:
+		res.Status = StatusSkip
+		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus", env.Node)
+	case exp.count == 0:
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("slurm.conf gives %s no GPU Gres, but NVML and PCI show %s: Slurm will not schedule them", env.Node, countNoun(n, "GPU", "GPUs"))
+	case exp.count != uint64(n):
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("slurm.conf expects %d GPUs (Gres=%s), NVML and PCI show %d", exp.count, exp.gres(), n)
+	default:
+		names := make([]string, len(visible))
+		for i, s := range visible {
+			names[i] = s.gpu.Name
+		}
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%d GPUs in slurm.conf (Gres=%s), NVML and on PCI", n, exp.gres())
+		if warn := typeMismatches(exp.specs, names); len(warn) > 0 {
+			res.Status = StatusWarn
+			res.Details = append(res.Details, warn...)
+			res.Summary = fmt.Sprintf("%d GPUs agree, but %s", n, warn[0].Message) + moreSuffix(len(warn)-1)
+		}
+	}
+	return res
+}
+
+// nvmlDown judges a node where NVML did not initialise: a fail where Slurm or the bus says
+// there are GPUs, a skip where neither does (a CPU node without the driver).
+func nvmlDown(env *Env, inv node.GPUInventory, exp gpuExpectation, bus []string, res Result) Result {
+	init := inv.Init
+	if init == "" {
+		init = "no result"
+	}
+	res.Observed = fmt.Sprintf("NVML %s, %d on PCI", init, len(bus))
+	switch {
+	case exp.err == nil && exp.count > 0 && !exp.mig:
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("NVML init: %s, slurm.conf expects %d GPUs", init, exp.count)
+	case len(bus) > 0 || (exp.err == nil && exp.count > 0):
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("NVML init: %s, %s on PCI", init, countNoun(len(bus), "NVIDIA GPU", "NVIDIA GPUs"))
+	case exp.err != nil:
+		res.Status, res.Err = StatusError, exp.err
+		res.Summary = fmt.Sprintf("cannot tell how many GPUs Slurm expects (%v); none on PCI, NVML init: %s", exp.err, init)
+	default:
+		res.Status = StatusSkip
+		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: %s)", env.Node, init)
+	}
+	return res
+}
+
+func expectedText(e gpuExpectation) string {
+	switch {
+	case e.err != nil:
+		return "unknown: " + e.err.Error()
+	case len(e.specs) == 0:
+		return "no GPU Gres"
+	case e.mig:
+		return "Gres=" + e.gres() + " (MIG instances)"
+	}
+	return strconv.FormatUint(e.count, 10) + " (Gres=" + e.gres() + ")"
+}
+
+// typeMismatches checks each typed gpu element of Gres= against the NVML names: at least its
+// count of GPUs must match the type (gresTypeMatches). Untyped elements (gpu:8) name no model.
+func typeMismatches(specs []config.GresSpec, names []string) []Detail {
+	var out []Detail
+	distinct := slices.Compact(slices.Sorted(slices.Values(names)))
+	for _, s := range specs {
+		if s.Type == "" {
+			continue
+		}
+		m := 0
+		for _, n := range names {
+			if gresTypeMatches(s.Type, n) {
+				m++
+			}
+		}
+		if uint64(m) >= s.Count {
+			continue
+		}
+		shown := make([]string, len(distinct))
+		for i, n := range distinct {
+			shown[i] = slurmGPUName(n)
+		}
+		out = append(out, Detail{Device: "gres gpu:" + s.Type, Status: StatusWarn,
+			Message:  fmt.Sprintf("Gres type %s matches %d of %d GPUs by NVML name (%s)", s.Type, m, s.Count, listSome(shown, 2)),
+			Observed: strconv.Itoa(m), Expected: strconv.FormatUint(s.Count, 10)})
+	}
+	return out
+}

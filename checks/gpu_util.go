@@ -1,0 +1,119 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+)
+
+// PCI vendor ids and class codes the GPU checks look for (include/linux/pci_ids.h; the sysfs
+// class file holds base class, subclass and programming interface: 0x030200). Classes are
+// compared without the programming interface.
+const (
+	pciVendorNVIDIA   = 0x10de
+	pciVendorMellanox = 0x15b3
+
+	pciClassVGA         = 0x0300 // PCI_CLASS_DISPLAY_VGA: GPUs with a display engine
+	pciClass3D          = 0x0302 // PCI_CLASS_DISPLAY_3D: data-centre GPUs (H100, A100)
+	pciClassBridgeOther = 0x0680 // PCI_CLASS_BRIDGE_OTHER: how NVSwitches enumerate
+	pciClassEthernet    = 0x0200 // PCI_CLASS_NETWORK_ETHERNET: ConnectX in Ethernet mode, BlueField
+	pciClassInfiniBand  = 0x0207 // PCI_CLASS_NETWORK_INFINIBAND: ConnectX in InfiniBand mode
+)
+
+// nvmlSuccess is GPUInventory.Init when NVML initialised.
+const nvmlSuccess = "SUCCESS"
+
+func pciClass(d node.PCIDevice) uint32 { return d.Class >> 8 }
+
+// isNVIDIAGPU: an NVIDIA function of class 3D controller or VGA. NVIDIA's HDMI audio (0x0403)
+// and the Grace root ports (0x0604) of GB200 nodes are not GPUs.
+func isNVIDIAGPU(d node.PCIDevice) bool {
+	return d.Vendor == pciVendorNVIDIA && (pciClass(d) == pciClass3D || pciClass(d) == pciClassVGA)
+}
+
+// isNVSwitch: an NVIDIA function of class "other bridge" (lspci: "Bridge [0680]: NVIDIA
+// Corporation Device [10de:22a3]" on HGX H100, [10de:1af1] on HGX A100).
+func isNVSwitch(d node.PCIDevice) bool {
+	return d.Vendor == pciVendorNVIDIA && pciClass(d) == pciClassBridgeOther
+}
+
+// isMellanoxNet: a Mellanox/NVIDIA networking function in InfiniBand or Ethernet mode, which is
+// what mlx5_core drives and what appears under /sys/class/infiniband (RoCE included).
+func isMellanoxNet(d node.PCIDevice) bool {
+	return d.Vendor == pciVendorMellanox && (pciClass(d) == pciClassInfiniBand || pciClass(d) == pciClassEthernet)
+}
+
+// sysfsBusID turns a PCI bus id as NVML writes it ("00000000:9A:00.0": 8-digit domain, upper
+// case, nvml.h NVML_DEVICE_PCI_BUS_ID_FMT) into the form sysfs and lspci use ("0000:9a:00.0":
+// at least 4 domain digits, lower case), so that the two can be compared. A sysfs-form id
+// comes back unchanged; an id it cannot read comes back lower-cased and trimmed.
+func sysfsBusID(id string) string {
+	id = strings.ToLower(strings.TrimSpace(id))
+	dom, rest, ok := strings.Cut(id, ":")
+	if !ok || dom == "" || len(dom) > 8 || strings.Count(rest, ":") != 1 {
+		return id
+	}
+	n, err := strconv.ParseUint(dom, 16, 32)
+	if err != nil {
+		return id
+	}
+	return fmt.Sprintf("%04x:%s", n, rest)
+}
+
+// gpuLabel names a GPU as summaries do: "gpu 3 (0000:3b:00.0)", "gpu 3" when the bus id is
+// unknown, "gpu 0000:3b:00.0" when NVML did not give an index.
+func gpuLabel(index int, addr string) string {
+	switch {
+	case index < 0:
+		return "gpu " + addr
+	case addr == "":
+		return "gpu " + strconv.Itoa(index)
+	}
+	return "gpu " + strconv.Itoa(index) + " (" + addr + ")"
+}
+
+// factsError is the result of a fact that could not be read: a fail when the check ran out of
+// time (a deadline is a result), else an error naming what was being done.
+func factsError(ctx context.Context, doing string, err error) Result {
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out: " + doing, Err: err}
+	}
+	return Result{Status: StatusError, Summary: doing + ": " + err.Error(), Err: err}
+}
+
+// listSome joins the first max items and counts the rest: "a, b, c (+2 more)".
+func listSome(items []string, max int) string {
+	if len(items) <= max {
+		return strings.Join(items, ", ")
+	}
+	return strings.Join(items[:max], ", ") + moreSuffix(len(items)-max)
+}
+
+// countNoun is "1 GPU", "8 GPUs".
+func countNoun(n int, one, many string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + many
+}
+
+// clipLine makes outside output fit a summary or a drain reason (one line of printable
+// ASCII): whitespace runs become one blank, anything else outside printable ASCII (control
+// characters, invalid UTF-8, non-ASCII) becomes '?', and the text is cut at limit bytes
+// with "...".
+func clipLine(s string, limit int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	s = strings.Map(func(r rune) rune {
+		if r < 0x20 || r > 0x7e {
+			return '?'
+		}
+		return r
+	}, strings.ToValidUTF8(s, "?"))
+	if len(s) <= limit {
+		return s
+	}
+	return s[:limit] + "..."
+}
