@@ -1,0 +1,714 @@
+package checks
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idNCCLAllReduce = "nccl_allreduce"
+
+// ncclLargeSize is where "large messages" start: busbw is judged on the rows of at least
+// 1 GiB, where NCCL runs at its peak (nccl-tests#212: "256M is too small to reach peak
+// bandwidth"), or on the largest size when the sweep stops below it.
+const ncclLargeSize = 1 << 30
+
+// ncclStateFile is the last result's file in the state directory.
+const ncclStateFile = "nccl_allreduce.json"
+
+// Summaries used from more than one place.
+const (
+	ncclPrologSummary = "not run in prolog mode: all_reduce_perf occupies every GPU for tens of seconds before the job"
+	ncclNoLastRun     = "no earlier run recorded"
+)
+
+// ncclThreshold is one built-in minimum bus bandwidth.
+type ncclThreshold struct {
+	models []string // CUDA/NVML device names, compared without case and without "NVIDIA "
+	gpus   int      // ranks (GPUs) in the run
+	ref    float64  // a healthy node's busbw at large sizes, GB/s, from the source
+	min    float64  // the threshold: 85% of ref, rounded to 5 GB/s
+	label  string   // how a summary names the entry
+}
+
+// ncclThresholds is the built-in table: busbw of all_reduce_perf at large sizes on one
+// node, single process, all GPUs. Only configurations with a public reference are listed; for
+// any other the check reports the figure with a warning and asks for min_busbw_gbps.
+//
+//   - 8x H100 80GB HBM3 (HGX/DGX H100, SXM5, NVSwitch): reference 460 GB/s. Azure's node
+//     health checks accept an ND H100 v5 node at 460 GB/s at 16 GiB (Azure/azurehpc-health-checks
+//     conf/nd96isr_h100_v5.conf @ 06114325: "check_nccl_allreduce 460.0 1 ... 16G"); DESIGN.md
+//     section 4 says about 460; NVIDIA (sjeaugey in NVIDIA/nccl-tests#212) expects a peak of
+//     about 480 GB/s with NVLink SHARP (NVLS); the real 8x H100 log in testdata/nccl shows
+//     465-477 GB/s at 1-4 GiB.
+//   - 8x A100-SXM4 (40 and 80 GB, HGX A100, NVSwitch): reference 228 GB/s, Azure's threshold
+//     for ND A100 v4 at 8 GiB and ND A100 v4 80GB at 4 GiB (conf/nd96asr_v4.conf @ 12009524,
+//     conf/nd96amsr_a100_v4.conf @ 00f42e35: "check_nccl_allreduce 228.0 10 ..."); DESIGN.md
+//     says about 228.
+//
+// The threshold is 85% of the reference: the default sweep stops at 4 GiB where Azure
+// measures at 8-16 GiB (a few % lower: 465 at 1 GiB against 477 at 4 GiB in the H100 log),
+// and runs vary by a few %; 15% below the reference still catches what drains are for: a
+// GPU fallen back to PCIe (tens of GB/s), NVLinks or an NVSwitch lost, throttled clocks.
+// On H100 it also fails a run without NVLS, which NCCL 2.17 and later use by default on
+// NVSwitch nodes: about 370 GB/s (NVIDIA/nccl#2140: "busbw 370 -> 480" NVLS off/on;
+// NVIDIA/nccl-tests#309: 368.76 with NVLS disabled), which means Fabric Manager's multicast
+// is not working or NCCL is too old, and jobs get a fifth less than on a healthy node. A
+// fleet that runs without NVLS on purpose sets min_busbw_gbps (about 315 = 85% of 370).
+var ncclThresholds = []ncclThreshold{
+	{models: []string{"H100 80GB HBM3"}, gpus: 8, ref: 460, min: 390, label: "8x H100 80GB HBM3"},
+	{models: []string{"A100-SXM4-80GB", "A100-SXM4-40GB"}, gpus: 8, ref: 228, min: 195, label: "8x A100-SXM4"},
+}
+
+// ncclAllReduce runs nccl-tests' all_reduce_perf over all the node's GPUs and judges the bus
+// bandwidth at large message sizes against a threshold, and the data check: any wrong
+// element is data corruption. It runs in manual mode by default; in health (and epilog) mode
+// only where configured and only on an idle node; never in a prolog. It keeps its last result
+// in the state directory, the one thing a check writes (see saveLast).
+type ncclAllReduce struct {
+	now          func() time.Time // nil: time.Now
+	probeTimeout time.Duration    // each idle probe's limit; 0: ncclProbeTimeout
+}
+
+// ncclProbeTimeout bounds each idle probe (pgrep, nvidia-smi), so that a probe that hangs (a
+// wedged GPU can hold nvidia-smi for minutes) leaves the node untested with that reason,
+// instead of using up the check's own deadline.
+const ncclProbeTimeout = 10 * time.Second
+
+func (ncclAllReduce) ID() string { return idNCCLAllReduce }
+
+func (ncclAllReduce) Description() string {
+	return "nccl-tests all_reduce_perf over all GPUs: busbw at 1 GiB and more at least min_busbw_gbps (or the built-in table), no wrong data"
+}
+
+func (ncclAllReduce) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.NCCLAllReduce.CheckCommon
+}
+
+func (c ncclAllReduce) clock() time.Time {
+	if c.now != nil {
+		return c.now()
+	}
+	return time.Now()
+}
+
+func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
+	cfg := env.Config.Checks.NCCLAllReduce
+	var notes []Detail
+	switch env.Mode {
+	case ModeProlog:
+		// Config validation refuses "prolog" in modes; a config built in code could still
+		// ask, and the answer is the same.
+		return c.notRun(ctx, env, ncclPrologSummary)
+	case ModeHealth, ModeEpilog:
+		busy, unsure := c.busy(ctx, env, cfg, true)
+		if busy == "" && unsure != "" {
+			busy = "cannot tell whether the node is idle (" + unsure + "): not running all_reduce_perf in " + string(env.Mode) + " mode"
+		}
+		if busy != "" {
+			return c.notRun(ctx, env, busy)
+		}
+	default:
+		// An admin asked for the run: only evidence that the GPUs are in use stops it.
+		busy, unsure := c.busy(ctx, env, cfg, false)
+		if busy != "" {
+			return c.notRun(ctx, env, busy+": stop them or drain the node first")
+		}
+		if unsure != "" {
+			notes = append(notes, Detail{Device: "idle", Status: StatusSkip, Message: "not verified that the GPUs are idle: " + unsure})
+		}
+	}
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out before all_reduce_perf started", Err: ctx.Err()}
+	}
+
+	inv, gpuErr := env.Facts.GPUs(ctx)
+	args := cfg.Args
+	nGPUs := 0
+	if !ncclHasGPUFlag(args) {
+		switch {
+		case gpuErr != nil:
+			return Result{Status: StatusError, Summary: "cannot count the GPUs for -g: " + gpuErr.Error() + " (or set -g in args)", Err: gpuErr}
+		case inv.Init == "ERROR_LIBRARY_NOT_FOUND":
+			return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML ERROR_LIBRARY_NOT_FOUND): no GPUs to test"}
+		case inv.Init != "SUCCESS":
+			return Result{Status: StatusError, Summary: fmt.Sprintf("cannot count the GPUs for -g: NVML init %s (or set -g in args)", inv.Init)}
+		case inv.DeviceCount == 0:
+			return Result{Status: StatusSkip, Summary: "NVML reports no GPUs: nothing to test"}
+		}
+		nGPUs = inv.DeviceCount
+		args = append(append([]string(nil), args...), "-g", strconv.Itoa(nGPUs))
+	}
+	argv := append([]string{cfg.Binary}, args...)
+
+	cr, err := env.Facts.Exec(ctx, argv)
+	switch {
+	case errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil:
+		res := Result{Status: StatusSkip, Summary: ncclNotInstalled(cfg.Binary)}
+		if cfg.Required {
+			res.Status = StatusFail
+			res.Summary += " (required = true)"
+		}
+		return res
+	case errors.Is(ctx.Err(), context.Canceled):
+		// nodecheck was interrupted (SIGINT, SIGTERM): no verdict on the node, nothing kept.
+		return Result{Status: StatusError, Summary: "interrupted while all_reduce_perf ran", Err: ctx.Err()}
+	case ctx.Err() != nil:
+		run, _ := ParseNCCLTests(strings.NewReader(cr.Stdout))
+		res := Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", cfg.Timeout) + ncclProgress(run), Err: err}
+		res.Details = append(notes, ncclFailureDetails(run)...)
+		c.saveLast(env, res, run)
+		return res
+	case err != nil:
+		return Result{Status: StatusError, Summary: "run " + ncclShellLine(argv) + ": " + err.Error(), Err: err}
+	}
+
+	run, perr := ParseNCCLTests(strings.NewReader(cr.Stdout))
+	thr, thrSource := ncclPickThreshold(cfg.MinBusBWGBps, run, inv, nGPUs)
+	res := judgeNCCL(ncclOutcome{run: run, parseErr: perr, exit: cr.ExitCode, stderr: cr.Stderr,
+		truncated: cr.Truncated, min: thr, minSource: thrSource, argv: argv})
+	res.Details = append(notes, res.Details...)
+	if d, ok := c.saveLast(env, res, run); !ok {
+		res.Details = append(res.Details, d)
+	}
+	return res
+}
+
+// ncclNotInstalled is the summary for a missing binary: what to build and which key to set.
+func ncclNotInstalled(bin string) string {
+	return fmt.Sprintf("%s not installed: build nccl-tests (github.com/NVIDIA/nccl-tests, make) and install build/all_reduce_perf there, or set checks.nccl_allreduce.binary", bin)
+}
+
+// busy looks for signs that the node is in use. busy says what was found. unsure says
+// why a probe could not answer. strict (health and epilog modes) adds the slurmstepd probe:
+// a job whose processes have not reached the GPUs yet would still lose memory and time to the
+// test. Manual mode leaves it out, as an admin may be testing the node inside their own
+// allocation (srun nodecheck run --all).
+func (c ncclAllReduce) busy(ctx context.Context, env *Env, cfg config.NCCLAllReduceConfig, strict bool) (busy, unsure string) {
+	limit := c.probeTimeout
+	if limit <= 0 {
+		limit = ncclProbeTimeout
+	}
+	probe := func(argv ...string) (node.CmdResult, error) {
+		pctx, cancel := context.WithTimeout(ctx, limit)
+		defer cancel()
+		cr, err := env.Facts.Exec(pctx, argv)
+		if err != nil && pctx.Err() != nil && ctx.Err() == nil {
+			err = fmt.Errorf("%s timed out after %s", argv[0], limit)
+		}
+		return cr, err
+	}
+	var unsures []string
+	if strict {
+		// pgrep(1): exit 0 when a process matched, 1 when none did.
+		cr, err := probe(cfg.Pgrep, "-x", "slurmstepd")
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			unsures = append(unsures, cfg.Pgrep+" not installed")
+		case err != nil:
+			unsures = append(unsures, err.Error())
+		case cr.ExitCode == 0:
+			pids := strings.Fields(cr.Stdout)
+			return fmt.Sprintf("node busy: a Slurm job step runs here (slurmstepd pid %s)", strings.Join(ncclFirstN(pids, 3), ", ")), ""
+		case cr.ExitCode != 1:
+			unsures = append(unsures, fmt.Sprintf("%s exit code %d%s", cfg.Pgrep, cr.ExitCode, ncclLastLineSuffix(cr.Stderr)))
+		}
+	}
+	// --query-compute-apps prints one "pid" line per compute process, nothing when none.
+	cr, err := probe(cfg.NvidiaSMI, "--query-compute-apps=pid", "--format=csv,noheader")
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		unsures = append(unsures, cfg.NvidiaSMI+" not installed")
+	case err != nil:
+		unsures = append(unsures, err.Error())
+	case cr.ExitCode != 0:
+		unsures = append(unsures, fmt.Sprintf("%s exit code %d%s", cfg.NvidiaSMI, cr.ExitCode, ncclLastLineSuffix(cr.Stdout+"\n"+cr.Stderr)))
+	default:
+		var pids []string
+		for _, l := range strings.Split(cr.Stdout, "\n") {
+			if f := strings.TrimSpace(l); f != "" && ncclAllDigits(f) {
+				pids = append(pids, f)
+			}
+		}
+		if len(pids) > 0 {
+			return fmt.Sprintf("node busy: %d compute %s on the GPUs (pid %s)", len(pids), ncclPlural(len(pids), "process", "processes"), strings.Join(ncclFirstN(pids, 3), ", ")), ""
+		}
+	}
+	return "", strings.Join(unsures, "; ")
+}
+
+// ncclHasGPUFlag reports whether args set all_reduce_perf's GPU count: -g N, -gN, --ngpus N
+// or --ngpus=N.
+func ncclHasGPUFlag(args []string) bool {
+	for _, a := range args {
+		if a == "-g" || a == "--ngpus" || strings.HasPrefix(a, "--ngpus=") || strings.HasPrefix(a, "-g") && len(a) > 2 {
+			return true
+		}
+	}
+	return false
+}
+
+// ncclPickThreshold returns the minimum busbw and where it comes from: the config, or the
+// built-in table for the GPUs of the run (their names in the "# Rank" lines, else NVML's)
+// and their number (the ranks, else the -g added). 0: no threshold applies.
+func ncclPickThreshold(configured float64, run NCCLRun, inv node.GPUInventory, nGPUs int) (float64, string) {
+	if configured > 0 {
+		return configured, "min_busbw_gbps"
+	}
+	models := run.Models()
+	if len(models) == 0 {
+		for _, g := range inv.Devices {
+			if g.Name != "" && !slices.Contains(models, g.Name) {
+				models = append(models, g.Name)
+			}
+		}
+	}
+	n := len(run.Ranks)
+	if n == 0 {
+		n = nGPUs
+	}
+	if t, ok := ncclLookup(models, n); ok {
+		return t.min, "built-in for " + t.label
+	}
+	return 0, ncclNoThresholdFor(models, n)
+}
+
+func ncclLookup(models []string, n int) (ncclThreshold, bool) {
+	if len(models) != 1 {
+		return ncclThreshold{}, false
+	}
+	name := strings.TrimSpace(models[0])
+	if len(name) >= 7 && strings.EqualFold(name[:7], "NVIDIA ") {
+		name = name[7:]
+	}
+	for _, t := range ncclThresholds {
+		if t.gpus != n {
+			continue
+		}
+		for _, m := range t.models {
+			if strings.EqualFold(m, name) {
+				return t, true
+			}
+		}
+	}
+	return ncclThreshold{}, false
+}
+
+func ncclNoThresholdFor(models []string, n int) string {
+	what := "these GPUs"
+	switch len(models) {
+	case 0:
+	case 1:
+		what = models[0]
+	default:
+		what = "mixed GPUs " + strings.Join(models, " + ")
+	}
+	if n > 0 {
+		what += fmt.Sprintf(" x%d", n)
+	}
+	return "no threshold for " + what + ": set min_busbw_gbps"
+}
+
+// ncclOutcome is everything judgeNCCL looks at.
+type ncclOutcome struct {
+	run       NCCLRun
+	parseErr  error
+	exit      int
+	stderr    string
+	truncated bool
+	min       float64 // 0: no threshold
+	minSource string  // "min_busbw_gbps", "built-in for ...", or why there is none
+	argv      []string
+}
+
+// judgeNCCL turns a finished run into a result. The order is what matters most to an admin:
+// wrong data first (the node corrupts results), then a failed run, then output that cannot
+// be judged, then the bandwidth.
+func judgeNCCL(o ncclOutcome) Result {
+	run := o.run
+	res := Result{}
+	res.Details = append(res.Details, ncclFailureDetails(run)...)
+
+	if s, bad, ok := ncclCorruption(run); ok {
+		res.Status, res.Summary = StatusFail, s
+		res.Details = append(bad, res.Details...)
+		res.Observed = fmt.Sprintf("%d wrong elements, %d out of bounds values", ncclWrongTotal(run), max(run.OutOfBounds, 0))
+		res.Expected = "0 wrong elements"
+		return res
+	}
+	if o.exit != 0 {
+		res.Status = StatusFail
+		res.Summary = "all_reduce_perf " + ncclExitText(o.exit) + ": " + ncclWhy(run, o.stderr)
+		res.Observed, res.Expected = "exit code "+strconv.Itoa(o.exit), "exit code 0"
+		return res
+	}
+	if len(run.Failures) > 0 {
+		res.Status, res.Summary = StatusFail, "all_reduce_perf exited 0 but reported: "+ncclOneLine(run.Failures[0])
+		return res
+	}
+	if o.parseErr != nil {
+		res.Status, res.Summary, res.Err = StatusError, "cannot read all_reduce_perf output: "+o.parseErr.Error(), o.parseErr
+		return res
+	}
+	cut := ""
+	if o.truncated {
+		cut = fmt.Sprintf(" (output cut at %d KiB)", node.DefaultOutputLimit>>10)
+	}
+	if len(run.Rows) == 0 {
+		res.Status = StatusError
+		res.Summary = "all_reduce_perf printed no result rows" + cut + ": is " + o.argv[0] + " nccl-tests' all_reduce_perf?"
+		return res
+	}
+	if !run.Completed() {
+		res.Status = StatusError
+		res.Summary = "all_reduce_perf output ends before its summary line (# Out of bounds values)" + cut
+		return res
+	}
+
+	bw, size, judged := ncclLargeBusBW(run.Rows)
+	for _, r := range judged {
+		res.Details = append(res.Details, Detail{Device: ncclSize(r.Size), Status: StatusOK,
+			Message:  fmt.Sprintf("busbw %s GB/s out of place, %s in place", ncclGBps(r.OutOfPlace.BusBW), ncclGBps(r.InPlace.BusBW)),
+			Observed: ncclGBps(max(ncclFinite(r.OutOfPlace.BusBW), ncclFinite(r.InPlace.BusBW))) + " GB/s"})
+	}
+	if run.AvgBusBW >= 0 {
+		res.Details = append(res.Details, Detail{Device: "sweep", Status: StatusOK,
+			Message: fmt.Sprintf("average busbw over all %d sizes %s GB/s (not judged: small messages pull it down)", len(run.Rows), ncclGBps(run.AvgBusBW))})
+	}
+	res.Observed = fmt.Sprintf("%s GB/s at %s", ncclGBps(bw), ncclSize(size))
+	figure := fmt.Sprintf("busbw %s GB/s at %s", ncclGBps(bw), ncclSize(size))
+	unchecked := ""
+	if run.Validation == 0 {
+		unchecked = "; data not checked (-c 0)"
+	}
+	switch {
+	case o.min <= 0:
+		res.Status, res.Summary = StatusWarn, figure+"; "+o.minSource
+	case size < ncclLargeSize && o.minSource != "min_busbw_gbps":
+		// The table holds figures for large messages; a short sweep cannot meet them.
+		res.Status = StatusWarn
+		res.Summary = fmt.Sprintf("%s: the sweep ends below 1 GiB, where the built-in threshold (%s GB/s for %s) does not apply: raise -e to 4G or set min_busbw_gbps",
+			figure, fmtGbps(o.min), strings.TrimPrefix(o.minSource, "built-in for "))
+		res.Expected = fmt.Sprintf(">= %s GB/s at >= 1 GiB", fmtGbps(o.min))
+	case bw < o.min:
+		res.Status = StatusFail
+		res.Summary = fmt.Sprintf("%s, want at least %s (%s)", figure, fmtGbps(o.min), o.minSource)
+		res.Expected = fmt.Sprintf(">= %s GB/s", fmtGbps(o.min))
+	default:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s, at least %s (%s); no wrong data%s", figure, fmtGbps(o.min), o.minSource, unchecked)
+		res.Expected = fmt.Sprintf(">= %s GB/s", fmtGbps(o.min))
+	}
+	if unchecked != "" && res.Status != StatusOK {
+		res.Summary += unchecked
+	}
+	return res
+}
+
+// ncclCorruption names the first wrong result, or the out of bounds count when no row says
+// which size was wrong, with a detail per wrong result.
+func ncclCorruption(run NCCLRun) (string, []Detail, bool) {
+	var bad []Detail
+	for _, r := range run.Rows {
+		for _, h := range []struct {
+			name string
+			res  NCCLResult
+		}{{"out of place", r.OutOfPlace}, {"in place", r.InPlace}} {
+			if h.res.Wrong > 0 {
+				bad = append(bad, Detail{Device: ncclSize(r.Size) + " " + h.name, Status: StatusFail,
+					Message:  fmt.Sprintf("%d wrong elements", h.res.Wrong),
+					Observed: strconv.FormatInt(h.res.Wrong, 10), Expected: "0"})
+			}
+		}
+	}
+	if len(bad) > 0 {
+		s := fmt.Sprintf("data corruption: %s at %s, want 0", bad[0].Message, bad[0].Device) + moreSuffix(len(bad)-1)
+		if run.OutOfBounds > 0 {
+			s += fmt.Sprintf("; out of bounds values %d", run.OutOfBounds)
+		}
+		return s, bad, true
+	}
+	if run.OutOfBounds > 0 {
+		return fmt.Sprintf("data corruption: out of bounds values %d, want 0", run.OutOfBounds), nil, true
+	}
+	return "", nil, false
+}
+
+func ncclWrongTotal(run NCCLRun) int64 {
+	var n int64
+	for _, r := range run.Rows {
+		n += max(r.OutOfPlace.Wrong, 0) + max(r.InPlace.Wrong, 0)
+	}
+	return n
+}
+
+// ncclWhy is the best explanation of a failed run: its first failure line, else NCCL's first
+// warning, else the last line of stderr (a loader error: "error while loading shared
+// libraries: libnccl.so.2"), else the last line of stdout.
+func ncclWhy(run NCCLRun, stderr string) string {
+	switch {
+	case len(run.Failures) > 0:
+		return ncclOneLine(run.Failures[0])
+	case len(run.Warnings) > 0:
+		return ncclOneLine(run.Warnings[0])
+	}
+	if l := ncclLastLine(stderr); l != "" {
+		return ncclOneLine(l)
+	}
+	return "no failure line printed"
+}
+
+// ncclExitText spells an exit code, naming the signal for 128+N.
+func ncclExitText(code int) string {
+	if code > 128 && code < 128+65 {
+		return fmt.Sprintf("exit code %d (signal %d)", code, code-128)
+	}
+	return fmt.Sprintf("exit code %d", code)
+}
+
+// ncclProgress says how far a cut-short run got.
+func ncclProgress(run NCCLRun) string {
+	if len(run.Rows) == 0 {
+		return " (no result printed yet)"
+	}
+	return " (last size done: " + ncclSize(run.Rows[len(run.Rows)-1].Size) + ")"
+}
+
+// ncclFailureDetails lists failure and warning lines (a few of each).
+func ncclFailureDetails(run NCCLRun) []Detail {
+	var out []Detail
+	for _, l := range ncclFirstN(run.Failures, 3) {
+		out = append(out, Detail{Device: "output", Status: StatusFail, Message: ncclOneLine(l)})
+	}
+	for _, l := range ncclFirstN(run.Warnings, 3) {
+		out = append(out, Detail{Device: "output", Status: StatusWarn, Message: ncclOneLine(l)})
+	}
+	return out
+}
+
+// ncclLargeBusBW picks the rows judged (size >= 1 GiB, or else the largest size) and returns
+// the best busbw among them, out of place or in place, and the size where it was seen. The
+// best rather than the mean: a healthy node reaches its figure at some large size, and a
+// degraded one (a lost NVLink, PCIe fallback) reaches it at none.
+func ncclLargeBusBW(rows []NCCLRow) (bw float64, size int64, judged []NCCLRow) {
+	var largest int64
+	for _, r := range rows {
+		largest = max(largest, r.Size)
+	}
+	for _, r := range rows {
+		if r.Size >= ncclLargeSize || r.Size == largest {
+			judged = append(judged, r)
+		}
+	}
+	bw = -1
+	for _, r := range judged {
+		for _, v := range []float64{r.OutOfPlace.BusBW, r.InPlace.BusBW} {
+			if !math.IsNaN(v) && !math.IsInf(v, 0) && v > bw {
+				bw, size = v, r.Size
+			}
+		}
+	}
+	if bw < 0 {
+		bw, size = 0, largest
+	}
+	return bw, size, judged
+}
+
+func ncclFinite(v float64) float64 {
+	if math.IsNaN(v) || math.IsInf(v, 0) {
+		return 0
+	}
+	return v
+}
+
+// ncclSize spells a message size: "4 GiB", "128 MiB", "8 B".
+func ncclSize(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return fmt.Sprintf("%d %s", n/u.size, u.unit)
+		}
+	}
+	return fmt.Sprintf("%d B", n)
+}
+
+// ncclGBps spells a bandwidth with one decimal, as precise as a judgement needs.
+func ncclGBps(v float64) string { return strconv.FormatFloat(v, 'f', 1, 64) }
+
+// ncclLastRun is the state file: the last verdict of a run that got as far as running
+// all_reduce_perf, for the modes and moments the check does not run in.
+type ncclLastRun struct {
+	Time      time.Time `json:"time"`
+	Status    Status    `json:"status"`
+	Summary   string    `json:"summary"`
+	Observed  string    `json:"observed,omitempty"` // "476.5 GB/s at 4 GiB"
+	Expected  string    `json:"expected,omitempty"`
+	BusBWGBps float64   `json:"busbw_gbps,omitempty"`
+	GPUModel  string    `json:"gpu_model,omitempty"`
+	GPUs      int       `json:"gpus,omitempty"`
+	NCCL      string    `json:"nccl_version,omitempty"`
+}
+
+// saveLast writes the result to <state.dir>/nccl_allreduce.json, atomically (a temporary
+// file renamed over the old one), so that a reader never sees half a file. It is the one
+// write a check makes, and it is skipped when env.ReadOnly is set or the facts are a
+// snapshot: a replay must not touch the live node. It returns a detail for the report when
+// the write failed; a failed write does not change the verdict.
+func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool) {
+	if ncclReadOnly(env) || env.Config.State.Dir == "" {
+		return Detail{}, true
+	}
+	last := ncclLastRun{Time: c.clock().UTC().Truncate(time.Second), Status: res.Status, Summary: res.Summary,
+		Observed: res.Observed, Expected: res.Expected, GPUs: len(run.Ranks), NCCL: run.NCCLVersion}
+	if m := run.Models(); len(m) == 1 {
+		last.GPUModel = m[0]
+	}
+	if len(run.Rows) > 0 && run.Completed() {
+		last.BusBWGBps, _, _ = ncclLargeBusBW(run.Rows)
+	}
+	b, err := json.MarshalIndent(last, "", "  ")
+	if err == nil {
+		err = ncclWriteFileAtomic(filepath.Join(env.Config.State.Dir, ncclStateFile), append(b, '\n'))
+	}
+	if err != nil {
+		return Detail{Device: "state", Status: StatusWarn, Message: "last result not kept: " + err.Error() + "; check [state] dir"}, false
+	}
+	return Detail{}, true
+}
+
+// ncclReadOnly reports whether this run must not write the state file.
+func ncclReadOnly(env *Env) bool {
+	if env.ReadOnly {
+		return true
+	}
+	_, replay := env.Facts.(*node.Snapshot)
+	return replay
+}
+
+// ncclWriteFileAtomic writes data to path through a temporary file in the same directory
+// (created, mode 0755, if missing), synced, then renamed over path.
+func ncclWriteFileAtomic(path string, data []byte) error {
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return fmt.Errorf("create state directory: %w", err)
+	}
+	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
+	if err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	tmp := f.Name()
+	_, err = f.Write(data)
+	if err == nil {
+		err = f.Chmod(0o644)
+	}
+	if err == nil {
+		err = f.Sync()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Rename(tmp, path)
+	}
+	if err != nil {
+		os.Remove(tmp)
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// notRun is the skip for a run not made (prolog mode, a busy node), carrying the last
+// result and its age so that the report still says how the node did:
+// "not run in prolog mode: ...; last run 3h ago: 476.5 GB/s at 4 GiB ok".
+func (c ncclAllReduce) notRun(ctx context.Context, env *Env, why string) Result {
+	return Result{Status: StatusSkip, Summary: why + "; " + c.lastRunText(ctx, env)}
+}
+
+// lastRunText reads the state file through the node's facts (a snapshot replays its own).
+func (c ncclAllReduce) lastRunText(ctx context.Context, env *Env) string {
+	path := filepath.Join(env.Config.State.Dir, ncclStateFile)
+	b, err := env.Facts.ReadFile(ctx, path)
+	if isNotExist(err) {
+		return ncclNoLastRun
+	}
+	if err != nil {
+		return "last result unreadable: " + err.Error()
+	}
+	var last ncclLastRun
+	if err := json.Unmarshal(b, &last); err != nil || last.Time.IsZero() || last.Status == "" {
+		return "last result in " + path + " unreadable: not a nodecheck state file"
+	}
+	figure := ""
+	if last.Observed != "" {
+		figure = last.Observed + " "
+	}
+	return fmt.Sprintf("last run %s ago: %s%s", ncclAge(c.clock().Sub(last.Time)), figure, last.Status)
+}
+
+// ncclAge spells a duration in its largest whole unit: "45s", "12m", "3h", "2d".
+func ncclAge(d time.Duration) string {
+	switch {
+	case d < 0:
+		return "0s"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d/time.Second))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d/time.Minute))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d/time.Hour))
+	}
+	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
+}
+
+// ncclShellLine prints argv for a message.
+func ncclShellLine(argv []string) string { return strings.Join(argv, " ") }
+
+// ncclOneLine makes text from a command fit a reason: control characters become spaces, runs of
+// blanks one space, and the result is cut at 160 bytes.
+func ncclOneLine(s string) string {
+	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' }), " ")
+	if len(s) > 160 {
+		s = strings.ToValidUTF8(s[:157], "") + "..."
+	}
+	return s
+}
+
+func ncclLastLine(s string) string {
+	lines := strings.Split(strings.TrimSpace(s), "\n")
+	return strings.TrimSpace(lines[len(lines)-1])
+}
+
+func ncclLastLineSuffix(s string) string {
+	if l := ncclLastLine(s); l != "" {
+		return ": " + ncclOneLine(l)
+	}
+	return ""
+}
+
+func ncclFirstN(xs []string, n int) []string {
+	if len(xs) > n {
+		return xs[:n]
+	}
+	return xs
+}
+
+func ncclPlural(n int, one, many string) string {
+	if n == 1 {
+		return one
+	}
+	return many
+}
