@@ -9,7 +9,11 @@ import (
 // place a reviewer reads to know what runs, and when.
 var ordered = []Check{
 	gresDevices{},
+	gpuCount{},
+	pcieLink{},
+	fabricManager{},
 	ibPorts{},
+	ncclAllReduce{},
 }
 
 // All returns every check in run order.
