@@ -90,6 +90,15 @@ func notRunSummary(parent context.Context, budget time.Duration) string {
 	return fmt.Sprintf("not run: the run's budget of %s was used up by earlier checks", budget)
 }
 
+// lastResultReporter is a check that keeps its last result (nccl_allreduce, too slow to run
+// in every mode) and reports it, as a skip, in the modes it does not run in.
+type lastResultReporter interface {
+	notRun(ctx context.Context, env *Env, why string) Result
+}
+
+// lastResultTimeout bounds reading a kept result: it is a small local file.
+const lastResultTimeout = time.Second
+
 // runOne applies the check's settings and runs it under its deadline.
 func runOne(runCtx context.Context, env *Env, c Check, now func() time.Time) Result {
 	set := c.Settings(env.Config)
@@ -97,7 +106,16 @@ func runOne(runCtx context.Context, env *Env, c Check, now func() time.Time) Res
 		return Result{Check: c.ID(), Status: StatusSkip, Summary: "disabled in config"}
 	}
 	if !slices.Contains(set.Modes, string(env.Mode)) {
-		return Result{Check: c.ID(), Status: StatusSkip, Summary: fmt.Sprintf("does not run in %s mode (modes = %v)", env.Mode, set.Modes)}
+		why := fmt.Sprintf("does not run in %s mode (modes = %v)", env.Mode, set.Modes)
+		if r, ok := c.(lastResultReporter); ok {
+			// The skip can still tell when the check last ran and what it found there.
+			ctx, cancel := context.WithTimeout(runCtx, lastResultTimeout)
+			defer cancel()
+			res := r.notRun(ctx, env, why)
+			res.Check = c.ID()
+			return res
+		}
+		return Result{Check: c.ID(), Status: StatusSkip, Summary: why}
 	}
 	timeout := set.Timeout
 	ctx, cancel := context.WithTimeout(runCtx, timeout)

@@ -191,3 +191,20 @@ func TestDetectMode(t *testing.T) {
 		})
 	}
 }
+
+// keeper is a fake check that keeps its last result, like nccl_allreduce.
+type keeper struct{ fakeCheck }
+
+func (keeper) notRun(_ context.Context, _ *Env, why string) Result {
+	return Result{Status: StatusSkip, Summary: why + "; last run 3h ago: ok"}
+}
+
+func TestRunReportsKeptResultOutsideItsModes(t *testing.T) {
+	k := keeper{fc("slow", time.Second, fixed(StatusFail, "must not run"))}
+	k.set.Modes = []string{"manual"}
+	rep := Run(context.Background(), &Env{Config: config.Default(), Mode: ModeProlog}, []Check{k}, RunOptions{})
+	want := []brief{{"slow", "skip", "does not run in prolog mode (modes = [manual]); last run 3h ago: ok"}}
+	if diff := cmp.Diff(want, briefs(rep)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
