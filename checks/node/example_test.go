@@ -29,3 +29,24 @@ func ExampleOpenSnapshot() {
 	// /dev/nvidia7 missing: true
 	// Fabric Manager version is : 535.161.08
 }
+
+func ExampleSnapshot_GPUs() {
+	snap, err := node.OpenSnapshot("testdata/snap-h100")
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	inv, err := snap.GPUs(context.Background())
+	if err != nil {
+		fmt.Println(err)
+		return
+	}
+	fmt.Println("init", inv.Init, "driver", inv.DriverVersion, "GPUs", inv.DeviceCount)
+	for _, g := range inv.Devices {
+		fmt.Printf("GPU %d %s x%d of x%d, fabric %s/%s\n", g.Index, g.PCIBusID,
+			g.PCIe.CurLinkWidth, g.PCIe.MaxLinkWidth, g.Fabric.State, g.Fabric.Status)
+	}
+	// Output:
+	// init SUCCESS driver 535.161.08 GPUs 1
+	// GPU 0 0000:18:00.0 x16 of x16, fabric COMPLETED/SUCCESS
+}

@@ -32,24 +32,57 @@ type Facts interface {
 	Hostname(ctx context.Context) (string, error)
 	// PCIDevices lists the PCI functions under /sys/bus/pci/devices, sorted by address.
 	// A device whose attributes cannot be read is kept with what could be read (zeros for
-	// the rest) so that one odd function does not hide the others.
+	// the rest) so that one odd function does not hide the others; unparsable attribute text
+	// reads as zero too. Read errors other than absence are joined into the error, which then
+	// comes with every device that could be listed. No /sys/bus/pci/devices gives an empty
+	// list and a nil error.
 	PCIDevices(ctx context.Context) ([]PCIDevice, error)
 	// GPUs is what NVML reports. NVML failing to initialise is not an error: it is
 	// GPUInventory.Init holding the NVML error name (ERROR_LIBRARY_NOT_FOUND on a node without
-	// the driver). The error return is for a call that could not be made at all.
+	// the driver, InitNotBuilt where this nodecheck has no NVML adapter); checks treat every
+	// Init but InitSuccess as "NVML unavailable". The error return is for a call that could
+	// not be made at all: ctx ending first (a wedged GPU can block NVML for minutes), or a
+	// snapshot without nvml.json (an error wrapping fs.ErrNotExist: no NVML facts recorded).
 	GPUs(ctx context.Context) (GPUInventory, error)
 }
 
-// PCIDevice is one PCI function as /sys/bus/pci/devices/<address>/ describes it.
+// GPUInventory.Init values that are not NVML return names.
+const (
+	// InitSuccess is GPUInventory.Init when nvmlInit succeeded: NVML's own name, "SUCCESS".
+	InitSuccess = "SUCCESS"
+	// InitNotBuilt is GPUInventory.Init when this nodecheck cannot call NVML at all: a
+	// CGO_ENABLED=0 build (go-nvml needs cgo), or a Live made without WithGPUSource. It is
+	// deliberately not an NVML name, so that a report tells "the driver is missing"
+	// (ERROR_LIBRARY_NOT_FOUND) apart from "this binary was built without NVML".
+	InitNotBuilt = "NOT_BUILT_WITH_NVML"
+)
+
+// GPUSource reads the NVML inventory. checks/node/nvml implements it; it lives behind this
+// interface so that everything but that package builds with CGO_ENABLED=0.
+type GPUSource interface {
+	// GPUs follows Facts.GPUs' contract. It must return when ctx is done, even when an NVML
+	// call is blocked (the call may be abandoned, running on, until the process exits).
+	GPUs(ctx context.Context) (GPUInventory, error)
+}
+
+// PCIDevice is one PCI function as /sys/bus/pci/devices/<address>/ describes it. A zero
+// means "absent or unknown": a function without a PCIe link (a host bridge, a legacy PCI
+// device) has no link attributes, and the kernel writes "Unknown" speeds and width 255 when
+// it cannot tell.
 type PCIDevice struct {
 	Address         string  `json:"address"`            // "0000:19:00.0", as sysfs names it (lowercase hex)
 	Vendor          uint32  `json:"vendor"`             // vendor: 0x10de
 	Device          uint32  `json:"device"`             // device: 0x2330
 	Class           uint32  `json:"class"`              // class: 0x030200 (3D controller)
-	CurLinkWidth    int     `json:"cur_link_width"`     // current_link_width; 0 when absent
-	MaxLinkWidth    int     `json:"max_link_width"`     // max_link_width; 0 when absent
-	CurLinkSpeedGTs float64 `json:"cur_link_speed_gts"` // current_link_speed: "32.0 GT/s PCIe" -> 32
+	CurLinkWidth    int     `json:"cur_link_width"`     // current_link_width; 0 when absent or unknown
+	MaxLinkWidth    int     `json:"max_link_width"`     // max_link_width; 0 when absent or unknown
+	CurLinkSpeedGTs float64 `json:"cur_link_speed_gts"` // current_link_speed: "32.0 GT/s PCIe" -> 32; 0 when absent or "Unknown"
 	MaxLinkSpeedGTs float64 `json:"max_link_speed_gts"` // max_link_speed
+	// SysfsPath is the function's directory once the /sys/bus/pci/devices link is resolved,
+	// "/sys/devices/pci0000:15/0000:15:01.0/0000:16:00.0/0000:17:01.0/0000:19:00.0": the
+	// bridges on the way are the device's place in the PCIe tree. It is the bus path itself
+	// where the entry is not a link (fixture trees).
+	SysfsPath string `json:"sysfs_path,omitempty"`
 }
 
 // GPUInventory is the NVML view of the node; its JSON form is a snapshot's nvml.json.
@@ -63,19 +96,46 @@ type GPUInventory struct {
 	Devices           []GPU  `json:"devices,omitempty"`
 }
 
+// Clone returns a deep copy of inv, sharing no PCIe or Fabric with it.
+func (inv GPUInventory) Clone() GPUInventory {
+	devs := inv.Devices
+	inv.Devices = nil
+	for _, g := range devs {
+		inv.Devices = append(inv.Devices, g.Clone())
+	}
+	return inv
+}
+
 // GPU is one device as NVML reports it.
 type GPU struct {
 	Index       int    `json:"index"`
-	MinorNumber int    `json:"minor_number"` // N of /dev/nvidiaN
+	MinorNumber int    `json:"minor_number"` // N of /dev/nvidiaN; -1 when NVML could not say
 	UUID        string `json:"uuid,omitempty"`
 	Name        string `json:"name,omitempty"`       // "NVIDIA H100 80GB HBM3"
 	PCIBusID    string `json:"pci_bus_id,omitempty"` // NVML's form: "00000000:19:00.0" (8-digit domain, upper-case hex)
-	PCIe        *PCIe  `json:"pcie,omitempty"`
-	// Fabric is nil where NVML has no fabric information (before Hopper, or no NVSwitch).
+	// PCIe is nil when NVML could read none of the four link values; a value it could not
+	// read is 0.
+	PCIe *PCIe `json:"pcie,omitempty"`
+	// Fabric is nil where NVML has no fabric information (before Hopper, or no NVSwitch:
+	// ERROR_NOT_SUPPORTED, or state NOT_SUPPORTED).
 	Fabric *Fabric `json:"fabric,omitempty"`
-	// Error is the NVML error name when the device handle could not be had
-	// (ERROR_GPU_IS_LOST); the other fields are then partial.
+	// Error is the NVML error name when the device handle could not be had, or when a read
+	// said the device is gone (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED); the other fields are
+	// then partial.
 	Error string `json:"error,omitempty"`
+}
+
+// Clone returns a deep copy of g, sharing no PCIe or Fabric with it.
+func (g GPU) Clone() GPU {
+	if g.PCIe != nil {
+		p := *g.PCIe
+		g.PCIe = &p
+	}
+	if g.Fabric != nil {
+		f := *g.Fabric
+		g.Fabric = &f
+	}
+	return g
 }
 
 // PCIe is a GPU's PCIe link as NVML reports it.
@@ -88,7 +148,10 @@ type PCIe struct {
 
 // Fabric is a GPU's NVLink fabric registration (nvmlDeviceGetGpuFabricInfoV).
 type Fabric struct {
-	State  string `json:"state"`  // NOT_SUPPORTED, NOT_STARTED, IN_PROGRESS, COMPLETED
+	// State is NOT_STARTED, IN_PROGRESS or COMPLETED (NVML_GPU_FABRIC_STATE_*); UNKNOWN when
+	// the query itself failed, with Status then holding the query's error name; STATE_<n>
+	// for a value this nodecheck does not know.
+	State  string `json:"state"`
 	Status string `json:"status"` // NVML return name of the registration: SUCCESS, ...
 }
 

@@ -15,6 +15,9 @@ import (
 // from filling memory in a hook that has 5 s and no say over the node's memory.
 const DefaultMaxFileSize = 4 << 20
 
+// sysfsAttrLimit bounds one sysfs attribute: the kernel never emits more than a page.
+const sysfsAttrLimit = 4096
+
 // errFileTooLarge is wrapped by ReadFile when a file is over the size bound.
 var errFileTooLarge = errors.New("file too large")
 

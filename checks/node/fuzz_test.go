@@ -69,7 +69,7 @@ func FuzzReadIBPorts(f *testing.F) {
 			dir + "rate":       {Data: []byte(rate)},
 			dir + "link_layer": {Data: []byte(link)},
 		}
-		if max(len(state), len(phys), len(rate), len(link)) > ibAttrLimit {
+		if max(len(state), len(phys), len(rate), len(link)) > sysfsAttrLimit {
 			return // over the bound is an error, tested elsewhere
 		}
 		ports, err := readIBPorts(context.Background(), fsys)
@@ -128,6 +128,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 		`[{"path": "/dev/nvidia0", "type": "char", "major": 195, "minor": 0}, {"path": "/dev/nvidia7", "missing": true}]`,
 		`[{"argv": ["/usr/bin/nv-fabricmanager", "--version"], "stdout": "x", "stderr": "", "exit_code": 0, "duration_ms": 12}]`,
 		`{"init": "SUCCESS", "devices": [{"index": 0, "delay_ms": 5}]}`,
+		`{"timed_out": true}`, `{"init": "ERROR_LIBRARY_NOT_FOUND"}`, `{"init": "SUCCESS", "delay_ms": -1}`,
 		"[\n{\"path\": 1}]", `{"format": "1"}`, `[{"argv": []}]`, "",
 	} {
 		f.Add([]byte(s))
@@ -161,6 +162,106 @@ func FuzzSnapshotJSON(f *testing.F) {
 				}
 			}
 		}
-		_ = checkNVML(b)
+		if r, err := parseNVML(b); err == nil {
+			if r.Init == "" && !r.TimedOut || r.DelayMS < 0 || r.DeviceCount < 0 {
+				t.Fatalf("parseNVML accepted %+v", r)
+			}
+		}
+	})
+}
+
+func FuzzParseHexID(f *testing.F) {
+	for _, s := range []string{"0x10de\n", "0x2330", "0x030200\n", "0xffffffff", "0x100000000", "10de", "0x", "", "0x-1"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parseHexID(s)
+		if err != nil {
+			if v != 0 {
+				t.Fatalf("parseHexID(%q) = %#x with error %v, want 0", s, v, err)
+			}
+			return
+		}
+		// What the kernel would have written for v parses back the same.
+		if v2, err := parseHexID(fmt.Sprintf("0x%04x\n", v)); err != nil || v2 != v {
+			t.Fatalf("parseHexID(%q) = %#x does not round-trip: %#x, %v", s, v, v2, err)
+		}
+	})
+}
+
+func FuzzParsePCILinkWidth(f *testing.F) {
+	for _, s := range []string{"16\n", "1", "2", "32", "0", "255\n", "63", "x16", "", "-1", "99999999999999999999"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parsePCILinkWidth(s)
+		if v < 0 || v > maxPCILinkWidth || err != nil && v != 0 {
+			t.Fatalf("parsePCILinkWidth(%q) = %d, %v", s, v, err)
+		}
+		if err == nil && v != 0 {
+			if v2, err := parsePCILinkWidth(strconv.Itoa(v) + "\n"); err != nil || v2 != v {
+				t.Fatalf("parsePCILinkWidth(%q) = %d does not round-trip: %d, %v", s, v, v2, err)
+			}
+		}
+	})
+}
+
+func FuzzParsePCILinkSpeed(f *testing.F) {
+	for _, s := range []string{"32.0 GT/s PCIe\n", "2.5 GT/s PCIe", "8 GT/s", "Unknown\n", "Unknown speed",
+		"", "GT/s", "1e400 GT/s PCIe", "NaN GT/s", ". GT/s", "8. GT/s PCIe", "32.0 GT/s PCIe x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		v, err := parsePCILinkSpeed(s)
+		if err != nil {
+			if v != 0 {
+				t.Fatalf("parsePCILinkSpeed(%q) = %v with error %v, want 0", s, v, err)
+			}
+			return
+		}
+		if v < 0 || math.IsNaN(v) || math.IsInf(v, 0) {
+			t.Fatalf("parsePCILinkSpeed(%q) = %v", s, v)
+		}
+		if v == 0 {
+			return // "Unknown", or a literal 0
+		}
+		if v2, err := parsePCILinkSpeed(strconv.FormatFloat(v, 'f', -1, 64) + " GT/s PCIe\n"); err != nil || v2 != v {
+			t.Fatalf("parsePCILinkSpeed(%q) = %v does not round-trip: %v, %v", s, v, v2, err)
+		}
+	})
+}
+
+// FuzzReadPCIDevices feeds arbitrary attribute text to the PCI reader: it must keep the
+// device, never fail on content, and read each field as its parser does.
+func FuzzReadPCIDevices(f *testing.F) {
+	f.Add("0x10de\n", "0x2330\n", "0x030200\n", "16\n", "16\n", "32.0 GT/s PCIe\n", "32.0 GT/s PCIe\n")
+	f.Add("0x1022", "0x1634", "0x060400", "4", "8", "8.0 GT/s PCIe", "8.0 GT/s PCIe")
+	f.Add("garbage", "", "0x", "255", "0", "Unknown", "fast")
+	f.Fuzz(func(t *testing.T, vendor, device, class, curW, maxW, curS, maxS string) {
+		vals := []string{vendor, device, class, curW, maxW, curS, maxS}
+		if slices.ContainsFunc(vals, func(v string) bool { return len(v) > sysfsAttrLimit }) {
+			return // over the bound is an error, tested elsewhere
+		}
+		dir := "bus/pci/devices/0000:19:00.0/"
+		fsys := fstest.MapFS{}
+		for i, name := range pciAttrs {
+			fsys[dir+name] = &fstest.MapFile{Data: []byte(vals[i])}
+		}
+		devs, err := readPCIDevices(context.Background(), fsys)
+		if err != nil {
+			t.Fatalf("readPCIDevices: %v", err)
+		}
+		if len(devs) != 1 || devs[0].Address != "0000:19:00.0" {
+			t.Fatalf("readPCIDevices = %+v, want the one device", devs)
+		}
+		id := func(s string) uint32 { v, _ := parseHexID(s); return v }
+		width := func(s string) int { v, _ := parsePCILinkWidth(s); return v }
+		speed := func(s string) float64 { v, _ := parsePCILinkSpeed(s); return v }
+		want := PCIDevice{Address: "0000:19:00.0", Vendor: id(vendor), Device: id(device), Class: id(class),
+			CurLinkWidth: width(curW), MaxLinkWidth: width(maxW), CurLinkSpeedGTs: speed(curS), MaxLinkSpeedGTs: speed(maxS),
+			SysfsPath: "/sys/bus/pci/devices/0000:19:00.0"}
+		if devs[0] != want {
+			t.Fatalf("readPCIDevices = %+v, want %+v", devs[0], want)
+		}
 	})
 }

@@ -16,9 +16,6 @@ import (
 // ibClassDir is /sys/class/infiniband relative to the sysfs root.
 const ibClassDir = "class/infiniband"
 
-// ibAttrLimit bounds one sysfs attribute: the kernel never emits more than a page.
-const ibAttrLimit = 4096
-
 // readIBPorts lists every port under <sys>/class/infiniband, reading only state, phys_state,
 // rate and link_layer of each. Live passes the node's /sys and Snapshot passes <dir>/fs/sys, so
 // both implementations give the same answer for the same tree.
@@ -91,7 +88,7 @@ func readIBPort(sys fs.FS, dev string, port uint) (IBPort, error) {
 	dir := path.Join(ibClassDir, dev, "ports", strconv.FormatUint(uint64(port), 10))
 	var errs []error
 	read := func(name string) string {
-		b, err := readBounded(sys, path.Join(dir, name), ibAttrLimit)
+		b, err := readBounded(sys, path.Join(dir, name), sysfsAttrLimit)
 		switch {
 		case err == nil:
 			return strings.TrimSpace(string(b))

@@ -33,6 +33,7 @@ type Live struct {
 	paths       Paths
 	maxFileSize int64
 	exec        execConfig
+	gpus        GPUSource
 }
 
 var _ Facts = (*Live)(nil)
@@ -57,6 +58,10 @@ func WithEnv(env []string) LiveOption {
 	// A copy, so that a caller's later changes do not reach Live.
 	return func(l *Live) { l.exec.env = slices.Clone(env) }
 }
+
+// WithGPUSource sets where GPUs reads NVML from: checks/node/nvml's Source in a cgo build.
+// Without one (or with nil), GPUs reports Init InitNotBuilt.
+func WithGPUSource(s GPUSource) LiveOption { return func(l *Live) { l.gpus = s } }
 
 // NewLive returns a Live reading from the roots in p, after checking that each is an
 // absolute path to a directory.
@@ -195,6 +200,23 @@ func modeType(m fs.FileMode) string {
 // phys_state, rate and link_layer, never the port counters).
 func (l *Live) IBPorts(ctx context.Context) ([]IBPort, error) {
 	return readIBPorts(ctx, os.DirFS(l.paths.Sys))
+}
+
+// PCIDevices implements Facts by reading Paths.Sys/bus/pci/devices (see readPCIDevices).
+func (l *Live) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
+	return readPCIDevices(ctx, os.DirFS(l.paths.Sys))
+}
+
+// GPUs implements Facts through the GPUSource given with WithGPUSource; without one it
+// reports Init InitNotBuilt.
+func (l *Live) GPUs(ctx context.Context) (GPUInventory, error) {
+	if err := ctx.Err(); err != nil {
+		return GPUInventory{}, fmt.Errorf("read NVML: %w", err)
+	}
+	if l.gpus == nil {
+		return GPUInventory{Init: InitNotBuilt}, nil
+	}
+	return l.gpus.GPUs(ctx)
 }
 
 // Exec implements Facts; see runCommand for how the process is run, bounded and killed.

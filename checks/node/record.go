@@ -9,9 +9,11 @@ import (
 	"maps"
 	"os"
 	"path"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 )
 
 // Recorder is a Facts that answers from an inner Facts (Live, on a node) and remembers every
@@ -19,47 +21,145 @@ import (
 //
 // What is recorded: the content of every file read; every DevNode answer, missing devices
 // included; the files behind IBPorts (state, phys_state, rate, link_layer of each port);
-// every command that ran, including one killed at its deadline (replayed as a hang); the
-// host name. What cannot be recorded is left out, and replays as absence: a file or command
-// that was missing (which is exact), and a read or command that failed some other way
-// (permission, I/O error), which the snapshot format has no way to say.
+// the files behind PCIDevices (each /sys/bus/pci/devices entry as the link it is, and the
+// attributes readPCIDevices reads at its target); the NVML inventory; every command that
+// ran, including one killed at its deadline (replayed as a hang), and likewise an NVML
+// reading cut off by its deadline, and a file, device or directory read that ctx ended or
+// that was still blocked when Save ran (a wedged sysfs read: saved as a meta.json delay_ms
+// of HangDelay on its path); the host name. What cannot be recorded is left out, and
+// replays as absence: a file or command that was missing (which is exact), and a read or
+// command that failed some other way (permission, I/O error), which the snapshot format
+// has no way to say.
+//
+// Only what was asked for is recorded, never a whole tree; and Save withholds files that
+// hold secrets (see isSecretPath) even if something read them.
 type Recorder struct {
 	inner Facts
 
 	mu       sync.Mutex
 	files    map[string][]byte
+	links    map[string]string // node path -> link text, relative as sysfs writes it
 	devices  map[string]DevNode
 	commands []commandRecord
+	gpus     *nvmlRecord
+	hangs    map[string]bool // paths whose read ctx ended
 	hostname string
+	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus"
+	pending  map[string]int  // reads under way, by path (nvmlKey for GPUs)
 }
+
+// nvmlKey stands for NVML in Recorder.pending.
+const nvmlKey = "nvml"
+
+// HangDelay is the delay_ms Save writes for a read that had not finished when its deadline
+// came: an hour, longer than any check waits, so replay hangs until its own deadline.
+const HangDelay = time.Hour
 
 var _ Facts = (*Recorder)(nil)
 
 // NewRecorder returns a Recorder passing calls to inner.
 func NewRecorder(inner Facts) *Recorder {
-	return &Recorder{inner: inner, files: map[string][]byte{}, devices: map[string]DevNode{}}
+	return &Recorder{inner: inner, files: map[string][]byte{}, links: map[string]string{},
+		devices: map[string]DevNode{}, hangs: map[string]bool{}, listed: map[string]bool{}, pending: map[string]int{}}
+}
+
+// AddFile records content as the file at path, as if it had been read: the snapshot
+// command uses it for the nodecheck.toml the run used, which the run reads from disk
+// rather than through Facts.
+func (r *Recorder) AddFile(path string, content []byte) error {
+	p, err := cleanAbs(path)
+	if err != nil {
+		return fmt.Errorf("record file: %w", err)
+	}
+	r.mu.Lock()
+	r.files[p] = bytes.Clone(content)
+	r.mu.Unlock()
+	return nil
 }
 
 // ReadFile implements Facts and records the content read.
 func (r *Recorder) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	defer r.begin(path)()
 	b, err := r.inner.ReadFile(ctx, path)
-	if err == nil {
-		if p, cerr := cleanAbs(path); cerr == nil {
-			r.mu.Lock()
-			r.files[p] = bytes.Clone(b)
-			r.mu.Unlock()
-		}
-	}
+	r.noteFile(path, b, err, true)
 	return b, err
+}
+
+// reread reads path again for a listing (IBPorts, PCIDevices) and records the content. A
+// read that ctx ends here is not noted as a hang: the listing itself answered.
+func (r *Recorder) reread(ctx context.Context, path string) {
+	b, err := r.inner.ReadFile(ctx, path)
+	r.noteFile(path, b, err, false)
+}
+
+func (r *Recorder) noteFile(path string, b []byte, err error, hangs bool) {
+	p, cerr := cleanAbs(path)
+	if cerr != nil {
+		return
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	switch {
+	case err == nil:
+		r.files[p] = bytes.Clone(b)
+	case hangs && isDeadline(err):
+		r.hangs[p] = true
+	}
+}
+
+// isDeadline reports whether err says ctx ended the call.
+func isDeadline(err error) bool {
+	return errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled)
+}
+
+// begin marks a read of key as under way; the function it returns marks it over, and must
+// run after what the read recorded. A read still under way when Save runs (a check that
+// its deadline abandoned, still blocked) is saved as a hang: the order of Save and the
+// abandoned goroutine's return must not change the snapshot.
+func (r *Recorder) begin(key string) func() {
+	if key != nvmlKey {
+		p, err := cleanAbs(key)
+		if err != nil {
+			return func() {}
+		}
+		key = p
+	}
+	r.mu.Lock()
+	r.pending[key]++
+	r.mu.Unlock()
+	return func() {
+		r.mu.Lock()
+		r.pending[key]--
+		r.mu.Unlock()
+	}
+}
+
+// noteListed records that a listing was asked for.
+func (r *Recorder) noteListed(what string) {
+	r.mu.Lock()
+	r.listed[what] = true
+	r.mu.Unlock()
+}
+
+// noteHang records that ctx ended the read of p.
+func (r *Recorder) noteHang(p string, err error) {
+	if isDeadline(err) {
+		r.mu.Lock()
+		r.hangs[p] = true
+		r.mu.Unlock()
+	}
 }
 
 // DevNode implements Facts and records the answer, missing or not.
 func (r *Recorder) DevNode(ctx context.Context, path string) (DevNode, error) {
+	defer r.begin(path)()
 	dn, err := r.inner.DevNode(ctx, path)
 	if err == nil {
 		r.mu.Lock()
 		r.devices[dn.Path] = dn
 		r.mu.Unlock()
+	} else if p, cerr := cleanAbs(path); cerr == nil {
+		r.noteHang(p, err)
 	}
 	return dn, err
 }
@@ -68,15 +168,73 @@ func (r *Recorder) DevNode(ctx context.Context, path string) (DevNode, error) {
 // them again through ReadFile, so the snapshot holds the kernel's text rather than a
 // re-rendering of the parsed values.
 func (r *Recorder) IBPorts(ctx context.Context) ([]IBPort, error) {
+	r.noteListed("ib")
+	end := r.begin("/sys/" + ibClassDir)
 	ports, err := r.inner.IBPorts(ctx)
+	r.noteHang("/sys/"+ibClassDir, err)
+	end()
 	for _, p := range ports {
 		dir := fmt.Sprintf("/sys/%s/%s/ports/%d", ibClassDir, p.Device, p.Port)
 		for _, name := range []string{"state", "phys_state", "rate", "link_layer"} {
 			// A failure here leaves the file out; the answer returned is inner's either way.
-			_, _ = r.ReadFile(ctx, dir+"/"+name)
+			r.reread(ctx, dir+"/"+name)
 		}
 	}
 	return ports, err
+}
+
+// PCIDevices implements Facts. For each function listed it records the bus entry as a link
+// to the function's directory (SysfsPath), as sysfs has it, and the attribute files there,
+// read again through ReadFile so that the snapshot holds the kernel's text.
+func (r *Recorder) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
+	r.noteListed("pci")
+	end := r.begin("/sys/" + pciDevicesDir)
+	devs, err := r.inner.PCIDevices(ctx)
+	r.noteHang("/sys/"+pciDevicesDir, err)
+	end()
+	for _, d := range devs {
+		bus, berr := cleanAbs("/sys/" + pciDevicesDir + "/" + d.Address)
+		dir, derr := cleanAbs(d.SysfsPath)
+		if berr != nil || derr != nil || path.Dir(bus) != "/sys/"+pciDevicesDir || !underPath(dir, "/sys") {
+			continue // not a name sysfs would give; nothing sensible to record
+		}
+		if dir != bus {
+			rel, rerr := filepath.Rel(path.Dir(bus), dir)
+			if rerr != nil {
+				continue
+			}
+			r.mu.Lock()
+			r.links[bus] = filepath.ToSlash(rel)
+			r.mu.Unlock()
+		}
+		for _, name := range pciAttrs {
+			// A failure here leaves the file out; the answer returned is inner's either way.
+			r.reread(ctx, dir+"/"+name)
+		}
+	}
+	return devs, err
+}
+
+// GPUs implements Facts and records the inventory as nvml.json. A reading cut off by ctx
+// is recorded as timed out (replayed as a hang); one that failed otherwise is not
+// recorded, so it replays as "no NVML facts recorded".
+func (r *Recorder) GPUs(ctx context.Context) (GPUInventory, error) {
+	r.noteListed("gpus")
+	defer r.begin(nvmlKey)()
+	inv, err := r.inner.GPUs(ctx)
+	var rec nvmlRecord
+	switch {
+	case err == nil:
+		rec = newNVMLRecord(inv)
+	case isDeadline(err):
+		rec = nvmlRecord{TimedOut: true}
+	default:
+		return inv, err
+	}
+	r.mu.Lock()
+	r.gpus = &rec
+	r.mu.Unlock()
+	return inv, err
 }
 
 // Exec implements Facts. A command that ran is recorded with its exit code, output and
@@ -110,6 +268,7 @@ func (r *Recorder) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 
 // Hostname implements Facts and records the name, which Save writes to meta.json.
 func (r *Recorder) Hostname(ctx context.Context) (string, error) {
+	r.noteListed("hostname")
 	h, err := r.inner.Hostname(ctx)
 	if err == nil {
 		r.mu.Lock()
@@ -119,73 +278,229 @@ func (r *Recorder) Hostname(ctx context.Context) (string, error) {
 	return h, err
 }
 
+// Saved says what Save wrote.
+type Saved struct {
+	Hostname string // meta.json's hostname
+	Files    int    // files under fs/
+	Links    int    // symbolic links under fs/ (sysfs' /sys/bus/pci/devices entries)
+	Devices  int    // entries of devices.json
+	Commands int    // entries of commands.json
+	NVML     bool   // whether nvml.json was written
+	Bytes    int64  // every byte written, JSON files included
+	// Hangs are the paths whose read had not finished at its deadline, saved as delays.
+	Hangs []string
+	// Withheld are the files that were read but not written because they hold secrets
+	// (isSecretPath); replay sees them as absent.
+	Withheld []string
+}
+
 // Save writes what was recorded as a snapshot in dir, which must be missing or empty so that
 // nothing of an older snapshot mixes in. meta's Format is set to SnapshotFormat, and its
 // Hostname, when empty, to the recorded host name.
-func (r *Recorder) Save(dir string, meta Meta) error {
+func (r *Recorder) Save(dir string, meta Meta) (Saved, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	var st Saved
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
 	}
 	if len(ents) > 0 {
-		return fmt.Errorf("save snapshot %s: directory is not empty", dir)
+		return st, fmt.Errorf("save snapshot %s: directory is not empty", dir)
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
 	}
 	defer root.Close()
+	writeJSON := func(name string, v any) error {
+		n, err := writeJSON(root, name, v)
+		st.Bytes += int64(n)
+		if err != nil {
+			return fmt.Errorf("save snapshot %s: %w", dir, err)
+		}
+		return nil
+	}
 
 	meta.Format = SnapshotFormat
 	if meta.Hostname == "" {
 		meta.Hostname = r.hostname
 	}
-	if err := writeJSON(root, metaFile, meta); err != nil {
-		return fmt.Errorf("save snapshot %s: %w", dir, err)
+	hangs := maps.Clone(r.hangs)
+	gpus := r.gpus
+	for key, n := range r.pending {
+		switch {
+		case n == 0:
+		case key == nvmlKey && gpus == nil:
+			gpus = &nvmlRecord{TimedOut: true}
+		case key != nvmlKey:
+			hangs[key] = true
+		}
+	}
+	if len(hangs) > 0 {
+		meta.DelayMS = maps.Clone(meta.DelayMS)
+		if meta.DelayMS == nil {
+			meta.DelayMS = map[string]int{}
+		}
+		for _, p := range slices.Sorted(maps.Keys(hangs)) {
+			meta.DelayMS[p] = max(meta.DelayMS[p], int(HangDelay.Milliseconds()))
+			st.Hangs = append(st.Hangs, p)
+		}
+	}
+	st.Hostname = meta.Hostname
+	if err := writeJSON(metaFile, meta); err != nil {
+		return st, err
 	}
 	if len(r.devices) > 0 {
 		devs := make([]deviceRecord, 0, len(r.devices))
 		for _, p := range slices.Sorted(maps.Keys(r.devices)) {
 			devs = append(devs, newDeviceRecord(r.devices[p]))
 		}
-		if err := writeJSON(root, devicesFile, devs); err != nil {
-			return fmt.Errorf("save snapshot %s: %w", dir, err)
+		if err := writeJSON(devicesFile, devs); err != nil {
+			return st, err
 		}
+		st.Devices = len(devs)
 	}
 	if len(r.commands) > 0 {
-		if err := writeJSON(root, commandsFile, r.commands); err != nil {
-			return fmt.Errorf("save snapshot %s: %w", dir, err)
+		if err := writeJSON(commandsFile, r.commands); err != nil {
+			return st, err
 		}
+		st.Commands = len(r.commands)
 	}
-	for _, p := range slices.Sorted(maps.Keys(r.files)) {
+	if gpus != nil {
+		if err := writeJSON(nvmlFile, gpus); err != nil {
+			return st, err
+		}
+		st.NVML = true
+	}
+	// Links first, each with its target directory, so that files read through a link (a
+	// check reading /sys/bus/pci/devices/<addr>/numa_node) land in the target as on the node.
+	for _, p := range slices.Sorted(maps.Keys(r.links)) {
 		name := path.Join(fsDir, strings.TrimPrefix(p, "/"))
+		target := path.Join(fsDir, strings.TrimPrefix(path.Join(path.Dir(p), r.links[p]), "/"))
+		if err := root.MkdirAll(target, 0o755); err != nil {
+			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, target, bare(err))
+		}
 		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		}
+		if err := root.Symlink(r.links[p], name); err != nil {
+			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		}
+		st.Links++
+	}
+	written := map[string]bool{}
+	for _, p := range slices.Sorted(maps.Keys(r.files)) {
+		// A file read through a link (/sys/bus/pci/devices/<addr>/class) is written at the
+		// link's target, once, however many names it was read by.
+		rp := r.resolve(p)
+		if isSecretPath(p) || isSecretPath(rp) {
+			st.Withheld = append(st.Withheld, p)
+			continue
+		}
+		if written[rp] {
+			continue
+		}
+		written[rp] = true
+		name := path.Join(fsDir, strings.TrimPrefix(rp, "/"))
+		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
 		}
 		if err := root.WriteFile(name, r.files[p], 0o644); err != nil {
-			return fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		}
+		st.Files++
+		st.Bytes += int64(len(r.files[p]))
+	}
+	return st, nil
+}
+
+// resolve follows the recorded links in p.
+func (r *Recorder) resolve(p string) string {
+	for l, target := range r.links {
+		if p != l && underPath(p, l) {
+			return path.Join(path.Dir(l), target, strings.TrimPrefix(p, l))
 		}
 	}
-	return nil
+	return p
+}
+
+// secretDirs hold credentials: a snapshot travels in bug reports, so nothing under them is
+// ever written, whatever read it.
+var secretDirs = []string{
+	"/etc/munge", "/var/lib/munge", "/run/munge", // munge.key signs every Slurm message
+	"/etc/shadow", "/etc/gshadow", "/etc/ssh", "/root", "/home",
+}
+
+// isSecretPath reports whether a snapshot must not hold the file at p: anything under
+// secretDirs, and any private key by its usual names (Slurm's jwt_hs256.key, TLS *.pem).
+func isSecretPath(p string) bool {
+	for _, d := range secretDirs {
+		if underPath(p, d) {
+			return true
+		}
+	}
+	base := path.Base(p)
+	return strings.HasSuffix(base, ".key") || strings.HasSuffix(base, ".pem")
 }
 
 // writeJSON writes v indented, with <, > and & left as they are so that recorded command
-// output stays readable in a diff.
-func writeJSON(root *os.Root, name string, v any) error {
+// output stays readable in a diff. It returns the number of bytes written.
+func writeJSON(root *os.Root, name string, v any) (int, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return fmt.Errorf("%s: %w", name, err)
+		return 0, fmt.Errorf("%s: %w", name, err)
 	}
 	if err := root.WriteFile(name, buf.Bytes(), 0o644); err != nil {
-		return fmt.Errorf("%s: %w", name, bare(err))
+		return 0, fmt.Errorf("%s: %w", name, bare(err))
 	}
-	return nil
+	return buf.Len(), nil
+}
+
+// RecordInventory reads through r what any check may read and the checks that ran did not:
+// the host name, the PCI bus, the InfiniBand ports and NVML, so that a snapshot also serves
+// checks added later, and bug reports. Each read runs under timeout. A listing the checks
+// asked for is not asked again: the recording holds its answer, or its hang. It returns
+// the NVML answer, from the recording where the checks asked NVML.
+func (r *Recorder) RecordInventory(ctx context.Context, timeout time.Duration) (GPUInventory, error) {
+	r.mu.Lock()
+	listed := maps.Clone(r.listed)
+	gpus := r.gpus
+	r.mu.Unlock()
+	bounded := func(read func(ctx context.Context) error) error {
+		ctx, cancel := context.WithTimeout(ctx, timeout)
+		defer cancel()
+		return read(ctx)
+	}
+	if !listed["hostname"] {
+		_ = bounded(func(ctx context.Context) error { _, err := r.Hostname(ctx); return err })
+	}
+	if !listed["pci"] {
+		_ = bounded(func(ctx context.Context) error { _, err := r.PCIDevices(ctx); return err })
+	}
+	if !listed["ib"] {
+		_ = bounded(func(ctx context.Context) error { _, err := r.IBPorts(ctx); return err })
+	}
+	if listed["gpus"] {
+		switch {
+		case gpus == nil:
+			return GPUInventory{}, errors.New("read NVML: the checks' reading failed or is still running")
+		case gpus.TimedOut:
+			return GPUInventory{}, fmt.Errorf("read NVML: no answer before the checks' deadline: %w", context.DeadlineExceeded)
+		}
+		return nvmlInventory(*gpus), nil
+	}
+	var inv GPUInventory
+	err := bounded(func(ctx context.Context) error {
+		var err error
+		inv, err = r.GPUs(ctx)
+		return err
+	})
+	return inv, err
 }

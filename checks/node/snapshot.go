@@ -11,6 +11,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -39,10 +40,16 @@ type Meta struct {
 	NodeName         string    `json:"node_name"`         // Slurm's name for the node
 	TakenAt          time.Time `json:"taken_at"`          // RFC 3339
 	NodecheckVersion string    `json:"nodecheck_version"` // the nodecheck that recorded it
+	// SlurmConf is the path of the slurm.conf the recording run read, which SLURM_CONF may
+	// have put anywhere. Replay reads it (from fs/, like any file) when neither --slurm-conf
+	// nor nodecheck.toml names one.
+	SlurmConf string `json:"slurm_conf,omitempty"`
 	// DelayMS makes replay stall, to test deadlines: every read of a path equal to or under
 	// a key (ReadFile, DevNode, IBPorts for keys at, above or under /sys/class/infiniband,
-	// Exec for the program path asked for) waits that many milliseconds first, or until ctx
-	// is done. Keys are clean absolute paths: {"/sys/class/infiniband": 60000}.
+	// PCIDevices for keys at, above or under /sys/bus/pci/devices or /sys/devices, Exec for
+	// the program path asked for) waits that many milliseconds first, or until ctx is done.
+	// Keys are clean absolute paths: {"/sys/class/infiniband": 60000}. NVML delays are in
+	// nvml.json. A recording writes HangDelay for a read that did not finish in time.
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
@@ -79,6 +86,63 @@ type commandRecord struct {
 	DelayMS  int  `json:"delay_ms,omitempty"` // stall this long before answering
 }
 
+// nvmlRecord is nvml.json: a GPUInventory, spelt out, plus the replay-only keys.
+type nvmlRecord struct {
+	Init              string      `json:"init,omitempty"` // empty only where TimedOut
+	DriverVersion     string      `json:"driver_version,omitempty"`
+	CUDADriverVersion int         `json:"cuda_driver_version,omitempty"`
+	DeviceCount       int         `json:"device_count"`
+	Devices           []gpuRecord `json:"devices,omitempty"`
+	DelayMS           int         `json:"delay_ms,omitempty"` // stall this long before answering
+	// TimedOut marks an NVML reading that had not finished when the recording's deadline
+	// came (a wedged GPU): replay hangs until ctx is done, then returns ctx's error.
+	TimedOut bool `json:"timed_out,omitempty"`
+}
+
+// gpuRecord is one entry of nvml.json's devices: a GPU and its delay. The fields are spelt
+// out rather than embedding GPU so that JSON errors name "devices.pcie", not "devices.GPU.pcie".
+type gpuRecord struct {
+	Index       int     `json:"index"`
+	MinorNumber int     `json:"minor_number"`
+	UUID        string  `json:"uuid,omitempty"`
+	Name        string  `json:"name,omitempty"`
+	PCIBusID    string  `json:"pci_bus_id,omitempty"`
+	PCIe        *PCIe   `json:"pcie,omitempty"`
+	Fabric      *Fabric `json:"fabric,omitempty"`
+	Error       string  `json:"error,omitempty"`
+	DelayMS     int     `json:"delay_ms,omitempty"` // stall this long before this device is read
+}
+
+func (r gpuRecord) gpu() GPU {
+	return GPU{Index: r.Index, MinorNumber: r.MinorNumber, UUID: r.UUID, Name: r.Name,
+		PCIBusID: r.PCIBusID, PCIe: r.PCIe, Fabric: r.Fabric, Error: r.Error}.Clone()
+}
+
+func newGPURecord(g GPU) gpuRecord {
+	g = g.Clone()
+	return gpuRecord{Index: g.Index, MinorNumber: g.MinorNumber, UUID: g.UUID, Name: g.Name,
+		PCIBusID: g.PCIBusID, PCIe: g.PCIe, Fabric: g.Fabric, Error: g.Error}
+}
+
+// nvmlInventory is the GPUInventory r records, without its delays.
+func nvmlInventory(r nvmlRecord) GPUInventory {
+	inv := GPUInventory{Init: r.Init, DriverVersion: r.DriverVersion,
+		CUDADriverVersion: r.CUDADriverVersion, DeviceCount: r.DeviceCount}
+	for _, d := range r.Devices {
+		inv.Devices = append(inv.Devices, d.gpu())
+	}
+	return inv
+}
+
+func newNVMLRecord(inv GPUInventory) nvmlRecord {
+	r := nvmlRecord{Init: inv.Init, DriverVersion: inv.DriverVersion,
+		CUDADriverVersion: inv.CUDADriverVersion, DeviceCount: inv.DeviceCount}
+	for _, g := range inv.Devices {
+		r.Devices = append(r.Devices, newGPURecord(g))
+	}
+	return r
+}
+
 // Snapshot replays a node recorded in a directory (DESIGN.md section 7). It never reads the
 // live node: every path is looked up inside the directory, through os.Root, so that neither
 // ".." nor a symlink can lead out of it. Symlinks inside fs/ (sysfs keeps many) are followed
@@ -91,6 +155,7 @@ type Snapshot struct {
 	devices  map[string]deviceRecord
 	commands []commandRecord
 	nvml     []byte
+	gpus     *nvmlRecord // nil: no nvml.json
 }
 
 var _ Facts = (*Snapshot)(nil)
@@ -150,10 +215,11 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 		return nil, err
 	}
 	if b, err = read(nvmlFile); err == nil {
-		if err := checkNVML(b); err != nil {
+		rec, err := parseNVML(b)
+		if err != nil {
 			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 		}
-		s.nvml = b
+		s.nvml, s.gpus = b, &rec
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
@@ -167,8 +233,7 @@ func (s *Snapshot) Meta() Meta {
 	return m
 }
 
-// NVMLJSON returns the content of nvml.json, checked to be a JSON object, or nil when the
-// snapshot has none. The NVML adapter owns its schema.
+// NVMLJSON returns the content of nvml.json as written, or nil when the snapshot has none.
 func (s *Snapshot) NVMLJSON() []byte { return bytes.Clone(s.nvml) }
 
 // ReadFile implements Facts by reading <dir>/fs/<path>. A file the snapshot does not hold is
@@ -234,6 +299,58 @@ func (s *Snapshot) IBPorts(ctx context.Context) ([]IBPort, error) {
 		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
 	}
 	return readIBPorts(ctx, sys)
+}
+
+// PCIDevices implements Facts by reading <dir>/fs/sys/bus/pci/devices with the same code as
+// Live. The entries' links must resolve inside fs/, as everything a snapshot holds.
+func (s *Snapshot) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
+	if err := stall(ctx, s.treeDelay("/sys/"+pciDevicesDir, "/sys/devices")); err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
+	}
+	fsys, done, err := s.openFS()
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
+	}
+	defer done()
+	sys, err := fs.Sub(fsys, "sys")
+	if err != nil {
+		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
+	}
+	return readPCIDevices(ctx, sys)
+}
+
+// GPUs implements Facts from nvml.json, stalling for its delay_ms (on the root, then on each
+// device in turn, as a blocked NVML call would) and hanging until ctx is done where the
+// recording timed out. A snapshot without nvml.json has no NVML facts: that is an error
+// wrapping fs.ErrNotExist, not an answer, so that a check says so instead of judging.
+func (s *Snapshot) GPUs(ctx context.Context) (GPUInventory, error) {
+	if err := ctx.Err(); err != nil {
+		return GPUInventory{}, fmt.Errorf("read NVML: %w", err)
+	}
+	rec := s.gpus
+	if rec == nil {
+		return GPUInventory{}, fmt.Errorf("read NVML: no NVML facts recorded (the snapshot has no %s): %w", nvmlFile, fs.ErrNotExist)
+	}
+	if err := stall(ctx, rec.DelayMS); err != nil {
+		return GPUInventory{}, fmt.Errorf("read NVML: %w", err)
+	}
+	for _, d := range rec.Devices {
+		if err := stall(ctx, d.DelayMS); err != nil {
+			return GPUInventory{}, fmt.Errorf("read NVML: GPU %d: %w", d.Index, err)
+		}
+	}
+	inv := nvmlInventory(*rec)
+	if rec.TimedOut {
+		if ctx.Done() == nil {
+			return GPUInventory{}, fmt.Errorf("read NVML: recorded as timed out: %w", context.DeadlineExceeded)
+		}
+		<-ctx.Done()
+		return GPUInventory{}, fmt.Errorf("read NVML: recorded as timed out: %w", ctx.Err())
+	}
+	return inv, nil
 }
 
 // Exec implements Facts from commands.json. argv is matched against the recorded commands
@@ -323,12 +440,16 @@ func (s *Snapshot) delayFor(p string) int {
 
 // ibDelay is the longest meta.json delay touching /sys/class/infiniband: on it, above it,
 // or under it (IBPorts reads every device under it).
-func (s *Snapshot) ibDelay() int {
-	const ib = "/sys/" + ibClassDir
+func (s *Snapshot) ibDelay() int { return s.treeDelay("/sys/" + ibClassDir) }
+
+// treeDelay is the longest meta.json delay on, above or under any of dirs.
+func (s *Snapshot) treeDelay(dirs ...string) int {
 	ms := 0
 	for _, d := range s.delays {
-		if underPath(ib, d.prefix) || underPath(d.prefix, ib) {
-			ms = max(ms, d.ms)
+		for _, dir := range dirs {
+			if underPath(dir, d.prefix) || underPath(d.prefix, dir) {
+				ms = max(ms, d.ms)
+			}
 		}
 	}
 	return ms
@@ -459,13 +580,27 @@ func parseCommands(b []byte) ([]commandRecord, error) {
 	return recs, nil
 }
 
-// checkNVML checks that nvml.json is a JSON object; its fields belong to the NVML adapter.
-func checkNVML(b []byte) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(b, &m); err != nil {
-		return jsonError(nvmlFile, b, err)
+// parseNVML decodes and checks nvml.json. Unknown keys are allowed, as in every snapshot
+// file.
+func parseNVML(b []byte) (nvmlRecord, error) {
+	var r nvmlRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		return nvmlRecord{}, jsonError(nvmlFile, b, err)
 	}
-	return nil
+	switch {
+	case r.Init == "" && !r.TimedOut:
+		return nvmlRecord{}, fmt.Errorf("%s: no \"init\" (SUCCESS or an NVML error name such as ERROR_LIBRARY_NOT_FOUND)", nvmlFile)
+	case r.DelayMS < 0:
+		return nvmlRecord{}, fmt.Errorf("%s: delay_ms %d is negative", nvmlFile, r.DelayMS)
+	case r.DeviceCount < 0:
+		return nvmlRecord{}, fmt.Errorf("%s: device_count %d is negative", nvmlFile, r.DeviceCount)
+	}
+	for i, d := range r.Devices {
+		if d.DelayMS < 0 {
+			return nvmlRecord{}, fmt.Errorf("%s: device %d (index %d): delay_ms %d is negative", nvmlFile, i+1, d.Index, d.DelayMS)
+		}
+	}
+	return r, nil
 }
 
 // jsonError names the file and, where encoding/json gives an offset, the line and column.
@@ -479,9 +614,9 @@ func jsonError(name string, b []byte, err error) error {
 	case errors.As(err, &te):
 		off = te.Offset
 		if te.Field != "" {
-			err = fmt.Errorf("%s: %s value for a %s", te.Field, te.Value, te.Type)
+			err = fmt.Errorf("%s: %s value, want %s", te.Field, te.Value, jsonKind(te.Type))
 		} else {
-			err = fmt.Errorf("%s value for a %s", te.Value, te.Type)
+			err = fmt.Errorf("%s value, want %s", te.Value, jsonKind(te.Type))
 		}
 	}
 	if off < 0 {
@@ -490,6 +625,32 @@ func jsonError(name string, b []byte, err error) error {
 	// Offset counts the bytes read, the offending one included.
 	line, col := lineCol(b, off-1)
 	return fmt.Errorf("%s:%d:%d: %w", name, line, col, err)
+}
+
+// jsonKind names what JSON value decodes into t, for errors that must not name Go types.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "another value"
+	}
+	switch t.Kind() {
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "true or false"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		return "an integer"
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "a non-negative integer"
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.Pointer:
+		return jsonKind(t.Elem())
+	}
+	return "another value"
 }
 
 // lineCol turns a byte offset into a 1-based line and column.

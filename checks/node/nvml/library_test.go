@@ -1,0 +1,245 @@
+//go:build cgo
+
+package nvml
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+)
+
+// These tests go through go-nvml's real cgo path and dlopen, against no library, a stub
+// library, and (where there is one) the real driver.
+
+// TestLibraryNotFound: on a machine without the NVIDIA library, Init fails cleanly and the
+// process lives on.
+func TestLibraryNotFound(t *testing.T) {
+	src := New(WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1")))
+	got, err := src.GPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, got); diff != "" {
+		t.Errorf("GPUs (-want +got):\n%s", diff)
+	}
+}
+
+// TestDefaultLibrary loads libnvidia-ml.so.1 as nodecheck does on a node. Without a driver
+// (this test's usual machine) that fails cleanly.
+func TestDefaultLibrary(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
+		t.Skip("an NVIDIA driver is present: TestRealGPU covers this machine")
+	}
+	got, err := New().GPUs(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A container may carry the library without the kernel module.
+	if got.Init != "ERROR_LIBRARY_NOT_FOUND" && got.Init != "ERROR_DRIVER_NOT_LOADED" {
+		t.Errorf("GPUs = %+v, want Init ERROR_LIBRARY_NOT_FOUND (or ERROR_DRIVER_NOT_LOADED)", got)
+	}
+}
+
+// TestRealGPU reads the real driver; it needs an NVIDIA GPU.
+func TestRealGPU(t *testing.T) {
+	if _, err := os.Stat("/dev/nvidiactl"); err != nil {
+		t.Skip("no NVIDIA driver here (/dev/nvidiactl is missing): this test needs a GPU node")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	got, err := New().GPUs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.MarshalIndent(got, "", "  ")
+	t.Logf("inventory:\n%s", b)
+	if got.Init != node.InitSuccess || got.DriverVersion == "" || got.CUDADriverVersion == 0 {
+		t.Fatalf("GPUs = %+v, want a successful Init with versions", got)
+	}
+	if got.DeviceCount == 0 || len(got.Devices) != got.DeviceCount {
+		t.Fatalf("GPUs: device_count %d with %d devices", got.DeviceCount, len(got.Devices))
+	}
+	for _, g := range got.Devices {
+		if g.Error != "" {
+			t.Errorf("GPU %d: %s", g.Index, g.Error)
+			continue
+		}
+		if !strings.HasPrefix(g.UUID, "GPU-") || g.Name == "" || len(g.PCIBusID) != len("00000000:19:00.0") ||
+			g.MinorNumber < 0 || g.PCIe == nil || g.PCIe.MaxLinkWidth == 0 || g.PCIe.MaxLinkGen == 0 {
+			t.Errorf("GPU %d = %+v, want every field read", g.Index, g)
+		}
+	}
+}
+
+// buildStub compiles testdata/nvmlstub.c, with the given -D flags, into
+// <temp>/libnvidia-ml.so.1.
+func buildStub(t *testing.T, defines ...string) string {
+	t.Helper()
+	cc, err := exec.LookPath("cc")
+	if err != nil {
+		t.Skipf("no C compiler to build the stub NVML library: %v", err)
+	}
+	src, err := filepath.Abs("testdata/nvmlstub.c")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lib := filepath.Join(t.TempDir(), "libnvidia-ml.so.1")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	args := append([]string{"-shared", "-fPIC", "-Wall", "-o", lib}, defines...)
+	if out, err := exec.CommandContext(ctx, cc, append(args, src)...).CombinedOutput(); err != nil {
+		t.Fatalf("cc: %v\n%s", err, out)
+	}
+	return lib
+}
+
+// stubResult is what TestStubHelper prints.
+type stubResult struct {
+	Inv node.GPUInventory `json:"inv"`
+	Err string            `json:"err"`
+}
+
+const stubResultPrefix = "STUB RESULT: "
+
+// TestStubHelper is not a test: TestStubLibrary runs the test binary again with
+// NODECHECK_NVML_STUB set, so that the stub is loaded in a process of its own (a library
+// dlopened with RTLD_GLOBAL stays for the life of the process) and so that a call the
+// dynamic linker cannot resolve kills that process rather than the test run.
+func TestStubHelper(t *testing.T) {
+	lib := os.Getenv("NODECHECK_NVML_STUB")
+	if lib == "" {
+		t.Skip("helper process for TestStubLibrary")
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	inv, err := New(WithLibraryPath(lib)).GPUs(ctx)
+	res := stubResult{Inv: inv}
+	if err != nil {
+		res.Err = err.Error()
+	}
+	b, _ := json.Marshal(res)
+	os.Stdout.Write([]byte(stubResultPrefix + string(b) + "\n"))
+}
+
+// TestStubLibrary loads a stub libnvidia-ml.so.1 built here: the library is present, so
+// nvmlInit runs, and what the adapter does with its answers is the real cgo path.
+func TestStubLibrary(t *testing.T) {
+	libs := map[string]string{
+		"":                     buildStub(t),
+		"-DNVMLSTUB_FABRIC_V":  buildStub(t, "-DNVMLSTUB_FABRIC_V"),
+		"-DNVMLSTUB_FABRIC_V1": buildStub(t, "-DNVMLSTUB_FABRIC_V1"),
+	}
+	gpu0 := func(f *node.Fabric) node.GPU {
+		return node.GPU{Index: 0, MinorNumber: 0, UUID: "GPU-5705e5b0-0000-4000-8000-000000000000", Name: "NVIDIA Stub GPU",
+			PCIBusID: "00000000:19:00.0", PCIe: &node.PCIe{CurLinkWidth: 8, MaxLinkWidth: 16, CurLinkGen: 4, MaxLinkGen: 5},
+			Fabric: f}
+	}
+	reads := []string{
+		"nvmlInit_v2", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount_v2",
+		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetUUID", "nvmlDeviceGetName",
+		"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
+		"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
+	}
+	calls := func(fabric ...string) []string {
+		out := append(append([]string{}, reads...), fabric...)
+		return append(out, "nvmlDeviceGetHandleByIndex_v2", "nvmlShutdown")
+	}
+	tests := []struct {
+		name      string
+		build     string // -D flag of the stub
+		init      string // NVMLSTUB_INIT; "" leaves it unset (driver not loaded)
+		want      node.GPUInventory
+		wantCalls []string
+	}{
+		{
+			name:      "driver not loaded",
+			want:      node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"},
+			wantCalls: []string{"nvmlInit_v2"}, // and nothing else, not even nvmlShutdown
+		},
+		{
+			name:      "no permission",
+			init:      "4",
+			want:      node.GPUInventory{Init: "ERROR_NO_PERMISSION"},
+			wantCalls: []string{"nvmlInit_v2"},
+		},
+		{
+			name: "initialised, one GPU lost, no fabric functions",
+			init: "0",
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+				Devices: []node.GPU{gpu0(nil), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
+			wantCalls: calls(),
+		},
+		{
+			name:  "versioned fabric call, v3 too new for the driver",
+			build: "-DNVMLSTUB_FABRIC_V",
+			init:  "0",
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS"}), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
+			wantCalls: calls("nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfoV"),
+		},
+		{
+			name:  "unversioned fabric call only",
+			build: "-DNVMLSTUB_FABRIC_V1",
+			init:  "0",
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "IN_PROGRESS", Status: "SUCCESS"}), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
+			wantCalls: calls("nvmlDeviceGetGpuFabricInfo"),
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			logFile := filepath.Join(t.TempDir(), "calls")
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestStubHelper$", "-test.count=1")
+			cmd.Env = append(os.Environ(), "NODECHECK_NVML_STUB="+libs[tc.build], "NVMLSTUB_LOG="+logFile)
+			if tc.init != "" {
+				cmd.Env = append(cmd.Env, "NVMLSTUB_INIT="+tc.init)
+			}
+			var stdout, stderr bytes.Buffer
+			cmd.Stdout, cmd.Stderr = &stdout, &stderr
+			if err := cmd.Run(); err != nil {
+				// A symbol lookup error ends the helper with exit 127 and the linker's message.
+				t.Fatalf("helper process: %v\nstdout:\n%s\nstderr:\n%s", err, stdout.String(), stderr.String())
+			}
+			var res stubResult
+			found := false
+			sc := bufio.NewScanner(&stdout)
+			for sc.Scan() {
+				if line, ok := strings.CutPrefix(sc.Text(), stubResultPrefix); ok {
+					if err := json.Unmarshal([]byte(line), &res); err != nil {
+						t.Fatal(err)
+					}
+					found = true
+				}
+			}
+			if !found {
+				t.Fatalf("helper printed no result:\n%s", stdout.String())
+			}
+			if res.Err != "" {
+				t.Errorf("GPUs error: %s", res.Err)
+			}
+			if diff := cmp.Diff(tc.want, res.Inv); diff != "" {
+				t.Errorf("GPUs (-want +got):\n%s", diff)
+			}
+			b, err := os.ReadFile(logFile)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.wantCalls, strings.Fields(string(b))); diff != "" {
+				t.Errorf("NVML calls (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -1,0 +1,279 @@
+//go:build cgo
+
+package nvml
+
+import (
+	"context"
+	"fmt"
+	"sync"
+
+	"github.com/NVIDIA/go-nvml/pkg/nvml"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+)
+
+// Source reads the node's GPUs through NVML; it implements node.GPUSource.
+//
+// A Source reads NVML once, at the first call to GPUs, and answers every call from that
+// reading: the checks of one run see one consistent inventory, nvmlInit (which can take
+// seconds on a node without persistence mode) runs once, and a wedged NVML holds one
+// goroutine rather than one per check. Make a new Source for a fresh reading.
+//
+// The reading (nvmlInit, the reads, nvmlShutdown) runs in a goroutine of its own. When a
+// caller's ctx ends first, GPUs returns ctx's error and the goroutine is abandoned, still
+// blocked in NVML: nvmlShutdown then never runs, and the process exit releases the library
+// and the driver's handles. nodecheck is a one-shot process, so nothing is lost.
+//
+// A Source is safe for concurrent use.
+type Source struct {
+	open func() api // the library; a seam for tests
+
+	once sync.Once
+	done chan struct{} // closed when the reading is over
+	inv  node.GPUInventory
+	err  error
+}
+
+var _ node.GPUSource = (*Source)(nil)
+
+// Option changes one of Source's defaults.
+type Option func(*Source)
+
+// WithLibraryPath makes Source load NVML from path instead of libnvidia-ml.so.1 as the
+// dynamic linker finds it.
+func WithLibraryPath(path string) Option {
+	return func(s *Source) { s.open = func() api { return openLibrary(path) } }
+}
+
+// withAPI makes Source read from a (fake) library: for tests with go-nvml's mocks.
+func withAPI(a api) Option { return func(s *Source) { s.open = func() api { return a } } }
+
+// New returns a Source; nothing is loaded until the first call to GPUs.
+func New(opts ...Option) *Source {
+	s := &Source{open: func() api { return openLibrary("") }}
+	for _, o := range opts {
+		o(s)
+	}
+	return s
+}
+
+// GPUs implements node.GPUSource. NVML failing to initialise is an answer, Init holding
+// its error name (ERROR_LIBRARY_NOT_FOUND where the driver is not installed,
+// ERROR_DRIVER_NOT_LOADED where its kernel module is not loaded). The error return is
+// for ctx ending before NVML answered, and for a device count NVML would not give.
+func (s *Source) GPUs(ctx context.Context) (node.GPUInventory, error) {
+	if err := ctx.Err(); err != nil {
+		return node.GPUInventory{}, fmt.Errorf("read NVML: %w", err)
+	}
+	s.once.Do(func() {
+		s.done = make(chan struct{})
+		go func() {
+			defer close(s.done)
+			defer func() {
+				// A panic in an abandoned goroutine would kill the process: report it instead.
+				if p := recover(); p != nil {
+					s.inv, s.err = node.GPUInventory{}, fmt.Errorf("read NVML: panic: %v", p)
+				}
+			}()
+			s.inv, s.err = read(s.open())
+		}()
+	})
+	select {
+	case <-s.done:
+		return s.inv.Clone(), s.err
+	case <-ctx.Done():
+		return node.GPUInventory{}, fmt.Errorf("read NVML: no answer before the deadline (a wedged GPU can block NVML for minutes; check dmesg for Xid errors): %w", ctx.Err())
+	}
+}
+
+// api is the part of NVML Source uses. go-nvml's nvml.Interface, and its mocks, provide
+// every method but fabric, which goes through go-nvml's GpuFabricInfoHandler: a mock
+// cannot fake that (its zero handler calls into the real library), so the adapter owns it.
+type api interface {
+	Init() nvml.Return
+	Shutdown() nvml.Return
+	SystemGetDriverVersion() (string, nvml.Return)
+	SystemGetCudaDriverVersion() (int, nvml.Return)
+	DeviceGetCount() (int, nvml.Return)
+	DeviceGetHandleByIndex(index int) (nvml.Device, nvml.Return)
+	// fabric returns the device's nvmlGpuFabricInfo state and status. It is called only
+	// after a successful Init, and returns ERROR_FUNCTION_NOT_FOUND where the library has
+	// no fabric call at all.
+	fabric(d nvml.Device) (state uint8, status uint32, ret nvml.Return)
+}
+
+// library is api over the real libnvidia-ml.
+type library struct {
+	nvml.Interface
+
+	symbolsOnce sync.Once
+	hasFabricV  bool // nvmlDeviceGetGpuFabricInfoV: newer drivers
+	hasFabricV1 bool // nvmlDeviceGetGpuFabricInfo: older drivers; nvml.h deprecates it (13.0)
+}
+
+// openLibrary returns the library at path ("" for libnvidia-ml.so.1). Nothing is loaded
+// before Init.
+func openLibrary(path string) api {
+	var opts []nvml.LibraryOption
+	if path != "" {
+		opts = append(opts, nvml.WithLibraryPath(path))
+	}
+	return &library{Interface: nvml.New(opts...)}
+}
+
+// fabric implements api with the versioned call where the driver has it: v3 first, v2
+// where the driver says the v3 struct is too new (ERROR_ARGUMENT_VERSION_MISMATCH); with
+// the deprecated unversioned call on drivers before the versioned one. A function the
+// library lacks is never called: the dynamic linker would kill the process.
+func (l *library) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
+	l.symbolsOnce.Do(func() {
+		// LookupSymbol needs the library loaded, which a successful Init guarantees.
+		ext := l.Extensions()
+		l.hasFabricV = ext.LookupSymbol("nvmlDeviceGetGpuFabricInfoV") == nil
+		l.hasFabricV1 = ext.LookupSymbol("nvmlDeviceGetGpuFabricInfo") == nil
+	})
+	switch {
+	case l.hasFabricV:
+		info, ret := d.GetGpuFabricInfoV().V3()
+		if ret != nvml.ERROR_ARGUMENT_VERSION_MISMATCH {
+			return info.State, info.Status, ret
+		}
+		info2, ret := d.GetGpuFabricInfoV().V2()
+		return info2.State, info2.Status, ret
+	case l.hasFabricV1:
+		info, ret := d.GetGpuFabricInfo()
+		return info.State, info.Status, ret
+	}
+	return 0, 0, nvml.ERROR_FUNCTION_NOT_FOUND
+}
+
+// read takes the whole inventory: Init, the reads, Shutdown. Nothing but Init is called
+// unless Init succeeded.
+func read(lib api) (node.GPUInventory, error) {
+	if ret := lib.Init(); ret != nvml.SUCCESS {
+		// After a failed Init every other call (Shutdown included) jumps into a library that
+		// is not loaded, which kills the process: stop here.
+		return node.GPUInventory{Init: returnName(ret)}, nil
+	}
+	defer lib.Shutdown() // its result changes nothing that was read
+	inv := node.GPUInventory{Init: node.InitSuccess}
+	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+		inv.DriverVersion = v
+	}
+	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+		inv.CUDADriverVersion = v
+	}
+	n, ret := lib.DeviceGetCount()
+	if ret != nvml.SUCCESS {
+		return inv, fmt.Errorf("read NVML: count GPUs: nvmlDeviceGetCount: %s", returnName(ret))
+	}
+	inv.DeviceCount = n
+	for i := range n {
+		inv.Devices = append(inv.Devices, readDevice(lib, i))
+	}
+	return inv, nil
+}
+
+// readDevice reads GPU i. A handle NVML will not give, or a read saying the GPU is gone
+// (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED), sets Error and ends the reading of this GPU:
+// every further call would fail the same way, each perhaps slowly. Any other failed read
+// leaves its field at its zero (MinorNumber -1), as node.GPU documents.
+func readDevice(lib api, i int) node.GPU {
+	g := node.GPU{Index: i, MinorNumber: -1}
+	d, ret := lib.DeviceGetHandleByIndex(i)
+	if ret != nvml.SUCCESS {
+		g.Error = returnName(ret)
+		return g
+	}
+	var pcie node.PCIe
+	pcieRead := false
+	link := func(get func() (int, nvml.Return), dst *int) func() nvml.Return {
+		return func() nvml.Return {
+			v, ret := get()
+			if ret == nvml.SUCCESS {
+				*dst, pcieRead = v, true
+			}
+			return ret
+		}
+	}
+	reads := []func() nvml.Return{
+		func() nvml.Return {
+			v, ret := d.GetMinorNumber()
+			if ret == nvml.SUCCESS {
+				g.MinorNumber = v
+			}
+			return ret
+		},
+		func() nvml.Return {
+			v, ret := d.GetUUID()
+			if ret == nvml.SUCCESS {
+				g.UUID = v
+			}
+			return ret
+		},
+		func() nvml.Return {
+			v, ret := d.GetName()
+			if ret == nvml.SUCCESS {
+				g.Name = v
+			}
+			return ret
+		},
+		func() nvml.Return {
+			v, ret := d.GetPciInfo()
+			if ret == nvml.SUCCESS {
+				g.PCIBusID = busID(v.BusId)
+			}
+			return ret
+		},
+		link(d.GetCurrPcieLinkWidth, &pcie.CurLinkWidth),
+		link(d.GetMaxPcieLinkWidth, &pcie.MaxLinkWidth),
+		link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen),
+		link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen),
+		func() nvml.Return {
+			state, status, ret := lib.fabric(d)
+			g.Fabric = fabricOf(state, status, ret)
+			return ret
+		},
+	}
+	for _, r := range reads {
+		if ret := r(); ret == nvml.ERROR_GPU_IS_LOST || ret == nvml.ERROR_RESET_REQUIRED {
+			g.Error = returnName(ret)
+			break
+		}
+	}
+	if pcieRead {
+		g.PCIe = &pcie
+	}
+	return g
+}
+
+// fabricOf turns a fabric query into node.Fabric: nil where NVML has no fabric information
+// (the call is not supported, the library lacks it, or the state says NOT_SUPPORTED: GPUs
+// before Hopper, or without NVSwitch); state UNKNOWN with the query's error as status where
+// the query failed otherwise.
+func fabricOf(state uint8, status uint32, ret nvml.Return) *node.Fabric {
+	switch {
+	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
+		return nil
+	case ret == nvml.ERROR_GPU_IS_LOST || ret == nvml.ERROR_RESET_REQUIRED:
+		return nil // the device is gone: GPU.Error says so
+	case ret != nvml.SUCCESS:
+		return &node.Fabric{State: "UNKNOWN", Status: returnName(ret)}
+	case state == nvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
+		return nil
+	}
+	return &node.Fabric{State: fabricStateName(state), Status: returnName(nvml.Return(status))}
+}
+
+// busID reads nvmlPciInfo_t.busId, a NUL-terminated C string in a fixed array:
+// "00000000:19:00.0" (NVML_DEVICE_PCI_BUS_ID_FMT, 8-digit domain, upper-case hex).
+func busID(b [32]int8) string {
+	out := make([]byte, 0, len(b))
+	for _, c := range b {
+		if c == 0 {
+			break
+		}
+		out = append(out, byte(c))
+	}
+	return string(out)
+}

@@ -1,0 +1,203 @@
+/*
+ * nvmlstub.c: a stand-in for libnvidia-ml.so.1, for the NVML adapter's tests. Written for
+ * nodecheck; the signatures are those of nvml.h (go-nvml v0.13.4-1, pkg/nvml/nvml.h).
+ *
+ * NVMLSTUB_INIT is the nvmlReturn_t that nvmlInit returns: 9 (NVML_ERROR_DRIVER_NOT_LOADED)
+ * when unset, as on a node whose library is installed but whose kernel module is not
+ * loaded. With 0 the stub has two GPUs: GPU 0 answers the basic reads, GPU 1 is lost
+ * (NVML_ERROR_GPU_IS_LOST).
+ *
+ * By default it has no fabric functions, as drivers before them: a caller that calls one
+ * anyway dies in the dynamic linker, which is the failure the adapter must avoid. Built
+ * with -DNVMLSTUB_FABRIC_V it has nvmlDeviceGetGpuFabricInfoV as a driver that knows the
+ * v2 struct but not v3 (GPU 0: COMPLETED, SUCCESS); with -DNVMLSTUB_FABRIC_V1 it has only
+ * the unversioned nvmlDeviceGetGpuFabricInfo (GPU 0: IN_PROGRESS).
+ *
+ * Every call is counted per name; NVMLSTUB_LOG names a file that gets one line per call,
+ * so a test can check that nothing but nvmlInit ran after a failed init.
+ *
+ * Build: cc -shared -fPIC [-DNVMLSTUB_FABRIC_V | -DNVMLSTUB_FABRIC_V1] -o libnvidia-ml.so.1 nvmlstub.c
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef int nvmlReturn_t;
+typedef struct nvmlDevice_st *nvmlDevice_t;
+typedef struct {
+	char busIdLegacy[16];
+	unsigned int domain, bus, device, pciDeviceId, pciSubSystemId;
+	char busId[32];
+} nvmlPciInfo_t;
+
+static int initialized;
+
+static void logcall(const char *name) {
+	const char *path = getenv("NVMLSTUB_LOG");
+	if (path == NULL) return;
+	FILE *f = fopen(path, "a");
+	if (f == NULL) return;
+	fprintf(f, "%s\n", name);
+	fclose(f);
+}
+
+static nvmlReturn_t init(const char *name) {
+	logcall(name);
+	const char *v = getenv("NVMLSTUB_INIT");
+	nvmlReturn_t r = v ? atoi(v) : 9;
+	if (r == 0) initialized = 1;
+	return r;
+}
+
+nvmlReturn_t nvmlInit(void) { return init("nvmlInit"); }
+nvmlReturn_t nvmlInit_v2(void) { return init("nvmlInit_v2"); }
+nvmlReturn_t nvmlInitWithFlags(unsigned int flags) { (void)flags; return init("nvmlInitWithFlags"); }
+
+nvmlReturn_t nvmlShutdown(void) {
+	logcall("nvmlShutdown");
+	if (!initialized) return 1; /* NVML_ERROR_UNINITIALIZED */
+	initialized = 0;
+	return 0;
+}
+
+const char *nvmlErrorString(nvmlReturn_t r) {
+	logcall("nvmlErrorString");
+	return r == 9 ? "Driver Not Loaded" : "Stub Error";
+}
+
+#define NEED_INIT(name) do { logcall(name); if (!initialized) return 1; } while (0)
+
+static nvmlReturn_t copystr(char *dst, unsigned int len, const char *src) {
+	if (strlen(src) + 1 > len) return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+	strcpy(dst, src);
+	return 0;
+}
+
+nvmlReturn_t nvmlSystemGetDriverVersion(char *version, unsigned int length) {
+	NEED_INIT("nvmlSystemGetDriverVersion");
+	return copystr(version, length, "999.99.99");
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion(int *v) {
+	NEED_INIT("nvmlSystemGetCudaDriverVersion");
+	*v = 12040;
+	return 0;
+}
+
+nvmlReturn_t nvmlSystemGetCudaDriverVersion_v2(int *v) {
+	NEED_INIT("nvmlSystemGetCudaDriverVersion_v2");
+	*v = 12040;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetCount_v2(unsigned int *count) {
+	NEED_INIT("nvmlDeviceGetCount_v2");
+	*count = 2;
+	return 0;
+}
+
+static struct nvmlDevice_st { int index; } gpu0 = {0};
+
+nvmlReturn_t nvmlDeviceGetHandleByIndex_v2(unsigned int index, nvmlDevice_t *device) {
+	NEED_INIT("nvmlDeviceGetHandleByIndex_v2");
+	if (index == 0) { *device = &gpu0; return 0; }
+	return 15; /* NVML_ERROR_GPU_IS_LOST */
+}
+
+nvmlReturn_t nvmlDeviceGetMinorNumber(nvmlDevice_t d, unsigned int *minor) {
+	NEED_INIT("nvmlDeviceGetMinorNumber");
+	*minor = (unsigned int)d->index;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetUUID(nvmlDevice_t d, char *uuid, unsigned int length) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetUUID");
+	return copystr(uuid, length, "GPU-5705e5b0-0000-4000-8000-000000000000");
+}
+
+nvmlReturn_t nvmlDeviceGetName(nvmlDevice_t d, char *name, unsigned int length) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetName");
+	return copystr(name, length, "NVIDIA Stub GPU");
+}
+
+nvmlReturn_t nvmlDeviceGetPciInfo_v3(nvmlDevice_t d, nvmlPciInfo_t *pci) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetPciInfo_v3");
+	memset(pci, 0, sizeof *pci);
+	strcpy(pci->busIdLegacy, "0000:19:00.0");
+	strcpy(pci->busId, "00000000:19:00.0");
+	pci->bus = 0x19;
+	pci->pciDeviceId = 0x233010de;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkWidth(nvmlDevice_t d, unsigned int *v) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetCurrPcieLinkWidth");
+	*v = 8;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkWidth(nvmlDevice_t d, unsigned int *v) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetMaxPcieLinkWidth");
+	*v = 16;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetCurrPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetCurrPcieLinkGeneration");
+	*v = 4;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetMaxPcieLinkGeneration(nvmlDevice_t d, unsigned int *v) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetMaxPcieLinkGeneration");
+	*v = 5;
+	return 0;
+}
+
+#ifdef NVMLSTUB_FABRIC_V
+/* nvmlGpuFabricInfo_v2_t; nvml.h's nvmlGpuFabricInfo_v2 is NVML_STRUCT_VERSION(GpuFabricInfo, 2):
+ * sizeof in the low 24 bits, the version above. */
+typedef struct {
+	unsigned int version;
+	unsigned char clusterUuid[16];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	unsigned char state;
+	unsigned int healthMask;
+} fabricInfoV2;
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, fabricInfoV2 *info) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetGpuFabricInfoV");
+	if (info->version != (sizeof(fabricInfoV2) | (2u << 24)))
+		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH: this "driver" knows v2 only */
+	info->status = 0;
+	info->state = 3; /* NVML_GPU_FABRIC_STATE_COMPLETED */
+	return 0;
+}
+#endif
+
+#ifdef NVMLSTUB_FABRIC_V1
+/* nvmlGpuFabricInfo_t */
+typedef struct {
+	unsigned char clusterUuid[16];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	unsigned char state;
+} fabricInfoV1;
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, fabricInfoV1 *info) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetGpuFabricInfo");
+	info->status = 0;
+	info->state = 2; /* NVML_GPU_FABRIC_STATE_IN_PROGRESS */
+	return 0;
+}
+#endif
