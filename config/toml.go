@@ -347,6 +347,8 @@ func (c *Config) validate() []tomlKeyError {
 		}
 	}
 
+	errs = append(errs, c.validateDrain()...)
+
 	base := validateChecks(&c.Checks, c.Budget, []string{"checks"})
 	errs = append(errs, base...)
 

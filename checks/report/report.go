@@ -25,7 +25,15 @@ type jsonReport struct {
 	DurationMS  float64      `json:"duration_ms"`
 	ConfigError string       `json:"config_error,omitempty"`
 	Results     []jsonResult `json:"results"`
+	Drain       any          `json:"drain,omitempty"`
 }
+
+// JSONOption adds to the JSON report.
+type JSONOption func(*jsonReport)
+
+// WithDrain adds the "drain" key: what the run did to the node's Slurm state (the CLI passes a
+// drain.Outcome; report formats it without knowing drain). Absent when the run could not act.
+func WithDrain(v any) JSONOption { return func(r *jsonReport) { r.Drain = v } }
 
 type jsonResult struct {
 	Check      string          `json:"check"`
@@ -38,7 +46,7 @@ type jsonResult struct {
 }
 
 // WriteJSON writes the report as one JSON document.
-func WriteJSON(w io.Writer, r checks.Report) error {
+func WriteJSON(w io.Writer, r checks.Report, opts ...JSONOption) error {
 	out := jsonReport{
 		Schema:      SchemaVersion,
 		Node:        r.Node,
@@ -58,6 +66,9 @@ func WriteJSON(w io.Writer, r checks.Report) error {
 			Check: res.Check, Status: res.Status, Summary: res.Summary, DurationMS: ms(res.Duration),
 			Observed: res.Observed, Expected: res.Expected, Details: d,
 		})
+	}
+	for _, o := range opts {
+		o(&out)
 	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -1,0 +1,89 @@
+package drain
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestDecide is the decision table: mode x node state x reason owner x passes -> action.
+func TestDecide(t *testing.T) {
+	idle := NodeState{Name: "n1", State: "IDLE"}
+	mixed := NodeState{Name: "n1", State: "MIXED"}
+	ours := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: down", ReasonUser: "root"}
+	oursDraining := NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: down"}
+	admin := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "maintenance", ReasonUser: "root"}
+	prologError := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "Prolog error", ReasonUser: "slurm"}
+	downForeign := NodeState{Name: "n1", State: "DOWN", Reason: "Not responding"}
+	downOurs := NodeState{Name: "n1", State: "DOWN", Reason: "nodecheck: old"}
+	fail := []Failure{{"ib_ports", "mlx5_5/1: down"}}
+	drain := &Update{Node: "n1", State: "DRAIN", Reason: "nodecheck: ib_ports: mlx5_5/1: down"}
+	resume := &Update{Node: "n1", State: "RESUME"}
+
+	type row struct {
+		name      string
+		mode      Mode
+		unhealthy bool
+		mayDrain  bool
+		mayResume bool
+		node      NodeState
+		passes    int
+		known     bool
+		want      Action
+		update    *Update
+		message   string // a substring
+	}
+	var tests []row
+	// Failing runs: every mode drains the same way when allowed to.
+	for _, m := range []Mode{ModeProlog, ModeEpilog, ModeHealth, ModeManual} {
+		p := string(m) + ", failing, "
+		tests = append(tests,
+			row{p + "idle node", m, true, true, false, idle, 0, true, ActionDrained, drain, "drain: nodecheck: ib_ports"},
+			row{p + "node with a job", m, true, true, false, mixed, 0, true, ActionDrained, drain, ""},
+			row{p + "already drained by nodecheck", m, true, true, false, ours, 0, true, ActionKept, nil, "already IDLE+DRAIN by nodecheck"},
+			row{p + "draining by nodecheck", m, true, true, false, oursDraining, 0, true, ActionKept, nil, "reason kept"},
+			row{p + "drained by an admin", m, true, true, false, admin, 0, true, ActionKept, nil, `reason nodecheck did not set ("maintenance")`},
+			row{p + "drained by slurm's prolog error", m, true, true, false, prologError, 0, true, ActionKept, nil, "Prolog error"},
+			row{p + "down with slurm's reason", m, true, true, false, downForeign, 0, true, ActionKept, nil, "Not responding"},
+			row{p + "down with nodecheck's old reason", m, true, true, false, downOurs, 0, true, ActionDrained, drain, ""},
+			row{p + "not allowed to drain", m, true, false, true, idle, 0, true, ActionNone, nil, "does not drain"},
+		)
+	}
+	// Clean runs.
+	tests = append(tests,
+		row{"health, clean, idle", ModeHealth, false, true, true, idle, 5, true, ActionNone, nil, "healthy; node is IDLE"},
+		row{"health, clean, ours, 1 of 2", ModeHealth, false, true, true, ours, 1, true, ActionWaiting, nil, "1 of 2 consecutive clean runs"},
+		row{"health, clean, ours, 2 of 2", ModeHealth, false, true, true, ours, 2, true, ActionResumed, resume, "healthy for 2 consecutive runs"},
+		row{"health, clean, ours draining, 3 of 2", ModeHealth, false, true, true, oursDraining, 3, true, ActionResumed, resume, ""},
+		row{"health, clean, ours, passes unknown", ModeHealth, false, true, true, ours, 7, false, ActionWaiting, nil, "resume the node by hand"},
+		row{"health, clean, admin's drain", ModeHealth, false, true, true, admin, 9, true, ActionKept, nil, "never resumed by nodecheck"},
+		row{"health, clean, prolog error", ModeHealth, false, true, true, prologError, 9, true, ActionKept, nil, "never resumed"},
+		row{"health, clean, resume off", ModeHealth, false, true, false, ours, 9, true, ActionNone, nil, "healthy"},
+		row{"manual --resume, clean, ours, 2 of 2", ModeManual, false, false, true, ours, 2, true, ActionResumed, resume, ""},
+		row{"manual, clean, no --resume", ModeManual, false, true, false, ours, 2, true, ActionNone, nil, ""},
+		row{"prolog, clean, ours: prologs never resume", ModeProlog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
+		row{"epilog, clean, ours: epilogs never resume", ModeEpilog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
+	)
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var failures []Failure
+			if tc.unhealthy {
+				failures = fail
+			}
+			got := decide(situation{
+				Mode: tc.mode, Unhealthy: tc.unhealthy, MayDrain: tc.mayDrain, MayResume: tc.mayResume,
+				Node: tc.node, Prefix: "nodecheck:", Passes: tc.passes, PassesKnown: tc.known, Need: 2,
+			}, failures)
+			if got.Action != tc.want {
+				t.Errorf("action %q, want %q (%s)", got.Action, tc.want, got.Message)
+			}
+			if diff := cmp.Diff(tc.update, got.Update); diff != "" {
+				t.Errorf("update (-want +got):\n%s", diff)
+			}
+			if !strings.Contains(got.Message, tc.message) {
+				t.Errorf("message %q lacks %q", got.Message, tc.message)
+			}
+		})
+	}
+}

@@ -1,0 +1,265 @@
+package drain
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+// NodeState is a node's state and reason as slurmctld reports them.
+type NodeState struct {
+	Name       string   // NodeName
+	State      string   // base state, upper case: IDLE, MIXED, ALLOCATED, DOWN, ...
+	Flags      []string // state flags, upper case: DRAIN, NOT_RESPONDING, ...
+	Reason     string   // Reason, without scontrol's " [user@time]" stamp; "" for none
+	ReasonUser string   // who set the reason ("root", "slurm"); "" when unknown
+}
+
+// Drained reports whether the node is drained or draining: its DRAIN flag is set (scontrol's
+// IDLE+DRAIN, MIXED+DRAIN), or its state is one of sinfo's compound names.
+func (n NodeState) Drained() bool {
+	switch n.State {
+	case "DRAIN", "DRAINED", "DRAINING":
+		return true
+	}
+	return slices.Contains(n.Flags, "DRAIN")
+}
+
+// String is the state as scontrol prints it: "IDLE+DRAIN".
+func (n NodeState) String() string {
+	return strings.Join(append([]string{n.State}, n.Flags...), "+")
+}
+
+// parseStateWords splits scontrol's "MIXED+DRAIN" (or JSON's ["MIXED", "DRAIN"], or "idle"
+// with separate flags) into the base state and its flags, upper-cased. Slurm prints the base
+// state first (node_state_string_complete in src/common/slurm_protocol_defs.c).
+func parseStateWords(words []string) (string, []string) {
+	var out []string
+	for _, w := range words {
+		for p := range strings.SplitSeq(w, "+") {
+			if p = strings.ToUpper(strings.TrimSpace(p)); p != "" {
+				out = append(out, p)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return "", nil
+	}
+	if len(out) == 1 {
+		return out[0], nil
+	}
+	return out[0], slices.Clip(out[1:])
+}
+
+var (
+	// nodeNameField anchors the line: `scontrol show node -o` starts every record with it.
+	nodeNameField = regexp.MustCompile(`^NodeName=(\S+)`)
+	// stateField is the first State= at a field boundary. Fields before it hold no "State="
+	// (OS= has blanks but is uname's text); the reason, which may, comes after it.
+	stateField = regexp.MustCompile(`(?:^|\s)State=(\S+)`)
+	// reasonStamp ends the reason's first line: " [root@2024-05-01T10:00:00]" (user@time as
+	// slurm_make_time_str prints it; "Unknown" when the time is not set).
+	reasonStamp = regexp.MustCompile(` \[([^\]\s@]+)@([^\]\s]+)\]`)
+)
+
+// ParseShowNode reads the output of `scontrol show node -o NAME` (Slurm 22.05 and later, which
+// print one line per node). It returns the record for name; an output without it is an error.
+//
+// Reason= contains blanks and comes after every other field that might: on 22.05 it is the
+// last field, and newer versions may follow it with Comment=, Extra=, InstanceId= or
+// ReservationName= (slurm_sprint_node_table in src/api/node_info.c). So the reason runs from
+// "Reason=" to the " [user@time]" stamp that slurmctld adds to every reason it records, or,
+// without a stamp, to the first of those later fields or the end of the line.
+func ParseShowNode(r io.Reader, name string) (NodeState, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	var names []string
+	for sc.Scan() {
+		line := strings.TrimRight(sc.Text(), " \r")
+		m := nodeNameField.FindStringSubmatch(line)
+		if m == nil {
+			continue
+		}
+		if m[1] != name {
+			names = append(names, m[1])
+			continue
+		}
+		return parseShowNodeLine(line)
+	}
+	if err := sc.Err(); err != nil {
+		return NodeState{}, fmt.Errorf("read scontrol output: %w", err)
+	}
+	if len(names) > 0 {
+		return NodeState{}, fmt.Errorf("scontrol printed nodes %s but not %q", strings.Join(names, ", "), name)
+	}
+	return NodeState{}, fmt.Errorf("scontrol printed no NodeName= line for %q", name)
+}
+
+// laterFields may follow Reason= on newer Slurm versions.
+var laterFields = []string{" Comment=", " Extra=", " InstanceId=", " InstanceType=", " ReservationName="}
+
+func parseShowNodeLine(line string) (NodeState, error) {
+	n := NodeState{Name: nodeNameField.FindStringSubmatch(line)[1]}
+	sm := stateField.FindStringSubmatchIndex(line)
+	if sm == nil {
+		return NodeState{}, fmt.Errorf("node %s: no State= field in %q", n.Name, cutLine(line))
+	}
+	n.State, n.Flags = parseStateWords([]string{line[sm[2]:sm[3]]})
+	if n.State == "" {
+		return NodeState{}, fmt.Errorf("node %s: empty State= field", n.Name)
+	}
+	rest := line[sm[1]:]
+	i := strings.Index(rest, " Reason=")
+	if i < 0 {
+		return n, nil
+	}
+	reason := rest[i+len(" Reason="):]
+	if st := reasonStamp.FindStringSubmatchIndex(reason); st != nil {
+		n.ReasonUser = reason[st[2]:st[3]]
+		reason = reason[:st[0]]
+	} else {
+		for _, f := range laterFields {
+			if j := strings.Index(reason, f); j >= 0 {
+				reason = reason[:j]
+			}
+		}
+	}
+	n.Reason = strings.TrimSpace(reason)
+	return n, nil
+}
+
+// ParseNodesJSON reads the "nodes" document of `scontrol --json show node NAME` (Slurm 23.02
+// and later) or `sinfo --json` (21.08 and later), and returns the record for name. It reads
+// both shapes of the state: "state": "idle" with "state_flags": ["DRAIN"] (data_parser
+// v0.0.38 and before) and "state": ["IDLE", "DRAIN"] (v0.0.39 and later). A document whose
+// "errors" list is not empty and that lacks the node is an error quoting the first entry.
+func ParseNodesJSON(r io.Reader, name string) (NodeState, error) {
+	var doc struct {
+		Nodes  []jsonNode `json:"nodes"`
+		Errors []struct {
+			Description string `json:"description"`
+			Error       string `json:"error"`
+		} `json:"errors"`
+	}
+	dec := json.NewDecoder(r)
+	if err := dec.Decode(&doc); err != nil {
+		return NodeState{}, fmt.Errorf("decode scontrol JSON: %w", err)
+	}
+	for _, jn := range doc.Nodes {
+		if jn.Name == name {
+			return jn.state()
+		}
+	}
+	if len(doc.Errors) > 0 {
+		e := doc.Errors[0]
+		return NodeState{}, fmt.Errorf("scontrol JSON has no node %q: %s", name, strings.TrimSpace(e.Description+" "+e.Error))
+	}
+	return NodeState{}, fmt.Errorf("scontrol JSON has no node %q", name)
+}
+
+type jsonNode struct {
+	Name       string          `json:"name"`
+	State      json.RawMessage `json:"state"`
+	StateFlags []string        `json:"state_flags"`
+	Reason     string          `json:"reason"`
+	ReasonUser *string         `json:"reason_set_by_user"`
+}
+
+func (jn jsonNode) state() (NodeState, error) {
+	var words []string
+	var one string
+	switch err := json.Unmarshal(jn.State, &one); {
+	case err == nil:
+		words = []string{one}
+	case json.Unmarshal(jn.State, &words) == nil:
+	default:
+		return NodeState{}, fmt.Errorf("node %s: \"state\" is %s, want a string or a list of strings", jn.Name, cutLine(string(jn.State)))
+	}
+	words = append(words, jn.StateFlags...)
+	n := NodeState{Name: jn.Name, Reason: strings.TrimSpace(jn.Reason)}
+	n.State, n.Flags = parseStateWords(words)
+	if n.State == "" {
+		return NodeState{}, fmt.Errorf("node %s: empty \"state\"", jn.Name)
+	}
+	if jn.ReasonUser != nil {
+		n.ReasonUser = *jn.ReasonUser
+	}
+	return n, nil
+}
+
+// NodeReason is one node of the cluster and its reason ("" for none).
+type NodeReason struct {
+	Name   string
+	Reason string
+}
+
+// ParseSinfoReasons reads `sinfo --noheader --Node --format=%N|%E`: one line per node and
+// partition, the node name, a bar, and the full reason ("none" when there is none, which is
+// how sinfo prints an empty one). A node in several partitions is listed once. Node names
+// hold no bar, so the first one splits; the reason may hold more.
+func ParseSinfoReasons(r io.Reader) ([]NodeReason, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	seen := map[string]bool{}
+	var out []NodeReason
+	n := 0
+	for sc.Scan() {
+		n++
+		line := strings.TrimRight(sc.Text(), " \r")
+		if line == "" {
+			continue
+		}
+		name, reason, ok := strings.Cut(line, "|")
+		name = strings.TrimSpace(name)
+		if !ok || name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("sinfo line %d: %q: want NODE|REASON", n, cutLine(line))
+		}
+		if seen[name] {
+			continue
+		}
+		seen[name] = true
+		reason = strings.TrimSpace(reason)
+		if reason == "none" {
+			reason = ""
+		}
+		out = append(out, NodeReason{Name: name, Reason: reason})
+	}
+	if err := sc.Err(); err != nil {
+		return nil, fmt.Errorf("read sinfo output: %w", err)
+	}
+	return out, nil
+}
+
+// ParseVersion reads `scontrol --version` ("slurm 23.02.7", "slurm-wlm 22.05.8") into the
+// major and minor release numbers.
+func ParseVersion(s string) (major, minor int, err error) {
+	f := strings.Fields(s)
+	if len(f) < 2 {
+		return 0, 0, fmt.Errorf("scontrol --version printed %q: want NAME MAJOR.MINOR.MICRO", cutLine(s))
+	}
+	parts := strings.Split(f[1], ".")
+	if len(parts) < 2 {
+		return 0, 0, fmt.Errorf("scontrol --version printed %q: want NAME MAJOR.MINOR.MICRO", cutLine(s))
+	}
+	major, err1 := strconv.Atoi(parts[0])
+	minor, err2 := strconv.Atoi(parts[1])
+	if err := errors.Join(err1, err2); err != nil || major < 0 || minor < 0 {
+		return 0, 0, fmt.Errorf("scontrol --version printed %q: want NAME MAJOR.MINOR.MICRO", cutLine(s))
+	}
+	return major, minor, nil
+}
+
+// cutLine bounds text quoted in an error: output from outside goes into logs and reasons.
+func cutLine(s string) string {
+	s = Sanitize(s)
+	if len(s) > 120 {
+		return s[:117] + "..."
+	}
+	return s
+}

@@ -1,0 +1,112 @@
+package drain
+
+import (
+	"strconv"
+	"strings"
+)
+
+// MaxReasonLen bounds a drain reason. Slurm stores longer ones, but `sinfo -R` shows 20
+// characters and `scontrol show node` one line: past this a reason only hides the next field.
+const MaxReasonLen = 200
+
+// Failure is one failed check as a drain reason names it.
+type Failure struct {
+	Check   string // the check id: "ib_ports"
+	Summary string // its one-line summary: "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"
+}
+
+// FormatReason builds the reason nodecheck drains with: "<prefix> <check>: <summary>" for the
+// first failure, then " (+N more)" for the others, as printable ASCII on one line of at most
+// MaxReasonLen bytes. The prefix and check id come first because `sinfo -R` shows only the
+// first 20 characters. A summary too long is cut with "..."; the prefix, check id and count
+// are kept. It returns "" for no failures.
+func FormatReason(prefix string, failures []Failure) string {
+	if len(failures) == 0 {
+		return ""
+	}
+	head := Sanitize(prefix)
+	if c := Sanitize(failures[0].Check); c != "" {
+		head = joinSpace(head, c)
+	}
+	more := ""
+	if n := len(failures) - 1; n > 0 {
+		more = " (+" + strconv.Itoa(n) + " more)"
+	}
+	summary := Sanitize(failures[0].Summary)
+	if summary != "" {
+		head += ":"
+	}
+	if len(head)+len(more) > MaxReasonLen {
+		// Only a config with an absurd prefix gets here: keep the count, which says that the
+		// reason is incomplete, and cut the rest.
+		return strings.TrimSpace(cut(head, MaxReasonLen-len(more))) + more
+	}
+	if summary == "" {
+		return head + more
+	}
+	room := MaxReasonLen - len(head) - 1 - len(more)
+	if len(summary) > room {
+		const ellipsis = "..."
+		if room <= len(ellipsis) {
+			return head + more
+		}
+		summary = strings.TrimSpace(cut(summary, room-len(ellipsis))) + ellipsis
+	}
+	return head + " " + summary + more
+}
+
+// Sanitize makes s safe for a drain reason and a log line: one line of printable ASCII.
+// Control characters (newlines, tabs, escapes) become blanks, since scontrol prints a reason's
+// later lines after its [user@time] stamp and sinfo prints them raw, breaking line-oriented
+// readers; a double quote becomes a single one, since scontrol strips a pair of quotes around
+// the value (Reason="x" is stored as x); any other non-ASCII character becomes "?", since
+// sinfo and scontrol output are read by tools that assume ASCII. Runs of blanks are collapsed
+// and the ends trimmed.
+func Sanitize(s string) string {
+	var b strings.Builder
+	b.Grow(len(s))
+	space := false
+	for _, r := range s {
+		switch {
+		case r < 0x20 || r == 0x7f || r == ' ':
+			space = true
+			continue
+		case r == '"':
+			r = '\''
+		case r > 0x7e:
+			r = '?'
+		}
+		if space && b.Len() > 0 {
+			b.WriteByte(' ')
+		}
+		space = false
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// Owned reports whether a reason is one nodecheck set: it starts with the prefix (sanitized,
+// as FormatReason writes it). An empty prefix owns nothing, so a misconfiguration can never
+// claim every drain.
+func Owned(reason, prefix string) bool {
+	prefix = Sanitize(prefix)
+	return prefix != "" && strings.HasPrefix(reason, prefix)
+}
+
+// cut returns at most n bytes of the ASCII string s.
+func cut(s string, n int) string {
+	if n <= 0 {
+		return ""
+	}
+	if len(s) <= n {
+		return s
+	}
+	return s[:n]
+}
+
+func joinSpace(a, b string) string {
+	if a == "" {
+		return b
+	}
+	return a + " " + b
+}
