@@ -13,6 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/checks/report"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/drain"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -28,6 +29,13 @@ type runOpts struct {
 	format     string
 	details    bool
 	dryRun     bool
+	drain      bool
+	resume     bool
+
+	// Set by `nodecheck snapshot` (snapshot.go), never by flags: wrapFacts wraps the node's
+	// facts (in a node.Recorder), and afterRun sees the run's environment and report.
+	wrapFacts func(node.Facts) node.Facts
+	afterRun  func(*checks.Env, checks.Report)
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -44,7 +52,12 @@ slurmd with only SLURMD_NODENAME set, else manual.
 The node name comes from --node, else SLURMD_NODENAME, else the snapshot's node_name, else
 the slurm.conf NodeName whose NodeHostname (or name) is this host's name.
 
-Without --all or --check, every check that runs in the mode runs (the same as --all).`,
+Without --all or --check, every check that runs in the mode runs (the same as --all).
+
+When a check fails, prolog, epilog and health runs drain the node through scontrol with the
+reason "nodecheck: CHECK: SUMMARY"; health runs resume a node nodecheck drained once it passes
+resume_after_passes runs in a row ([drain] in nodecheck.toml, README "Draining"). Manual runs
+and snapshot replays only report, unless given --drain or --resume (a replay also needs --node).`,
 		Example: `  nodecheck run --all
   nodecheck run --check ib_ports --format json
   nodecheck run --snapshot testdata/snapshots/h100-healthy --all
@@ -68,7 +81,9 @@ Without --all or --check, every check that runs in the mode runs (the same as --
 	f.StringVar(&o.slurmConf, "slurm-conf", "", "slurm.conf to read (default: SLURM_CONF, slurmd's configless cache, /etc/slurm/slurm.conf)")
 	f.StringVar(&o.format, "format", "text", "output format: text or json")
 	f.BoolVar(&o.details, "details", false, "text format: list every device, not only the bad ones")
-	f.BoolVar(&o.dryRun, "dry-run", false, "print the scontrol commands a drain or resume would run, and run none (this version reports only: it never drains)")
+	f.BoolVar(&o.drain, "drain", false, "drain the node if a check fails, also in a manual run or (with --node) a snapshot replay")
+	f.BoolVar(&o.resume, "resume", false, "resume the node if nodecheck drained it and it passed resume_after_passes clean runs in a row, also in a manual run or (with --node) a snapshot replay")
+	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the scontrol commands a drain or resume would run, and run none")
 	_ = cmd.RegisterFlagCompletionFunc("check", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return checks.IDs(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -112,6 +127,13 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
+	if o.wrapFacts != nil {
+		facts = o.wrapFacts(facts)
+	}
+	if err := checkDrainFlags(o, mode, snap != nil); err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
+		return exitCannotRun
+	}
 	getenv := g.getenv
 	if snap != nil {
 		// A replay must not pick up this machine's Slurm environment.
@@ -128,6 +150,9 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	if slurmConf == "" {
 		slurmConf = cfg.SlurmConf
 	}
+	if slurmConf == "" && snap != nil {
+		slurmConf = snap.Meta().SlurmConf // where the recorded run found it
+	}
 	slurm := checks.NewSlurmFiles(facts, slurmConf, getenv)
 	nodeName, err := checks.ResolveNodeName(ctx, checks.NodeNameSources{
 		Flag: o.nodeName, Getenv: getenv, Snapshot: snapshotNodeName(snap), Facts: facts, Slurm: slurm,
@@ -143,24 +168,33 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	env := &checks.Env{
 		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
 		Job: checks.Job{ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS")},
+		// A replay must not write to this machine, nor may a dry run write anywhere.
+		ReadOnly: snap != nil || o.dryRun,
 	}
 	rep := checks.Run(ctx, env, list, checks.RunOptions{
 		Budget:             checks.BudgetFor(eff, mode),
 		StopOnFirstFailure: eff.StopOnFirstFailure,
 		ErrorIsFailure:     eff.ErrorIsFailure,
 	})
+	if o.afterRun != nil {
+		o.afterRun(env, rep)
+	}
 	if mode != checks.ModeManual {
 		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
 		logResults(log, rep)
 	}
-	if err := writeReport(g.stdout, rep, o); err != nil {
+	// Drain before writing the report, which says what was done; and in a prolog before
+	// exiting, so that the node carries nodecheck's reason rather than Slurm's "Prolog error".
+	code := exitHealthy
+	if !rep.Healthy {
+		code = exitUnhealthy
+	}
+	outcome, code := applyDrain(ctx, log, rep, eff, mode, o, snap != nil, slurmConfForClients(ctx, g, slurm, snap != nil), code)
+	if err := writeReport(g.stdout, rep, o, outcome); err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", err)
 		return exitCannotRun
 	}
-	if !rep.Healthy {
-		return exitUnhealthy
-	}
-	return exitHealthy
+	return code
 }
 
 // openFacts gives the live node, or a recorded one when dir is set.
@@ -227,18 +261,25 @@ func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, 
 	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
 	if (mode == checks.ModeProlog || mode == checks.ModeEpilog) && !failClosed {
 		rep := checks.Report{Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
-		_ = writeReport(g.stdout, rep, o)
+		_ = writeReport(g.stdout, rep, o, nil)
 		return exitHealthy
 	}
 	fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 	return exitCannotRun
 }
 
-func writeReport(w io.Writer, rep checks.Report, o runOpts) error {
+func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome) error {
 	if o.format == "json" {
-		return report.WriteJSON(w, rep)
+		var opts []report.JSONOption
+		if d != nil {
+			opts = append(opts, report.WithDrain(d))
+		}
+		return report.WriteJSON(w, rep, opts...)
 	}
-	return report.WriteText(w, rep, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true})
+	if err := report.WriteText(w, rep, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true}); err != nil {
+		return err
+	}
+	return writeDrainText(w, d)
 }
 
 func isTerminal(w io.Writer) bool {

@@ -4,7 +4,8 @@
 # Each h100-* snapshot other than h100-healthy is a copy of h100-healthy with exactly ONE change,
 # so that each one tests exactly one thing. This script is the only place those changes are
 # written down as code; run it after any edit to h100-healthy (its SOURCE included) and commit
-# the result. It needs only POSIX sh, cp, sed and mv, and reads nothing outside this directory.
+# the result. It needs only POSIX sh, cp, sed, cmp, grep and mv, and reads nothing outside
+# this directory.
 #
 # The base snapshots (h100-healthy, a100-healthy, cpu-node-no-gpu-no-ib) are not generated
 # here: they were assembled once from the public captures named in their SOURCE files.
@@ -49,7 +50,22 @@ devline() {
 	mv "$f.tmp" "$f"
 }
 
+# edit NAME FILE SED-SCRIPT: run sed on NAME/FILE (through a temporary file: sed -i is not
+# POSIX) and fail when the script changed nothing, so that a base that moved on cannot leave
+# a variant silently identical to it.
+edit() {
+	f="$1/$2"
+	sed "$3" "$f" >"$f.tmp"
+	if cmp -s "$f" "$f.tmp"; then
+		rm -f "$f.tmp"
+		echo "regen.sh: the edit of $f changed nothing" >&2
+		exit 1
+	fi
+	mv "$f.tmp" "$f"
+}
+
 ib=fs/sys/class/infiniband
+pci=fs/sys/bus/pci/devices
 
 # --- one NDR port administratively down -------------------------------------------------
 n=h100-ib-port-down
@@ -157,4 +173,212 @@ does when a wedged HCA firmware command blocks the driver. The data itself is he
 Expected: ib_ports fails on its own timeout (default 2 s; a timeout is a fail), well before 60 s; the
 run as a whole still ends within its budget and every other check is as in h100-healthy."
 
-echo "regen.sh: rebuilt 8 snapshots from $base"
+# --- a GPU lost: NVML cannot open it, the PCI bus still lists it -----------------------------
+n=h100-gpu-lost
+new $n
+# Device 4 keeps only its index and the error: with ERROR_GPU_IS_LOST NVML hands out no
+# handle, so nothing else about the GPU (bus id, name, UUID) can be read.
+edit $n nvml.json '/^      "index": 4,$/,/^    },$/{
+/^      "index": 4,$/{
+p
+s/.*/      "error": "ERROR_GPU_IS_LOST"/
+}
+/^      "error"/b
+/^    },$/b
+d
+}'
+source_note $n "Change: in nvml.json device 4 (bus 00000000:9B:00.0) is reduced to {\"index\": 4, \"error\": \"ERROR_GPU_IS_LOST\"};
+device_count stays 8. This is what NVML gives for a GPU that fell off the bus (XID 79): nvmlDeviceGetCount
+still counts it, nvmlDeviceGetHandleByIndex(4) returns NVML_ERROR_GPU_IS_LOST, and without a handle neither
+its bus id nor its name can be read (nvidia-smi prints \"Unable to determine the device handle for GPU
+0000:9B:00.0: GPU is lost\"). The PCI function 0000:9b:00.0 stays in sysfs with its cached vendor and class,
+and /dev/nvidia4 stays in devices.json. Written for the fixture; the corpus has no capture of a lost GPU.
+Expected: gpu_count fails: 7/8 GPUs in NVML, 8 on PCI, naming 0000:9b:00.0 and gpu 4 ERROR_GPU_IS_LOST;
+pcie_link judges that GPU from sysfs (x16, ok); fabric_manager counts 7 GPUs with fabric state (the lost
+one is gpu_count's); every other check as in h100-healthy."
+
+# --- slurm.conf promises a ninth GPU -----------------------------------------------------------
+n=h100-gres-count-high
+new $n
+edit $n fs/etc/slurm/slurm.conf 's/^\(NodeName=gpu-h100-\[01-16\] .*\)Gres=gpu:h100:8 /\1Gres=gpu:h100:9 /'
+source_note $n "Change: fs/etc/slurm/slurm.conf gives the H100 nodes Gres=gpu:h100:9 instead of gpu:h100:8 (a typo, or a
+NodeName range copied from another rack); gres.conf still lists 8 files (/dev/nvidia[0-7]), NVML and the PCI
+bus still show 8 GPUs. slurmd would register 8 and slurmctld would drain the node for the count below
+its configuration; nodecheck says why first.
+Expected: gpu_count fails: slurm.conf expects 9 GPUs (Gres=gpu:h100:9), NVML and PCI show 8; gres_devices
+is ok (gres.conf is unchanged); every other check as in h100-healthy."
+
+# --- one GPU's PCIe link trained at x8 ---------------------------------------------------------
+n=h100-pcie-x8
+new $n
+put $n/$pci/0000:5d:00.0/current_link_width '8'
+edit $n nvml.json '/^      "index": 3,$/,/^    },$/s/"curr_link_width": 16,/"curr_link_width": 8,/'
+source_note $n "Change: GPU 3 (0000:5d:00.0) runs its PCIe link at x8 of x16: sysfs current_link_width \"8\" (written with the
+kernel's trailing newline, through the bus/pci/devices symlink) and nvml.json curr_link_width 8 for device 3;
+max_link_width stays 16 and the speed stays Gen5 (32 GT/s): a link that loses lanes keeps its speed.
+The value is written for the fixture; real links downgraded the same way are in the corpus:
+pcie/gpud-lspci-vvv-h100x8-node.txt (leptonai/gpud pkg/pci/testdata/lspci-vvv
+@ 64926e615a0f333575d1cab5209a52bf46c5e566) shows \"LnkCap: ... Width x16\" with \"LnkSta: ... Width x2
+(downgraded)\" on 80:01.0 and 81:00.1 of the same H100 node, and pcie/procfs-sysfs-devices-pci/
+(prometheus/procfs testdata @ 3c943fdba94a978d990553698da4add62bb11a30) has sysfs current_link_width 8
+under max_link_width 16 (0000:00:03.0) and 4 under 8 (0000:00:02.1).
+Expected: pcie_link fails: gpu 3 (0000:5d:00.0) PCIe x8, expected x16; every other check as in h100-healthy."
+
+# --- Fabric Manager older than the driver --------------------------------------------------------
+n=h100-fm-version-mismatch
+new $n
+edit $n commands.json 's/Fabric Manager version is : 535\.161\.08/Fabric Manager version is : 535.154.05/'
+source_note $n "Change: in commands.json \`/usr/bin/nv-fabricmanager --version\` prints version 535.154.05 instead of 535.161.08,
+in the same layout (blank lines, TAB). The output is written for the fixture: the driver was upgraded to
+535.161.08 and nvidia-fabricmanager was not. 535.154.05 is a real driver release of the same branch (the
+driver of corpus nvsmi/gpud-q-rtx4090x8-535.154.05.txt). Fabric Manager refuses to run against another
+driver version, and CUDA then fails with error 802 (\"system not yet initialized\").
+Expected: fabric_manager fails: driver 535.161.08 but Fabric Manager 535.154.05, with the fix (install the
+driver's version and restart it); every other check as in h100-healthy."
+
+# --- Fabric Manager service stopped --------------------------------------------------------------
+n=h100-fm-down
+new $n
+edit $n commands.json '/"is-active",/,/"exit_code"/{
+s/"stdout": "active\\n"/"stdout": "inactive\\n"/
+s/"exit_code": 0/"exit_code": 3/
+}'
+source_note $n "Change: in commands.json \`/usr/bin/systemctl is-active nvidia-fabricmanager\` prints \"inactive\" and exits 3,
+what systemctl does for a unit that is not running (systemctl(1), is-active: exit code 0 if at least
+one unit is active, non-zero otherwise; 3 is the LSB code for \"program is not running\").
+Written for the fixture. NVML still reports the fabric COMPLETED: registration outlives the daemon
+until the GPUs are reset, and new CUDA jobs still fail.
+Expected: fabric_manager fails: nvidia-fabricmanager service inactive, want active; every other check as in h100-healthy."
+
+# --- one GPU's fabric registration stuck ----------------------------------------------------------
+n=h100-fabric-in-progress
+new $n
+edit $n nvml.json '/^      "index": 5,$/,/^    },$/{
+s/"state": "COMPLETED"/"state": "IN_PROGRESS"/
+s/"status": "SUCCESS"/"status": "N\/A"/
+}'
+source_note $n "Change: in nvml.json device 5 (00000000:BB:00.0) has fabric {\"state\": \"IN_PROGRESS\", \"status\": \"N/A\"}: its
+NVLink fabric registration with Fabric Manager has not finished (FM restarting, a GPU whose NVLinks do not
+train, a FABRIC_MODE change). Vocabulary: nvidia-smi -q prints such a GPU as \"Fabric / State : In Progress /
+Status : N/A\" (NVIDIA/gpu-operator issue 2511, a 580.159.04 node), which is NVML_GPU_FABRIC_STATE_IN_PROGRESS;
+NVML documents the status as valid only once the state is COMPLETED, so nvidia-smi shows N/A and the fixture
+keeps that text rather than invent a return code. Written for the fixture.
+Expected: fabric_manager fails: fabric not completed on 1 of 8 GPUs: gpu 5 (0000:bb:00.0) IN_PROGRESS;
+every other check as in h100-healthy."
+
+# --- NVIDIA driver not loaded ---------------------------------------------------------------------
+n=h100-nvml-driver-not-loaded
+new $n
+cat >$n/nvml.json <<'EOF'
+{
+  "init": "ERROR_DRIVER_NOT_LOADED"
+}
+EOF
+source_note $n "Change: nvml.json is {\"init\": \"ERROR_DRIVER_NOT_LOADED\"}: nvmlInit finds libnvidia-ml but the kernel module is
+not loaded (a kernel update without the matching module, a failed DKMS build, a blacklisted module). With
+a failed init NVML reports nothing else. sysfs still lists the 8 GPUs and 4 NVSwitches (the PCI bus does
+not need the driver), /dev/nvidia* in devices.json stay (device files outlive the module), and the
+commands are unchanged. Written for the fixture; the form is the snapshot format's (DESIGN.md section 7).
+Expected: gpu_count fails: NVML init: ERROR_DRIVER_NOT_LOADED, slurm.conf expects 8 GPUs; fabric_manager
+fails: the driver version cannot be read; pcie_link judges the GPUs from sysfs (ok); every other check as
+in h100-healthy."
+
+
+# --- nccl-tests all_reduce_perf runs -----------------------------------------------------------
+# The logs are the real ones of ../../checks/testdata/nccl (see the SOURCE there). Each snapshot
+# adds one commands.json entry whose stdout is a log; the recorded argv is the command that
+# produced that log (from its "# nThread ... minBytes ... maxBytes" line), which replay matches
+# by program name, as nodecheck adds its own -g and sizes.
+nccl=../../checks/testdata/nccl
+
+# jsonstr FILE: the file as the body of a JSON string (backslash, quote, tab escaped; newlines \n).
+jsonstr() {
+	printf '%s\\n' "$(sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/	/\\t/g' "$1" | sed -e ':a' -e 'N' -e '$!ba' -e 's/\n/\\n/g')"
+}
+
+# addcmd NAME ARGV_JSON STDOUT_FILE EXIT: append a commands.json entry to snapshot NAME.
+addcmd() {
+	f="$1/commands.json"
+	sed '$d' "$f" | sed '$s/}$/},/' >"$f.tmp"
+	{
+		printf '  {\n    "argv": %s,\n    "stdout": "' "$2"
+		jsonstr "$3"
+		printf '",\n    "stderr": "",\n    "exit_code": %s\n  }\n]\n' "$4"
+	} >>"$f.tmp"
+	mv "$f.tmp" "$f"
+}
+
+h100log=$nccl/nccltests-290-h100-1node-8gpu-g8.log
+h100argv='["/usr/bin/all_reduce_perf", "-b", "128M", "-e", "4G", "-f", "2", "-g", "8"]'
+h100src="The log: NVIDIA/nccl-tests issue #290 (issue body, \"Single node\"), byte-exact, as copied into
+checks/testdata/nccl/nccltests-290-h100-1node-8gpu-g8.log (corpus: nccl/, see SOURCES.md there): a
+real 8x NVIDIA H100 80GB HBM3 single-node run (host node005, not this fixture's node), sizes 128 MiB
+to 4 GiB, busbw 465-477 GB/s at 1-4 GiB (NVLS), avg 439.369, no wrong data, Out of bounds 0 OK.
+argv: what produced it, read from the log's header (minBytes 134217728, maxBytes 4294967296,
+factor 2, nGpus 8). exit_code 0: the log ends with its summary and no failure line. stderr empty,
+no duration_ms: the issue shows neither."
+
+n=h100-nccl-ok
+new $n
+addcmd $n "$h100argv" $h100log 0
+source_note $n "Change: commands.json records /usr/bin/all_reduce_perf, stdout = a real nccl-tests log.
+$h100src
+Expected: nccl_allreduce ok: busbw 476.5 GB/s at 4 GiB, at least 390 (the built-in threshold for
+8x H100 80GB HBM3); every other check as in h100-healthy."
+
+n=h100-nccl-low-busbw
+new $n
+addcmd $n "$h100argv" $h100log 0
+cat >>$n/fs/etc/nodecheck/nodecheck.toml <<'EOF'
+# A site that holds its H100 nodes to NVIDIA's NVLS figure for 8 GPUs, "a peak busBw of
+# ~480GB/s" (NVIDIA/nccl-tests#212), instead of the built-in 390.
+[checks.nccl_allreduce]
+min_busbw_gbps = 480.0
+EOF
+source_note $n "Change: commands.json records the same real all_reduce_perf run as h100-nccl-ok, and the
+node's policy (fs/etc/nodecheck/nodecheck.toml, written for the fixture) asks for more than it
+reached: [checks.nccl_allreduce] min_busbw_gbps = 480 (NVIDIA's quoted NVLS peak for 8 H100,
+NVIDIA/nccl-tests#212). The data stays real; only the threshold is raised above it. This is the
+recorded run plus one policy line, the pair making the one fault \"busbw below the site's threshold\".
+$h100src
+Expected: nccl_allreduce fails: busbw 476.5 GB/s at 4 GiB, want at least 480 (min_busbw_gbps);
+every other check as in h100-healthy."
+
+n=h100-nccl-wrong
+new $n
+addcmd $n '["/usr/bin/all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "1"]' $nccl/nccltests-369-gh200-2node-wrong-nonzero-failed.log 1
+source_note $n "Change: commands.json records /usr/bin/all_reduce_perf, stdout = a real nccl-tests log with
+data corruption: NVIDIA/nccl-tests issue #369 (comment by angainor, 2026-01-23), byte-exact, as
+copied into checks/testdata/nccl/nccltests-369-gh200-2node-wrong-nonzero-failed.log (corpus: nccl/).
+nccl-tests 2.17.8 on 2 NVIDIA GH200 120GB in 2 nodes (gpu-1-1, gpu-1-7: NOT this fixture's 8 H100;
+no public single-node H100 log with wrong data exists in the corpus, and the check judges what the
+output says): #wrong 96 out of place and 32 in place at 1 MiB, \"# Out of bounds values : 4 FAILED\",
+avg 4.79995, then \" .. Test failure common.cu:1189\" trace lines.
+argv: read from the log's header (minBytes 8, maxBytes 134217728, factor 2, nGpus 1; the original
+ran under MPI, one process per node). exit_code 1: not in the log; the trace lines after the summary
+mean main returned an error, and 1 (EXIT_FAILURE) is what nccl-tests exits with on data errors
+(src/common.cu). stderr empty, no duration_ms: not in the issue.
+Expected: nccl_allreduce fails: data corruption, 96 wrong elements at 1 MiB out of place (+1 more),
+out of bounds values 4; every other check as in h100-healthy."
+
+n=h100-nccl-cuda-init-failure
+new $n
+sed 1d $nccl/nccltests-287-rtx5090-2gpu-failed.log >$n/all_reduce_perf.stdout
+addcmd $n '["/usr/bin/all_reduce_perf", "-b", "8", "-e", "128M", "-f", "2", "-g", "2"]' $n/all_reduce_perf.stdout 3
+rm $n/all_reduce_perf.stdout
+source_note $n "Change: commands.json records /usr/bin/all_reduce_perf, stdout = a real failed nccl-tests run:
+NVIDIA/nccl-tests issue #287 (issue body, \"2x 5090s\" block), as copied into
+checks/testdata/nccl/nccltests-287-rtx5090-2gpu-failed.log (corpus: nccl/), WITHOUT its first line,
+which is the reporter's shell prompt and command (\"user@GENOA-06:~/nccl-tests\$ NCCL_P2P_DISABLE=1
+./build/all_reduce_perf -b 8 -e 128M -f 2 -g 2\"), not program output; the rest is byte-exact.
+2 NVIDIA GeForce RTX 5090 on host GENOA-06 (NOT this fixture's GPUs): the run stops right after the
+column header with \"GENOA-06: Test NCCL failure common.cu:392 'unhandled cuda error (run with
+NCCL_DEBUG=INFO for details) / '\" and five \" .. Test failure\" trace lines; no rows, no summary.
+argv: from that prompt line. exit_code 3: not in the log; NCCLCHECK returns testNcclError (3), which
+each TESTCHECK passes up and main returns (NVIDIA/nccl-tests src/common.h, src/common.cu main).
+stderr empty, no duration_ms: not in the issue.
+Expected: nccl_allreduce fails: all_reduce_perf exit code 3 with the Test NCCL failure line; every
+other check as in h100-healthy."
+# ---- >8 ----
+
+echo "regen.sh: rebuilt 19 snapshots from $base"
