@@ -565,11 +565,11 @@ type ncclLastRun struct {
 
 // saveLast writes the result to <state.dir>/nccl_allreduce.json, atomically (a temporary
 // file renamed over the old one), so that a reader never sees half a file. It is the one
-// write a check makes, and it is skipped when env.ReadOnly is set or the facts are a
-// snapshot: a replay must not touch the live node. It returns a detail for the report when
+// write a check makes, and it is skipped when env.ReadOnly is set (replays and dry runs: a
+// replay must not touch the live node). It returns a detail for the report when
 // the write failed; a failed write does not change the verdict.
 func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool) {
-	if ncclReadOnly(env) || env.Config.State.Dir == "" {
+	if env.ReadOnly || env.Config.State.Dir == "" {
 		return Detail{}, true
 	}
 	last := ncclLastRun{Time: c.clock().UTC().Truncate(time.Second), Status: res.Status, Summary: res.Summary,
@@ -588,15 +588,6 @@ func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool
 		return Detail{Device: "state", Status: StatusWarn, Message: "last result not kept: " + err.Error() + "; check [state] dir"}, false
 	}
 	return Detail{}, true
-}
-
-// ncclReadOnly reports whether this run must not write the state file.
-func ncclReadOnly(env *Env) bool {
-	if env.ReadOnly {
-		return true
-	}
-	_, replay := env.Facts.(*node.Snapshot)
-	return replay
 }
 
 // ncclWriteFileAtomic writes data to path through a temporary file in the same directory

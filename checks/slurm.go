@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
-	"sync"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -19,8 +18,8 @@ type SlurmFiles struct {
 	explicit string
 	getenv   func(string) string
 
-	confOnce lazy[*config.SlurmConf]
-	gresOnce lazy[*config.GresConf]
+	confOnce node.OnceValue[*config.SlurmConf]
+	gresOnce node.OnceValue[*config.GresConf]
 }
 
 // NewSlurmFiles finds slurm.conf as Slurm does: explicit path, then SLURM_CONF (from getenv),
@@ -39,7 +38,7 @@ func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
 
 // Conf returns the parsed slurm.conf.
 func (s *SlurmFiles) Conf(ctx context.Context) (*config.SlurmConf, error) {
-	return s.confOnce.get(ctx, func(ctx context.Context) (*config.SlurmConf, error) {
+	return s.confOnce.Get(ctx, func(ctx context.Context) (*config.SlurmConf, error) {
 		path, err := s.ConfPath(ctx)
 		if err != nil {
 			return nil, err
@@ -59,7 +58,7 @@ func (s *SlurmFiles) GresPath(ctx context.Context) (string, error) {
 
 // Gres returns the parsed gres.conf; an absent file gives an error wrapping fs.ErrNotExist.
 func (s *SlurmFiles) Gres(ctx context.Context) (*config.GresConf, error) {
-	return s.gresOnce.get(ctx, func(ctx context.Context) (*config.GresConf, error) {
+	return s.gresOnce.Get(ctx, func(ctx context.Context) (*config.GresConf, error) {
 		path, err := s.GresPath(ctx)
 		if err != nil {
 			return nil, err
@@ -70,34 +69,6 @@ func (s *SlurmFiles) Gres(ctx context.Context) (*config.GresConf, error) {
 
 func (s *SlurmFiles) reader(ctx context.Context) config.ReadFileFunc {
 	return func(path string) ([]byte, error) { return s.facts.ReadFile(ctx, path) }
-}
-
-// lazy computes a value once; callers wait for it only as long as their own ctx allows. The
-// load itself runs detached from the first caller's deadline, so a check that times out
-// does not leave a cancelled result behind for the next check; a load that truly hangs is
-// abandoned with the process.
-type lazy[T any] struct {
-	once sync.Once
-	done chan struct{}
-	val  T
-	err  error
-}
-
-func (l *lazy[T]) get(ctx context.Context, load func(context.Context) (T, error)) (T, error) {
-	l.once.Do(func() {
-		l.done = make(chan struct{})
-		go func(ctx context.Context) {
-			l.val, l.err = load(ctx)
-			close(l.done)
-		}(context.WithoutCancel(ctx))
-	})
-	select {
-	case <-l.done:
-		return l.val, l.err
-	case <-ctx.Done():
-		var zero T
-		return zero, ctx.Err()
-	}
 }
 
 // isNotExist reports whether err means "the file is not there".

@@ -30,7 +30,9 @@ type Facts interface {
 	Exec(ctx context.Context, argv []string) (CmdResult, error)
 	// Hostname is the node's host name as the kernel reports it.
 	Hostname(ctx context.Context) (string, error)
-	// PCIDevices lists the PCI functions under /sys/bus/pci/devices, sorted by address.
+	// PCIDevices lists the PCI functions under /sys/bus/pci/devices, sorted by address. Link
+	// widths and speeds are read only for network, display and 0x0680 bridge functions (the
+	// HCAs, GPUs and NVSwitches checks judge); other functions carry zeros.
 	// A device whose attributes cannot be read is kept with what could be read (zeros for
 	// the rest) so that one odd function does not hide the others; unparsable attribute text
 	// reads as zero too. Read errors other than absence are joined into the error, which then

@@ -73,6 +73,12 @@ func readPCIDevice(sys fs.FS, addr string) (PCIDevice, error) {
 	if target, err := fs.ReadLink(sys, entry); err == nil && !path.IsAbs(target) {
 		if p := path.Join(path.Dir(entry), target); fs.ValidPath(p) {
 			d.SysfsPath = "/sys/" + p
+			// Read the attributes at the link's target: resolving the link once instead of
+			// for every attribute matters in a replay, where os.Root resolves each link
+			// itself, component by component.
+			if fi, err := fs.Stat(sys, p); err == nil && fi.IsDir() {
+				entry = p
+			}
 		}
 	}
 	var errs []error
@@ -103,9 +109,22 @@ func readPCIDevice(sys fs.FS, addr string) (PCIDevice, error) {
 		return v
 	}
 	d.Vendor, d.Device, d.Class = id("vendor"), id("device"), id("class")
+	if !linkJudged(d.Class) {
+		// A node has hundreds of functions, most of them chipset bridges and peripherals
+		// whose links no check judges; four more reads for each would dominate the prolog.
+		return d, errors.Join(errs...)
+	}
 	d.CurLinkWidth, d.MaxLinkWidth = width("current_link_width"), width("max_link_width")
 	d.CurLinkSpeedGTs, d.MaxLinkSpeedGTs = speed("current_link_speed"), speed("max_link_speed")
 	return d, errors.Join(errs...)
+}
+
+// linkJudged tells whether the link attributes of a function of this class are read:
+// network controllers (0x02, InfiniBand and Ethernet HCAs), display controllers (0x03,
+// GPUs) and "other" bridges (0x0680, NVSwitches). Other functions carry zero widths.
+func linkJudged(class uint32) bool {
+	base := class >> 16
+	return base == 0x02 || base == 0x03 || class>>8 == 0x0680
 }
 
 // parseHexID reads a PCI ID attribute: vendor and device ("0x10de", "0x2330", written

@@ -130,6 +130,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	if o.wrapFacts != nil {
 		facts = o.wrapFacts(facts)
 	}
+	facts = node.NewMemo(facts)
 	if err := checkDrainFlags(o, mode, snap != nil); err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
