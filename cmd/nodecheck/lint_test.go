@@ -5,36 +5,13 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
-
-	"github.com/google/go-cmp/cmp"
 )
-
-func init() {
-	// run_test.go defines -update; register it here only if it is gone.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files")
-	}
-}
-
-func lintUpdating() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
 
 const corpus = "../../config/testdata"
 
@@ -67,23 +44,7 @@ func lintRun(t *testing.T, files fakeEtc, env map[string]string, o lintOptions) 
 
 func checkLintGolden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join("testdata", "lint", name)
-	if lintUpdating() {
-		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		return
-	}
-	want, err := os.ReadFile(path)
-	if err != nil {
-		t.Fatalf("read golden (run go test ./cmd/nodecheck -run TestLint -update to create it): %v", err)
-	}
-	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); if the change is intended, rerun with -update and review the diff:\n%s", path, diff)
-	}
+	goldenAt(t, filepath.Join("testdata", "lint", name), got)
 }
 
 // TestLintGolden runs `nodecheck lint` on corpus pairs placed at /etc/slurm, in text and JSON.

@@ -29,18 +29,24 @@ func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr st
 
 var (
 	timingJSON = regexp.MustCompile(`"(duration_ms|started_at)": [^,\n]+`)
-	timingText = regexp.MustCompile(`\(\d+(\.\d+)?(µs|ms|s)\)|in \d+(\.\d+)?(µs|ms|s)\)`)
+	timingText = regexp.MustCompile(`\b\d+(\.\d+)?(µs|ms|s)\)`)
 )
 
 // normalize blanks what changes from run to run: clocks and durations.
 func normalize(s string) string {
 	s = timingJSON.ReplaceAllString(s, `"$1": "X"`)
-	return timingText.ReplaceAllString(s, "(T)")
+	return timingText.ReplaceAllString(s, "T)")
 }
 
+// golden compares got with testdata/golden/NAME at the repository root.
 func golden(t *testing.T, name, got string) {
 	t.Helper()
-	path := filepath.Join(repoRoot, "testdata", "golden", name)
+	goldenAt(t, filepath.Join(repoRoot, "testdata", "golden", name), got)
+}
+
+// goldenAt compares got with the file at path, or rewrites it under -update.
+func goldenAt(t *testing.T, path, got string) {
+	t.Helper()
 	if *update {
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			t.Fatal(err)
