@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"strings"
 	"time"
 
 	"github.com/mattn/go-isatty"
@@ -94,7 +93,7 @@ and snapshot replays only report, unless given --drain or --resume (a replay als
 
 // runChecks is `nodecheck run` without the flag parsing: it returns the exit code.
 func runChecks(ctx context.Context, g *globals, o runOpts) int {
-	log := newLogger(g.stderr, "info")
+	log, _ := newLogger(g.stderr, config.LogConfig{Level: "info"})
 	if o.format != "text" && o.format != "json" {
 		fmt.Fprintf(g.stderr, "nodecheck: --format %q: use text or json\n", o.format)
 		return exitCannotRun
@@ -145,7 +144,8 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	if cfgErr != nil {
 		return configFailure(g, log, mode, o, cfgErr, config.PeekFailClosed(raw))
 	}
-	log = newLogger(g.stderr, cfg.Log.Level)
+	log, closeLog := newLogger(g.stderr, cfg.Log)
+	defer closeLog()
 
 	slurmConf := o.slurmConf
 	if slurmConf == "" {
@@ -286,14 +286,6 @@ func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome) er
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-func newLogger(w io.Writer, level string) zerolog.Logger {
-	lvl, err := zerolog.ParseLevel(strings.ToLower(level))
-	if err != nil || level == "" {
-		lvl = zerolog.InfoLevel
-	}
-	return zerolog.New(w).Level(lvl).With().Timestamp().Str("prog", "nodecheck").Logger()
 }
 
 func logResults(log zerolog.Logger, rep checks.Report) {
