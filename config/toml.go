@@ -33,6 +33,7 @@ type Config struct {
 	StopOnFirstFailure bool   `toml:"stop_on_first_failure"` // skip the remaining checks after the first fail
 	ErrorIsFailure     bool   `toml:"error_is_failure"`      // a check that could not decide (status error) makes the node unhealthy
 	SlurmConf          string `toml:"slurm_conf"`            // slurm.conf path; empty: found as Slurm does
+	PromFile           string `toml:"prom_file"`             // Prometheus textfile written after every run; empty: none
 
 	Budget Budget      `toml:"budget"`
 	Log    LogConfig   `toml:"log"`
@@ -335,6 +336,9 @@ func (c *Config) validate() []tomlKeyError {
 	if c.SlurmConf != "" && !strings.HasPrefix(c.SlurmConf, "/") {
 		add([]string{"slurm_conf"}, " = %q: give an absolute path: Slurm hooks run in slurmd's working directory", c.SlurmConf)
 	}
+	if msg := promFileProblem(c.PromFile); msg != "" {
+		add([]string{"prom_file"}, " = %q: %s", c.PromFile, msg)
+	}
 	if !slices.Contains(configLogLevels, c.Log.Level) {
 		add([]string{"log", "level"}, " = %q: use %s%s", c.Log.Level, tomlOrList(configLogLevels), tomlDidYouMean(c.Log.Level, configLogLevels))
 	}
@@ -613,6 +617,52 @@ func PeekFailClosed(data []byte) bool {
 		return strings.TrimSpace(val) == "true"
 	}
 	return false
+}
+
+// promFileProblem says what is wrong with a prom_file value, or "" when it is empty or usable.
+// Hooks run in slurmd's working directory, so the path must be absolute; node_exporter's
+// textfile collector reads only files named *.prom, so any other name would never be scraped.
+func promFileProblem(p string) string {
+	switch {
+	case p == "":
+		return ""
+	case !strings.HasPrefix(p, "/"):
+		return "give an absolute path: Slurm hooks run in slurmd's working directory"
+	case !strings.HasSuffix(p, ".prom") || strings.HasSuffix(p, "/.prom"):
+		return "give a file name ending in .prom, such as \"/var/lib/node_exporter/textfile_collector/nodecheck.prom\": node_exporter's textfile collector reads only those"
+	}
+	return ""
+}
+
+// PeekPromFile reads only prom_file from a config that may be invalid, so that a run that
+// cannot use its config can still write nodecheck_config_error = 1 where node_exporter looks
+// (DESIGN.md section 5). It reads the file as PeekFailClosed does: the top-level key when
+// the file parses as TOML, else a line `prom_file = "..."` before the first table header.
+// It returns "" when there is no such key or its value is not a usable prom_file.
+func PeekPromFile(data []byte) string {
+	var v struct {
+		PromFile any `toml:"prom_file"`
+	}
+	if _, err := toml.Decode(string(data), &v); err != nil {
+		v.PromFile = nil
+		for _, line := range strings.Split(string(data), "\n") {
+			line = strings.TrimSpace(line)
+			if strings.HasPrefix(line, "[") {
+				break
+			}
+			if key, _, ok := strings.Cut(line, "="); !ok || strings.TrimSpace(key) != "prom_file" {
+				continue
+			}
+			// The line alone is valid TOML when the value is; a broken value gives nothing.
+			_, _ = toml.Decode(line, &v)
+			break
+		}
+	}
+	p, _ := v.PromFile.(string)
+	if p == "" || promFileProblem(p) != "" {
+		return ""
+	}
+	return p
 }
 
 // tomlClone returns a deep copy of a config value (slices, maps and interfaces copied), so that

@@ -30,6 +30,7 @@ type runOpts struct {
 	dryRun     bool
 	drain      bool
 	resume     bool
+	promFile   string
 
 	// Set by `nodecheck snapshot` (snapshot.go), never by flags: wrapFacts wraps the node's
 	// facts (in a node.Recorder), and afterRun sees the run's environment and report.
@@ -83,6 +84,7 @@ and snapshot replays only report, unless given --drain or --resume (a replay als
 	f.BoolVar(&o.drain, "drain", false, "drain the node if a check fails, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.resume, "resume", false, "resume the node if nodecheck drained it and it passed resume_after_passes clean runs in a row, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the scontrol commands a drain or resume would run, and run none")
+	f.StringVar(&o.promFile, "prom-file", "", "write Prometheus metrics of the run to this file for node_exporter's textfile collector (default: prom_file in nodecheck.toml; a snapshot replay or dry run writes them only when given this flag)")
 	_ = cmd.RegisterFlagCompletionFunc("check", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return checks.IDs(), cobra.ShellCompDirectiveNoFileComp
 	})
@@ -142,7 +144,11 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 
 	cfg, raw, cfgErr := loadRunConfig(ctx, facts, snap != nil, o.configPath)
 	if cfgErr != nil {
-		return configFailure(g, log, mode, o, cfgErr, config.PeekFailClosed(raw))
+		name := o.nodeName
+		if name == "" {
+			name = getenv("SLURMD_NODENAME")
+		}
+		return configFailure(g, log, mode, o, cfgErr, config.PeekFailClosed(raw), name, promFilePath(o, config.PeekPromFile(raw), snap != nil))
 	}
 	log, closeLog := newLogger(g.stderr, cfg.Log)
 	defer closeLog()
@@ -164,7 +170,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	}
 	eff, err := cfg.ForNode(nodeName)
 	if err != nil {
-		return configFailure(g, log, mode, o, err, cfg.FailClosed)
+		return configFailure(g, log, mode, o, err, cfg.FailClosed, nodeName, promFilePath(o, cfg.PromFile, snap != nil))
 	}
 	env := &checks.Env{
 		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
@@ -191,11 +197,41 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		code = exitUnhealthy
 	}
 	outcome, code := applyDrain(ctx, log, rep, eff, mode, o, snap != nil, slurmConfForClients(ctx, g, slurm, snap != nil), code)
-	if err := writeReport(g.stdout, rep, o, outcome); err != nil {
-		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", err)
+	werr := writeReport(g.stdout, rep, o, outcome)
+	writeMetrics(log, promFilePath(o, eff.PromFile, snap != nil), rep, outcome)
+	if werr != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", werr)
 		return exitCannotRun
 	}
 	return code
+}
+
+// promFilePath is where the run writes its metrics: --prom-file, else prom_file from the
+// config, which a snapshot replay and a dry run leave alone (they must not write to this
+// machine unless told to). "" writes none.
+func promFilePath(o runOpts, configured string, replay bool) string {
+	if o.promFile != "" {
+		return o.promFile
+	}
+	if replay || o.dryRun {
+		return ""
+	}
+	return configured
+}
+
+// writeMetrics writes the run's Prometheus textfile when path is set. A failure is logged and
+// never changes the exit code: metrics describe the run, they do not judge the node.
+func writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.Outcome) {
+	if path == "" {
+		return
+	}
+	mo := report.MetricsOptions{Version: versionString()}
+	if d != nil {
+		mo.DrainAction = string(d.Action)
+	}
+	if err := report.WriteMetricsFile(path, rep, mo); err != nil {
+		log.Error().Err(err).Msg("metrics not written; the exit code is unchanged")
+	}
 }
 
 // openFacts gives the live node, or a recorded one when dir is set.
@@ -257,11 +293,14 @@ func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path stri
 // configFailure applies the rule for an unusable nodecheck.toml: in prolog and epilog a
 // broken config must not fail every job on the fleet, so nodecheck logs it, reports it and
 // exits 0 without running checks, unless the file says fail_closed = true (read leniently,
-// since the file is broken). Elsewhere nodecheck cannot run (exit 2).
-func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, failClosed bool) int {
+// since the file is broken). Elsewhere nodecheck cannot run (exit 2). In every mode the
+// metrics, when there is a path for them (--prom-file, or prom_file read as leniently), say
+// nodecheck_config_error 1, so that a bad config pushed to the fleet shows on a dashboard.
+func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, failClosed bool, nodeName, promPath string) int {
 	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
+	rep := checks.Report{Node: nodeName, Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
+	writeMetrics(log, promPath, rep, nil)
 	if (mode == checks.ModeProlog || mode == checks.ModeEpilog) && !failClosed {
-		rep := checks.Report{Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
 		_ = writeReport(g.stdout, rep, o, nil)
 		return exitHealthy
 	}

@@ -1,0 +1,241 @@
+package report
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks"
+)
+
+// The Prometheus textfile (README "Metrics") describes the last run only: every metric is a
+// gauge that the next run overwrites, in whatever mode it runs. Nothing is accumulated across
+// runs: a counter kept in a file node_exporter reads would reset whenever the file is lost,
+// and drains are already counted where they happen, in slurmctld. The series are stable
+// from run to run, so that an alert's `for:` holds across a prolog, an epilog and a health
+// check: statuses and drain actions are one-hot (one series per value, 1 for the one that
+// holds), and the run's mode, which changes from run to run, is a label of one info metric
+// only (nodecheck_run_info), never of the series alerts watch.
+
+// Metric names, each with the unit suffix Prometheus' naming guide asks for.
+const (
+	metricCheckStatus   = "nodecheck_check_status"
+	metricCheckDuration = "nodecheck_check_duration_seconds"
+	metricNodeHealthy   = "nodecheck_node_healthy"
+	metricLastRun       = "nodecheck_last_run_timestamp_seconds"
+	metricRunDuration   = "nodecheck_run_duration_seconds"
+	metricRunInfo       = "nodecheck_run_info"
+	metricConfigError   = "nodecheck_config_error"
+	metricDrainAction   = "nodecheck_drain_action"
+)
+
+// checkStatuses are the values of nodecheck_check_status's status label, one series each.
+var checkStatuses = []checks.Status{checks.StatusOK, checks.StatusWarn, checks.StatusFail, checks.StatusSkip, checks.StatusError}
+
+// DrainActions are the values of nodecheck_drain_action's action label, as drain.Action spells
+// them (report does not import drain; a test holds the two lists together).
+var DrainActions = []string{"none", "drained", "resumed", "waiting", "kept", "held", "unreachable", "locked", "skipped"}
+
+// MetricsOptions adds to the textfile what the report does not hold.
+type MetricsOptions struct {
+	// DrainAction is what the run did to the node in Slurm (one of DrainActions; in a dry run
+	// what it would have done). Empty when the run may not act (a manual run without --drain
+	// or --resume, a config error): every nodecheck_drain_action series is then 0.
+	DrainAction string
+	// Version is nodecheck's version, for nodecheck_run_info.
+	Version string
+}
+
+// sample is one line of the textfile: its labels as name, value pairs sorted by name.
+type sample struct {
+	labels [][2]string
+	value  float64
+}
+
+type family struct {
+	name, help string
+	samples    []sample
+}
+
+// WriteMetrics writes the report in the Prometheus text exposition format (version 0.0.4),
+// as node_exporter's textfile collector reads it: HELP and TYPE lines, families sorted by
+// name, series by label values. Every series has the node label (the Slurm node name, which
+// need not be the scrape target's host name); a report with two results for one check is an
+// error, as it would give a file node_exporter refuses.
+func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
+	nodeL := [2]string{"node", r.Node}
+	bit := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	status := family{name: metricCheckStatus,
+		help: "Status of each check in the last run: 1 for the status it had, 0 for the others (ok, warn, fail, skip, error)."}
+	duration := family{name: metricCheckDuration,
+		help: "Time each check of the last run took, in seconds; 0 for a check that was not run."}
+	seen := map[string]bool{}
+	for _, res := range r.Results {
+		if seen[res.Check] {
+			return fmt.Errorf("write metrics: check %q has two results in the report", res.Check)
+		}
+		seen[res.Check] = true
+		statuses := checkStatuses
+		if !slices.Contains(statuses, res.Status) {
+			statuses = append(slices.Clip(statuses), res.Status) // never drop what a check said
+		}
+		for _, s := range statuses {
+			status.samples = append(status.samples, sample{
+				labels: [][2]string{{"check", res.Check}, nodeL, {"status", string(s)}},
+				value:  bit(res.Status == s),
+			})
+		}
+		duration.samples = append(duration.samples, sample{
+			labels: [][2]string{{"check", res.Check}, nodeL},
+			value:  seconds(res.Duration),
+		})
+	}
+	drain := family{name: metricDrainAction,
+		help: "What the last run did to the node in Slurm: 1 for its action, 0 for the others; all 0 when the run could not act."}
+	actions := DrainActions
+	if o.DrainAction != "" && !slices.Contains(actions, o.DrainAction) {
+		actions = append(slices.Clip(actions), o.DrainAction)
+	}
+	for _, a := range actions {
+		drain.samples = append(drain.samples, sample{labels: [][2]string{{"action", a}, nodeL}, value: bit(a == o.DrainAction)})
+	}
+	var lastRun float64
+	if !r.StartedAt.IsZero() {
+		lastRun = float64(r.StartedAt.UnixMilli()) / 1000
+	}
+	fams := []family{
+		status, duration, drain,
+		{name: metricNodeHealthy, help: "1 if the last run found the node healthy, 0 if a check failed (or, with error_is_failure, could not decide); 1 also when a config error kept every check from running.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.Healthy)}}},
+		{name: metricLastRun, help: "Unix time the last run started, in seconds.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: lastRun}}},
+		{name: metricRunDuration, help: "Time the checks of the last run took, in seconds.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: seconds(r.Duration)}}},
+		{name: metricConfigError, help: "1 if nodecheck.toml could not be used in the last run (no check ran), else 0.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.ConfigError != "")}}},
+		{name: metricRunInfo, help: "Always 1; the labels say in which mode the last run ran and which nodecheck version ran it.",
+			samples: []sample{{labels: [][2]string{{"mode", string(r.Mode)}, nodeL, {"version", o.Version}}, value: 1}}},
+	}
+	slices.SortFunc(fams, func(a, b family) int { return strings.Compare(a.name, b.name) })
+
+	var b strings.Builder
+	for _, f := range fams {
+		if len(f.samples) == 0 {
+			continue // no check ran: a family without series says nothing
+		}
+		slices.SortStableFunc(f.samples, func(x, y sample) int {
+			for i := range min(len(x.labels), len(y.labels)) {
+				if c := strings.Compare(x.labels[i][1], y.labels[i][1]); c != 0 {
+					return c
+				}
+			}
+			return len(x.labels) - len(y.labels)
+		})
+		fmt.Fprintf(&b, "# HELP %s %s\n# TYPE %s gauge\n", f.name, escapeHelp(f.help), f.name)
+		for _, s := range f.samples {
+			b.WriteString(f.name)
+			b.WriteByte('{')
+			for i, l := range s.labels {
+				if i > 0 {
+					b.WriteByte(',')
+				}
+				b.WriteString(l[0] + `="` + escapeLabelValue(l[1]) + `"`)
+			}
+			b.WriteString("} " + strconv.FormatFloat(s.value, 'f', -1, 64) + "\n")
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// seconds is a duration in seconds with microsecond precision, so that the file shows
+// 0.012345 rather than 0.012345678000000001.
+func seconds(d time.Duration) float64 { return float64(d.Microseconds()) / 1e6 }
+
+// labelEscaper and helpEscaper apply the text format's escapes: in label values backslash,
+// double quote and line feed; in HELP text backslash and line feed.
+var (
+	labelEscaper = strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`)
+	helpEscaper  = strings.NewReplacer(`\`, `\\`, "\n", `\n`)
+)
+
+func escapeLabelValue(s string) string { return labelEscaper.Replace(s) }
+
+func escapeHelp(s string) string { return helpEscaper.Replace(s) }
+
+// metricsFileMode lets node_exporter, which need not run as root, read the file.
+const metricsFileMode fs.FileMode = 0o644
+
+// WriteMetricsFile writes the report's metrics (WriteMetrics) to path, atomically: into a
+// temporary file in the same directory, which is flushed to disk, given mode 0644 and renamed
+// over path, so that node_exporter, reading at any moment, sees the previous file or the
+// new one, never a part. The temporary file's name starts with a dot and does not end in
+// .prom, so the textfile collector never reads it, not even one left by a crash. The
+// directory must exist: nodecheck does not create node_exporter's directories.
+func WriteMetricsFile(path string, r checks.Report, o MetricsOptions) error {
+	var buf bytes.Buffer
+	if err := WriteMetrics(&buf, r, o); err != nil {
+		return err
+	}
+	if err := writeFileAtomic(path, buf.Bytes(), metricsFileMode); err != nil {
+		return fmt.Errorf("write metrics file %s: %w", path, err)
+	}
+	return nil
+}
+
+// writeFileAtomic replaces path with data: temp file, fsync, chmod, rename, then an fsync of
+// the directory so that the rename itself survives a crash.
+func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
+	dir, base := filepath.Split(path)
+	if dir == "" {
+		dir = "."
+	}
+	if base == "" {
+		return errors.New("the path names a directory, not a file")
+	}
+	f, err := os.CreateTemp(dir, "."+base+".tmp*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	defer func() {
+		if err != nil {
+			_ = f.Close()
+			_ = os.Remove(tmp)
+		}
+	}()
+	if _, err = f.Write(data); err != nil {
+		return err
+	}
+	if err = f.Chmod(mode); err != nil { // CreateTemp makes 0600; Chmod is not masked by umask
+		return err
+	}
+	if err = f.Sync(); err != nil {
+		return err
+	}
+	if err = f.Close(); err != nil {
+		return err
+	}
+	if err = os.Rename(tmp, path); err != nil {
+		return err
+	}
+	// The new file is in place; a directory that cannot be synced does not undo that.
+	if d, derr := os.Open(dir); derr == nil {
+		_ = d.Sync()
+		_ = d.Close()
+	}
+	return nil
+}
