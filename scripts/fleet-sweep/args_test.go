@@ -1,0 +1,146 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"os/exec"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+func TestSplitArgs(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    []string
+		wantErr string
+	}{
+		{"empty", "", nil, ""},
+		{"blanks", " \t\n", nil, ""},
+		{"words", "--snapshot /data/n1  --node n1", []string{"--snapshot", "/data/n1", "--node", "n1"}, ""},
+		{"single quotes", "--snapshot '/data/my node' x", []string{"--snapshot", "/data/my node", "x"}, ""},
+		{"double quotes and escapes", `"a \"b\" \$c \\d \e" f\ g`, []string{`a "b" $c \d \e`, "f g"}, ""},
+		{"empty quoted word", `--x '' ""`, []string{"--x", "", ""}, ""},
+		{"joined quotes", `a'b c'"d"`, []string{"ab cd"}, ""},
+		{"unterminated single", "'abc", nil, `"'abc": unterminated single quote`},
+		{"unterminated double", `"abc`, nil, `"\"abc": unterminated double quote`},
+		{"trailing backslash", `abc\`, nil, `"abc\\": backslash at the end`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := splitArgs(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || err.Error() != tc.wantErr {
+					t.Fatalf("splitArgs(%q) error %v, want %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("splitArgs(%q) (-want +got):\n%s", tc.in, diff)
+			}
+		})
+	}
+}
+
+// TestShellQuote runs the quoted words through /bin/sh, which must give them back unchanged.
+func TestShellQuote(t *testing.T) {
+	words := []string{"plain", "/usr/sbin/nodecheck", "--args-for=n1", "", "with space", "it's", `"$HOME" \ *`, "a\nb", "%j"}
+	var quoted []string
+	for _, w := range words {
+		quoted = append(quoted, shellQuote(w))
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	script := `for a in ` + strings.Join(quoted, " ") + `; do printf '%s\0' "$a"; done`
+	out, err := exec.CommandContext(ctx, "/bin/sh", "-c", script).Output()
+	if err != nil {
+		t.Fatalf("sh -c %q: %v", script, err)
+	}
+	got := strings.Split(strings.TrimSuffix(string(out), "\x00"), "\x00")
+	if diff := cmp.Diff(words, got); diff != "" {
+		t.Errorf("through sh (-want +got):\n%s", diff)
+	}
+	// Words of the safe set stay bare, so the script reads like the command.
+	if q := shellQuote("/usr/sbin/nodecheck"); q != "/usr/sbin/nodecheck" {
+		t.Errorf("shellQuote quoted a plain path: %s", q)
+	}
+}
+
+func TestParseNodeArgs(t *testing.T) {
+	tests := []struct {
+		name    string
+		in      string
+		want    nodeArgs
+		wantErr string
+	}{
+		{"one node", "n1=--snapshot /s/h100-healthy --node n1",
+			nodeArgs{expr: "n1", nodes: []string{"n1"}, args: []string{"--snapshot", "/s/h100-healthy", "--node", "n1"}}, ""},
+		{"hostlist, = in the args", "gpu[01-03]=--config=/etc/nodecheck/sweep.toml",
+			nodeArgs{expr: "gpu[01-03]", nodes: []string{"gpu01", "gpu02", "gpu03"}, args: []string{"--config=/etc/nodecheck/sweep.toml"}}, ""},
+		{"no args", "n1=", nodeArgs{expr: "n1", nodes: []string{"n1"}}, ""},
+		{"no =", "n1", nodeArgs{}, `"n1": want NODES=ARGS`},
+		{"no nodes", "=--x", nodeArgs{}, `"=--x": want NODES=ARGS`},
+		{"bad hostlist", "gpu[01-=x", nodeArgs{}, "gpu[01-"},
+		{"bad quoting", "n1='x", nodeArgs{}, "unterminated single quote"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := parseNodeArgs(tc.in)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("parseNodeArgs(%q) error %v, want one containing %q", tc.in, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got, cmp.AllowUnexported(nodeArgs{})); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestUsage: every command-line error exits 2 before any Slurm command runs (--slurm-bin points
+// nowhere, so one that ran would fail differently), and -h exits 0.
+func TestUsage(t *testing.T) {
+	tests := []struct {
+		name string
+		args []string
+		code int
+		want string
+	}{
+		{"help", []string{"-h"}, 0, "Usage: fleet-sweep (--partition P | --nodes HOSTLIST)"},
+		{"no nodes", nil, 2, "give --partition or --nodes"},
+		{"unknown flag", []string{"--partition", "gpu", "--bogus"}, 2, "flag provided but not defined: -bogus"},
+		{"argument", []string{"--partition", "gpu", "extra"}, 2, `unexpected argument "extra"`},
+		{"format", []string{"--partition", "gpu", "--format", "yaml"}, 2, `--format "yaml": want text or json`},
+		{"relative nodecheck", []string{"--partition", "gpu", "--nodecheck", "nodecheck"}, 2, "--nodecheck \"nodecheck\": want an absolute path"},
+		{"relative slurm-bin", []string{"--partition", "gpu", "--slurm-bin", "bin"}, 2, "--slurm-bin \"bin\": want an absolute path"},
+		{"timeout", []string{"--partition", "gpu", "--timeout", "0s"}, 2, "--timeout 0s: want a positive duration"},
+		{"args quoting", []string{"--partition", "gpu", "--args", "--snapshot 'x"}, 2, "--args \"--snapshot 'x\": unterminated single quote"},
+		{"args-for", []string{"--partition", "gpu", "--args-for", "n1"}, 2, `invalid value "n1" for flag -args-for: "n1": want NODES=ARGS`},
+		{"percent in out", []string{"--partition", "gpu", "--out", "/tmp/%j"}, 2, "sbatch expands % in file names"},
+		{"bad hostlist", []string{"--nodes", "gpu[01-", "--slurm-bin", "/nonexistent"}, 2, "--nodes: "},
+		{"slurm missing", []string{"--partition", "gpu", "--slurm-bin", "/nonexistent"}, 2, "sinfo: fork/exec /nonexistent/sinfo: no such file or directory"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			var stdout, stderr bytes.Buffer
+			code := run(context.Background(), tc.args, nil, &stdout, &stderr)
+			if code != tc.code || !strings.Contains(stderr.String(), tc.want) {
+				t.Errorf("exit %d, want %d; stderr lacks %q:\n%s", code, tc.code, tc.want, stderr.String())
+			}
+			if stdout.Len() > 0 {
+				t.Errorf("stdout:\n%s", stdout.String())
+			}
+		})
+	}
+}

@@ -1,0 +1,439 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// options is the sweep as the command line asked for it.
+type options struct {
+	partition    string
+	nodes        string // hostlist expression; "" for the whole partition
+	nodecheck    string // nodecheck's path on the nodes
+	args         []string
+	argsFor      []nodeArgs
+	sbatchArgs   []string
+	jobName      string
+	timeout      time.Duration // the whole sweep: listing, submitting, waiting
+	poll         time.Duration // between squeue calls
+	outputWait   time.Duration // how long a finished job's report may take to show up here
+	out          string        // directory for scripts and reports, shared with the nodes
+	slurmBin     string
+	slurmTimeout time.Duration // each Slurm command
+	env          []string
+}
+
+// nodecheckArgs are the arguments every job gives nodecheck, before --args and --args-for:
+// every check, nccl_allreduce included (it runs in manual mode on a node the job holds whole),
+// as a JSON report on stdout.
+var nodecheckArgs = []string{"run", "--all", "--format", "json", "--mode", "manual"}
+
+// submitWorkers is how many sbatch run at once: enough to submit a thousand nodes in seconds,
+// few enough not to flood slurmctld's RPC queue.
+const submitWorkers = 4
+
+// maxReport bounds a report read back: nodecheck's is tens of KiB.
+const maxReport = 16 << 20
+
+// sweep submits one exclusive job per node, waits for them until the deadline, cancels what
+// has not finished, and reads back each node's report. The error is for what stops the sweep
+// as a whole (no nodes, Slurm not answering, an unwritable --out): a usageError or a
+// slurmError; runs is then nil, or holds every node when only the submission failed.
+func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
+	ctx, cancel := context.WithTimeout(ctx, o.timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	s := &slurm{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout}
+
+	nodes, err := resolveNodes(ctx, s, o)
+	if err != nil {
+		return nil, err
+	}
+	perNode := map[string][]string{}
+	for _, a := range o.argsFor {
+		for _, n := range a.nodes {
+			if !slices.ContainsFunc(nodes, func(st nodeState) bool { return st.name == n }) {
+				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, config.CompressHostlist(names(nodes)))
+			}
+			perNode[n] = append(perNode[n], a.args...)
+		}
+	}
+	if err := os.MkdirAll(o.out, 0o755); err != nil {
+		return nil, usagef("--out: %v", err)
+	}
+
+	runs := make([]nodeRun, len(nodes))
+	for i, n := range nodes {
+		runs[i] = nodeRun{Node: n.name, OutputPath: filepath.Join(o.out, n.name+".json")}
+		if why := n.unavailable(); why != "" {
+			runs[i].Skipped = why
+			continue
+		}
+		// A report left by an earlier sweep must not pass for this one's.
+		for _, ext := range []string{".json", ".err"} {
+			if err := os.Remove(filepath.Join(o.out, n.name+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				return nil, usagef("--out: %v", err)
+			}
+		}
+	}
+
+	submitAll(ctx, s, o, runs, perNode, deadline, log)
+	submitted, sbatchErrs := 0, 0
+	for _, r := range runs {
+		switch {
+		case r.JobID != "":
+			submitted++
+		case strings.HasPrefix(r.Skipped, "sbatch"):
+			sbatchErrs++
+		}
+	}
+	fmt.Fprintf(log, "fleet-sweep: jobs submitted: %d, nodes skipped: %d; waiting until %s at the latest\n", submitted, len(runs)-submitted, deadline.Format(time.TimeOnly))
+	if submitted == 0 && sbatchErrs > 0 {
+		return runs, slurmError{errors.New("no job could be submitted: " + firstSkip(runs))}
+	}
+
+	interrupted := wait(ctx, s, o, runs, log)
+
+	// Cancel what is still queued or running, with a context of its own: the sweep's is done.
+	var left []string
+	for i := range runs {
+		if runs[i].JobID != "" && !runs[i].Gone && !finished(runs[i].State) {
+			left = append(left, runs[i].JobID)
+			runs[i].Cancelled = "deadline"
+			if interrupted {
+				runs[i].Cancelled = "interrupted"
+			}
+		}
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), o.slurmTimeout)
+	defer ccancel()
+	if err := s.cancel(cctx, left); err != nil {
+		fmt.Fprintf(log, "fleet-sweep: cancel the jobs left (%s): %v\n", strings.Join(left, ","), err)
+		for i := range runs {
+			if runs[i].Cancelled != "" {
+				runs[i].CancelErr = err.Error()
+			}
+		}
+	}
+
+	// Reading back gets its own budget too: the wait for late files, then a few commands.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), o.outputWait+2*o.slurmTimeout)
+	defer rcancel()
+	collect(rctx, s, o, runs)
+	return runs, nil
+}
+
+// resolveNodes lists the nodes to sweep with their states: the --nodes hostlist (each must be
+// known to Slurm, in --partition when given), or every node of --partition.
+func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error) {
+	var want []string
+	if o.nodes != "" {
+		all, err := config.ExpandHostlist(o.nodes)
+		if err != nil {
+			return nil, usagef("--nodes: %v", err)
+		}
+		seen := map[string]bool{}
+		for _, n := range all {
+			if !seen[n] {
+				seen[n] = true
+				want = append(want, n)
+			}
+		}
+		if len(want) == 0 {
+			return nil, usagef("--nodes %q: no node names", o.nodes)
+		}
+	}
+	listed, err := s.nodeStates(ctx, o.partition, want)
+	if err != nil {
+		return nil, slurmError{err}
+	}
+	if want == nil {
+		if len(listed) == 0 {
+			return nil, usagef("sinfo lists no nodes in partition %q: does it exist?", o.partition)
+		}
+		return listed, nil
+	}
+	byName := map[string]nodeState{}
+	for _, n := range listed {
+		byName[n.name] = n
+	}
+	var nodes []nodeState
+	var unknown []string
+	for _, n := range want {
+		st, ok := byName[n]
+		if !ok {
+			unknown = append(unknown, n)
+			continue
+		}
+		nodes = append(nodes, st)
+	}
+	if len(unknown) > 0 {
+		where := "Slurm"
+		if o.partition != "" {
+			where = "partition " + o.partition
+		}
+		return nil, usagef("--nodes: %s not in %s (sinfo lists no such node)", config.CompressHostlist(unknown), where)
+	}
+	return nodes, nil
+}
+
+// submitAll writes each node's batch script and submits it, a few at a time, until the
+// deadline. A node whose submission fails is skipped with sbatch's error.
+func submitAll(ctx context.Context, s *slurm, o options, runs []nodeRun, perNode map[string][]string, deadline time.Time, log io.Writer) {
+	work := make(chan int)
+	var wg sync.WaitGroup
+	for range submitWorkers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range work {
+				r := &runs[i]
+				if ctx.Err() != nil {
+					r.Skipped = "sbatch not run: the sweep ended (deadline or interrupt) during submission"
+					continue
+				}
+				script := filepath.Join(o.out, r.Node+".sh")
+				args := sbatchArgs(o, r.Node, deadline, script)
+				argv := append(append(append([]string{o.nodecheck}, nodecheckArgs...), o.args...), perNode[r.Node]...)
+				if err := os.WriteFile(script, []byte(batchScript(r.Node, filepath.Join(s.bin, "sbatch"), args, argv)), 0o755); err != nil {
+					r.Skipped = "sbatch not run: " + err.Error()
+					continue
+				}
+				id, err := s.submit(ctx, args)
+				if err != nil {
+					r.Skipped = err.Error()
+					fmt.Fprintf(log, "fleet-sweep: %s: %v\n", r.Node, err)
+					continue
+				}
+				r.JobID = id
+			}
+		}()
+	}
+	for i := range runs {
+		if runs[i].Skipped == "" {
+			work <- i
+		}
+	}
+	close(work)
+	wg.Wait()
+}
+
+// sbatchArgs are the options of one node's job: that node alone and whole (--exclusive: no
+// other job on it, and on Slurm 22.05 every GPU of the node: SLURM_JOB_GPUS lists them all),
+// stdout (the JSON report) and stderr to --out, no requeue (a failed launch, such as a prolog
+// that drains the node, ends the job instead of holding it), and a time limit that ends with
+// the sweep.
+func sbatchArgs(o options, node string, deadline time.Time, script string) []string {
+	minutes := max(1, int((time.Until(deadline)+time.Minute-1)/time.Minute))
+	args := []string{"--parsable",
+		"--job-name=" + o.jobName,
+		"--nodelist=" + node, "--nodes=1", "--ntasks=1", "--exclusive",
+		"--output=" + filepath.Join(o.out, node+".json"),
+		"--error=" + filepath.Join(o.out, node+".err"),
+		"--open-mode=truncate", "--no-requeue", "--chdir=/",
+		"--time=" + strconv.Itoa(minutes),
+	}
+	if o.partition != "" {
+		args = append(args, "--partition="+o.partition)
+	}
+	args = append(args, o.sbatchArgs...)
+	return append(args, script)
+}
+
+// batchScript is the job: nodecheck, exec'd so that its exit status is the job's. The sbatch
+// command line is kept in a comment, to resubmit one node by hand.
+func batchScript(node, sbatch string, sbatchArgs, argv []string) string {
+	q := func(ws []string) string {
+		out := make([]string, len(ws))
+		for i, w := range ws {
+			out[i] = shellQuote(w)
+		}
+		return strings.Join(out, " ")
+	}
+	return "#!/bin/sh\n" +
+		"# nodecheck fleet sweep (scripts/fleet-sweep), node " + node + ", submitted as:\n" +
+		"#   " + q(append([]string{sbatch}, sbatchArgs...)) + "\n" +
+		"exec " + q(argv) + "\n"
+}
+
+// wait polls squeue until every job has finished or left the queue, or the context ends.
+// It reports whether the context ended by interruption rather than the deadline.
+func wait(ctx context.Context, s *slurm, o options, runs []nodeRun, log io.Writer) bool {
+	var lastErr string
+	for {
+		active := activeJobs(runs)
+		if len(active) == 0 {
+			return false
+		}
+		ids := make([]string, len(active))
+		for i, r := range active {
+			ids[i] = r.JobID
+		}
+		jobs, err := s.queue(ctx, ids)
+		switch {
+		case err == nil:
+			for _, r := range active {
+				j, ok := jobs[r.JobID]
+				if !ok {
+					r.Gone = true
+					continue
+				}
+				r.State, r.StateReason = j.state, j.reason
+			}
+			if len(activeJobs(runs)) == 0 {
+				return false
+			}
+		case ctx.Err() == nil:
+			// The controller may come back before the deadline: say so once, and go on.
+			if msg := err.Error(); msg != lastErr {
+				fmt.Fprintf(log, "fleet-sweep: %v (retrying)\n", err)
+				lastErr = msg
+			}
+		}
+		select {
+		case <-ctx.Done():
+			return !errors.Is(ctx.Err(), context.DeadlineExceeded)
+		case <-time.After(o.poll):
+		}
+	}
+}
+
+// activeJobs are the submitted jobs that squeue last showed neither finished nor gone.
+func activeJobs(runs []nodeRun) []*nodeRun {
+	var active []*nodeRun
+	for i := range runs {
+		if r := &runs[i]; r.JobID != "" && !r.Gone && !finished(r.State) {
+			active = append(active, r)
+		}
+	}
+	return active
+}
+
+// collect reads each job's report and stderr. A job that finished without a valid report gets
+// up to o.outputWait for one to appear (a shared filesystem may show a file written on another
+// host a moment late); then scontrol gives its exit code, and sinfo the node's state for every
+// node left without a report: a failed prolog, say, has drained the node with its reason.
+func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
+	read := func(r *nodeRun) bool {
+		r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
+		_, perr := reportOf(*r)
+		return perr == nil
+	}
+	var bad, late []*nodeRun
+	for i := range runs {
+		r := &runs[i]
+		if r.JobID == "" || read(r) {
+			continue
+		}
+		bad = append(bad, r)
+		if r.Cancelled == "" {
+			late = append(late, r)
+		}
+	}
+	end := time.Now().Add(o.outputWait)
+	for len(late) > 0 && time.Now().Before(end) {
+		time.Sleep(min(250*time.Millisecond, time.Until(end)))
+		late = slices.DeleteFunc(late, read)
+	}
+	bad = slices.DeleteFunc(bad, validReport)
+	var nodes []string
+	down := false
+	for _, r := range bad {
+		if r.State != "PENDING" {
+			errb, _ := readTail(filepath.Join(o.out, r.Node+".err"), 4<<10)
+			r.Stderr = lastLine(string(errb))
+		}
+		if r.Cancelled == "" && !down {
+			f, err := s.showJob(ctx, r.JobID)
+			if err == nil {
+				r.ExitCode = f["ExitCode"]
+				if r.State == "" {
+					r.State = f["JobState"]
+				}
+			}
+			// One command without an answer is enough: do not wait as long per node.
+			down = errors.Is(err, errNoAnswer)
+		}
+		nodes = append(nodes, r.Node)
+	}
+	if len(nodes) == 0 || down {
+		return
+	}
+	if states, err := s.nodeStates(ctx, "", nodes); err == nil {
+		by := map[string]nodeState{}
+		for _, n := range states {
+			by[n.name] = n
+		}
+		for _, r := range bad {
+			if why := by[r.Node].unavailable(); why != "" {
+				r.NodeNow = "now " + oneLine(why)
+			}
+		}
+	}
+}
+
+func validReport(r *nodeRun) bool {
+	_, err := reportOf(*r)
+	return err == nil
+}
+
+// readBounded reads at most max bytes of path; a longer file is an error.
+func readBounded(path string, limit int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, limit+1))
+	if err != nil {
+		return nil, err
+	}
+	if int64(len(b)) > limit {
+		return nil, fmt.Errorf("larger than %d MiB", limit>>20)
+	}
+	return b, nil
+}
+
+// readTail reads the last n bytes of path.
+func readTail(path string, n int64) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size() > n {
+		if _, err := f.Seek(st.Size()-n, io.SeekStart); err != nil {
+			return nil, err
+		}
+	}
+	return io.ReadAll(io.LimitReader(f, n))
+}
+
+func firstSkip(runs []nodeRun) string {
+	for _, r := range runs {
+		if strings.HasPrefix(r.Skipped, "sbatch") {
+			return r.Node + ": " + r.Skipped
+		}
+	}
+	return ""
+}
+
+func names(nodes []nodeState) []string {
+	out := make([]string, len(nodes))
+	for i, n := range nodes {
+		out[i] = n.name
+	}
+	return out
+}
