@@ -66,13 +66,19 @@ alive() {
 
 start_munge() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
+  # Test beds started at once (go test runs packages in parallel) share one munged: the
+  # first one starts it, the others wait for the lock and then find it answering.
+  mkdir -p /run/munge
+  exec 9>/run/nodecheck-testbed-munge.lock
+  flock -w 60 9 || die "another test bed holds /run/nodecheck-testbed-munge.lock"
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 9>&-; return 0; fi
   mkdir -p /run/munge /var/log/munge /var/lib/munge
   chown munge:munge /run/munge /var/log/munge /var/lib/munge
   [ -s /etc/munge/munge.key ] || die "/etc/munge/munge.key is missing: reinstall munge"
   # munged forks into the background itself and refuses to run as root.
   runuser -u munge -- /usr/sbin/munged || die "munged did not start (see /var/log/munge/munged.log)"
   for _ in $(seq 50); do
-    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
+    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 9>&-; return 0; fi
     sleep 0.1
   done
   die "munge does not answer: munge -n | unmunge fails"
