@@ -20,6 +20,8 @@ type fakeFacts struct {
 	pciErr  error
 	gpus    node.GPUInventory
 	gpuErr  error
+	inv     node.Inventory
+	invErr  error
 }
 
 var _ node.Facts = (*fakeFacts)(nil)
@@ -52,6 +54,8 @@ func (f *fakeFacts) Hostname(context.Context) (string, error) { return f.host, n
 func (f *fakeFacts) PCIDevices(context.Context) ([]node.PCIDevice, error) { return f.pci, f.pciErr }
 
 func (f *fakeFacts) GPUs(context.Context) (node.GPUInventory, error) { return f.gpus, f.gpuErr }
+
+func (f *fakeFacts) Inventory(context.Context) (node.Inventory, error) { return f.inv, f.invErr }
 
 func charDev(major, minor uint32) node.DevNode {
 	return node.DevNode{Type: "char", Major: major, Minor: minor}

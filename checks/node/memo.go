@@ -14,6 +14,7 @@ type Memo struct {
 	pci  OnceValue[[]PCIDevice]
 	ib   OnceValue[[]IBPort]
 	gpus OnceValue[GPUInventory]
+	inv  OnceValue[Inventory]
 }
 
 var _ Facts = (*Memo)(nil)
@@ -34,6 +35,11 @@ func (m *Memo) IBPorts(ctx context.Context) ([]IBPort, error) {
 // GPUs is f.GPUs, read once. Callers share the devices and must not modify them.
 func (m *Memo) GPUs(ctx context.Context) (GPUInventory, error) {
 	return m.gpus.Get(ctx, m.Facts.GPUs)
+}
+
+// Inventory is f.Inventory, read once.
+func (m *Memo) Inventory(ctx context.Context) (Inventory, error) {
+	return m.inv.Get(ctx, m.Facts.Inventory)
 }
 
 // OnceValue computes a value once; each caller waits for it only as long as its own ctx

@@ -42,9 +42,10 @@ type Recorder struct {
 	devices  map[string]DevNode
 	commands []commandRecord
 	gpus     *nvmlRecord
+	inv      *Inventory
 	hangs    map[string]bool // paths whose read ctx ended
 	hostname string
-	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus"
+	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus", "inventory"
 	pending  map[string]int  // reads under way, by path (nvmlKey for GPUs)
 }
 
@@ -280,13 +281,14 @@ func (r *Recorder) Hostname(ctx context.Context) (string, error) {
 
 // Saved says what Save wrote.
 type Saved struct {
-	Hostname string // meta.json's hostname
-	Files    int    // files under fs/
-	Links    int    // symbolic links under fs/ (sysfs' /sys/bus/pci/devices entries)
-	Devices  int    // entries of devices.json
-	Commands int    // entries of commands.json
-	NVML     bool   // whether nvml.json was written
-	Bytes    int64  // every byte written, JSON files included
+	Hostname  string // meta.json's hostname
+	Files     int    // files under fs/
+	Links     int    // symbolic links under fs/ (sysfs' /sys/bus/pci/devices entries)
+	Devices   int    // entries of devices.json
+	Commands  int    // entries of commands.json
+	NVML      bool   // whether nvml.json was written
+	Inventory bool   // whether inventory.json was written
+	Bytes     int64  // every byte written, JSON files included
 	// Hangs are the paths whose read had not finished at its deadline, saved as delays.
 	Hangs []string
 	// Withheld are the files that were read but not written because they hold secrets
@@ -376,6 +378,12 @@ func (r *Recorder) Save(dir string, meta Meta) (Saved, error) {
 		}
 		st.NVML = true
 	}
+	if r.inv != nil {
+		if err := writeJSON(inventoryFile, r.inv); err != nil {
+			return st, err
+		}
+		st.Inventory = true
+	}
 	// Links first, each with its target directory, so that files read through a link (a
 	// check reading /sys/bus/pci/devices/<addr>/numa_node) land in the target as on the node.
 	for _, p := range slices.Sorted(maps.Keys(r.links)) {
@@ -464,10 +472,11 @@ func writeJSON(root *os.Root, name string, v any) (int, error) {
 }
 
 // RecordInventory reads through r what any check may read and the checks that ran did not:
-// the host name, the PCI bus, the InfiniBand ports and NVML, so that a snapshot also serves
-// checks added later, and bug reports. Each read runs under timeout. A listing the checks
-// asked for is not asked again: the recording holds its answer, or its hang. It returns
-// the NVML answer, from the recording where the checks asked NVML.
+// the host name, the PCI bus, the InfiniBand ports, the CPU and memory inventory and NVML,
+// so that a snapshot also serves checks added later, and bug reports. Each read runs under
+// timeout. A listing the checks asked for is not asked again: the recording holds its
+// answer, or its hang. It returns the NVML answer, from the recording where the checks
+// asked NVML.
 func (r *Recorder) RecordInventory(ctx context.Context, timeout time.Duration) (GPUInventory, error) {
 	r.mu.Lock()
 	listed := maps.Clone(r.listed)
@@ -486,6 +495,9 @@ func (r *Recorder) RecordInventory(ctx context.Context, timeout time.Duration) (
 	}
 	if !listed["ib"] {
 		_ = bounded(func(ctx context.Context) error { _, err := r.IBPorts(ctx); return err })
+	}
+	if !listed["inventory"] {
+		_ = bounded(func(ctx context.Context) error { _, err := r.Inventory(ctx); return err })
 	}
 	if listed["gpus"] {
 		switch {

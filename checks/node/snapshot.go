@@ -26,11 +26,12 @@ const snapshotJSONLimit = 64 << 20
 
 // The files of a snapshot directory.
 const (
-	metaFile     = "meta.json"
-	devicesFile  = "devices.json"
-	commandsFile = "commands.json"
-	nvmlFile     = "nvml.json"
-	fsDir        = "fs"
+	metaFile      = "meta.json"
+	devicesFile   = "devices.json"
+	commandsFile  = "commands.json"
+	nvmlFile      = "nvml.json"
+	inventoryFile = "inventory.json"
+	fsDir         = "fs"
 )
 
 // Meta is a snapshot's meta.json.
@@ -156,6 +157,7 @@ type Snapshot struct {
 	commands []commandRecord
 	nvml     []byte
 	gpus     *nvmlRecord // nil: no nvml.json
+	inv      *Inventory  // nil: no inventory.json
 }
 
 var _ Facts = (*Snapshot)(nil)
@@ -220,6 +222,15 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 		}
 		s.nvml, s.gpus = b, &rec
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = read(inventoryFile); err == nil {
+		inv, err := parseInventory(b)
+		if err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+		s.inv = &inv
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

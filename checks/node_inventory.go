@@ -1,0 +1,169 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"strconv"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idNodeInventory = "node_inventory"
+
+// Summaries node_inventory emits from more than one place.
+const (
+	nodeInventoryNotRecorded = "inventory not recorded in this snapshot"
+	nodeInventoryTimedOut    = "timed out reading the CPU and memory inventory"
+)
+
+// nodeInventory compares the node's CPUs, sockets, cores per socket, threads per core and
+// usable memory with its slurm.conf NodeName line. slurmd registers with what it finds, and
+// slurmctld sets a node that registers with less than its configuration INVAL, so less is a
+// fail; more is a warning (Slurm uses only what is configured).
+type nodeInventory struct{}
+
+func (nodeInventory) ID() string { return idNodeInventory }
+
+func (nodeInventory) Description() string {
+	return "CPUs, sockets, cores, threads and usable memory are at least what slurm.conf's NodeName line says"
+}
+
+func (nodeInventory) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.NodeInventory.CheckCommon
+}
+
+// inventoryItem is one slurm.conf key compared with the node.
+type inventoryItem struct {
+	key      string // slurm.conf's spelling: "CoresPerSocket"
+	have     uint64 // what the node has
+	want     uint64 // what slurm.conf says
+	unit     string // " MiB" for RealMemory
+	moreIsOK bool   // RealMemory: memory above it is normal
+}
+
+func (nodeInventory) Run(ctx context.Context, env *Env) Result {
+	inv, err := env.Facts.Inventory(ctx)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return Result{Status: StatusFail, Summary: nodeInventoryTimedOut, Err: err}
+	case errors.Is(err, fs.ErrNotExist):
+		return Result{Status: StatusSkip, Summary: nodeInventoryNotRecorded}
+	case err != nil:
+		return Result{Status: StatusError, Summary: err.Error(), Err: err}
+	}
+	conf, err := env.Slurm.Conf(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err}
+		}
+		return Result{Status: StatusError, Summary: "read slurm.conf: " + err.Error(), Err: err}
+	}
+	nl, ok := conf.Node(env.Node)
+	if !ok {
+		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
+		return Result{Status: StatusError, Summary: err.Error(), Err: err}
+	}
+	items := inventoryItems(inv, nl)
+	if len(items) == 0 {
+		return Result{Status: StatusSkip, Summary: fmt.Sprintf("the NodeName line of %s in %s sets none of CPUs, Sockets, CoresPerSocket, ThreadsPerCore and RealMemory", env.Node, conf.Path)}
+	}
+	res := Result{Status: StatusOK}
+	var bad []Detail
+	var obs, exp string
+	for _, it := range items {
+		d := judgeInventoryItem(it)
+		res.Details = append(res.Details, d)
+		if d.Status != StatusOK {
+			bad = append(bad, d)
+		}
+		if obs != "" {
+			obs += " "
+			exp += " "
+		}
+		obs += it.key + "=" + strconv.FormatUint(it.have, 10)
+		exp += it.key + "=" + strconv.FormatUint(it.want, 10)
+	}
+	res.Observed, res.Expected = obs, exp
+	if len(bad) > 0 {
+		res.Status = worstOf(bad)
+		// The worst first: a fail is what the drain reason must name.
+		first := bad[0]
+		for _, d := range bad {
+			if d.Status.Worse(first.Status) {
+				first = d
+			}
+		}
+		res.Summary = first.Message + moreSuffix(len(bad)-1)
+		return res
+	}
+	res.Summary = "as slurm.conf says: " + obs
+	return res
+}
+
+// inventoryItems lists the keys slurm.conf sets for the node, with what the node has, in
+// slurm.conf's order of specificity: CPUs, then the topology, then memory. Sockets comes
+// from Boards × SocketsPerBoard where only those are set, as Slurm derives it.
+func inventoryItems(inv node.Inventory, nl config.NodeLine) []inventoryItem {
+	set := func(key string) bool { _, ok := nl.Set[key]; return ok }
+	u := func(v int) uint64 {
+		if v < 0 {
+			return 0
+		}
+		return uint64(v)
+	}
+	var items []inventoryItem
+	if set("CPUs") {
+		items = append(items, inventoryItem{key: "CPUs", have: u(inv.CPUs), want: u(nl.CPUs)})
+	}
+	switch {
+	case set("Sockets"):
+		items = append(items, inventoryItem{key: "Sockets", have: u(inv.Sockets), want: u(nl.Sockets)})
+	case set("SocketsPerBoard"):
+		boards := max(nl.Boards, 1)
+		items = append(items, inventoryItem{key: "Sockets", have: u(inv.Sockets), want: u(boards * nl.SocketsPerBoard)})
+	}
+	if set("CoresPerSocket") {
+		items = append(items, inventoryItem{key: "CoresPerSocket", have: u(inv.CoresPerSocket), want: u(nl.CoresPerSocket)})
+	}
+	if set("ThreadsPerCore") {
+		items = append(items, inventoryItem{key: "ThreadsPerCore", have: u(inv.ThreadsPerCore), want: u(nl.ThreadsPerCore)})
+	}
+	if set("RealMemory") {
+		items = append(items, inventoryItem{key: "RealMemory", have: inv.MemoryUsableMiB, want: nl.RealMemory, unit: " MiB", moreIsOK: true})
+	}
+	return items
+}
+
+// judgeInventoryItem is the verdict on one key. A zero on the node side means ghw could not
+// tell, which is not evidence of missing hardware.
+func judgeInventoryItem(it inventoryItem) Detail {
+	have := strconv.FormatUint(it.have, 10) + it.unit
+	want := strconv.FormatUint(it.want, 10) + it.unit
+	d := Detail{Device: it.key, Status: StatusOK, Observed: have, Expected: want}
+	what := it.key
+	if it.key == "RealMemory" {
+		what = "usable memory"
+	}
+	switch {
+	case it.have == 0:
+		d.Status = StatusError
+		d.Message = fmt.Sprintf("%s: the node's value could not be read, slurm.conf says %s=%s", it.key, it.key, want)
+	case it.have < it.want && it.key == "RealMemory":
+		d.Status = StatusFail
+		d.Message = fmt.Sprintf("usable memory %s is %d MiB below RealMemory=%d: Slurm sets the node INVAL", have, it.want-it.have, it.want)
+	case it.have < it.want:
+		d.Status = StatusFail
+		d.Message = fmt.Sprintf("%s %s, slurm.conf says %s=%s: Slurm sets the node INVAL", what, have, it.key, want)
+	case it.have > it.want && !it.moreIsOK:
+		d.Status = StatusWarn
+		d.Message = fmt.Sprintf("%s %s, more than slurm.conf's %s=%s: Slurm uses only %s", what, have, it.key, want, want)
+	case it.have > it.want:
+		d.Message = fmt.Sprintf("%s %s, at least RealMemory=%d", what, have, it.want)
+	default:
+		d.Message = fmt.Sprintf("%s %s, as slurm.conf says", what, have)
+	}
+	return d
+}
