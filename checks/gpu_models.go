@@ -1,0 +1,302 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idGPUModels = "gpu_models"
+
+// gpuModels checks that a node's GPUs are all one model (NVML device names), and that the
+// slurm.conf Feature= tokens and Gres types of the node that name a GPU model (h100, a100,
+// ...) name the model the GPUs are. Model tokens come from the NVML names through a table of
+// rules (builtinGPUModels, with [checks.gpu_models] models tried first). A feature or Gres
+// type that names no known model (ndr, ib, tesla) is not judged.
+type gpuModels struct{}
+
+func (gpuModels) ID() string { return idGPUModels }
+
+func (gpuModels) Description() string {
+	return "the node's GPUs are one model, and slurm.conf Feature= and Gres types that name a GPU model name that one"
+}
+
+func (gpuModels) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.GPUModels.CheckCommon
+}
+
+// builtinGPUModels is the built-in table from NVML device names to model tokens, in
+// config.ParseGPUModelRule's syntax. A rule's words must appear one after another among the
+// name's words, so a10 matches "NVIDIA A10" but not "NVIDIA A100-SXM4-80GB", and l40 does not
+// match "NVIDIA L40S". The first rule that matches wins. NVML names as the drivers write
+// them: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB",
+// "NVIDIA GeForce RTX 4090", "NVIDIA A10", "Tesla V100-SXM2-32GB", "NVIDIA TITAN V".
+var builtinGPUModels = []string{
+	"gb200=gb200", "b200=b200", "b100=b100",
+	"gh200=gh200", "h200=h200", "h100=h100", "h800=h800", "h20=h20",
+	"a100=a100", "a800=a800", "a40=a40", "a30=a30", "a16=a16", "a10g=a10g", "a10=a10", "a2=a2",
+	"l40s=l40s", "l40=l40", "l20=l20", "l4=l4",
+	"v100=v100", "t4=t4", "p100=p100",
+	"rtx 6000 ada=rtx6000ada", "rtx a6000=rtxa6000", "rtx a5000=rtxa5000", "rtx a4000=rtxa4000",
+	"rtx 5090=rtx5090", "rtx 4090=rtx4090", "rtx 3090=rtx3090", "titan v=titanv",
+}
+
+// gpuModelRule is one parsed rule of the model table.
+type gpuModelRule struct {
+	words []string
+	token string
+}
+
+// gpuModelTable is the rules of [checks.gpu_models] models, then the built-in ones.
+type gpuModelTable []gpuModelRule
+
+func newGPUModelTable(extra []string) (gpuModelTable, error) {
+	var t gpuModelTable
+	for _, s := range append(slices.Clip(extra), builtinGPUModels...) {
+		w, tok, err := config.ParseGPUModelRule(s)
+		if err != nil {
+			return nil, fmt.Errorf("models: %w", err)
+		}
+		t = append(t, gpuModelRule{w, tok})
+	}
+	return t, nil
+}
+
+// modelOf is the token of the first rule whose words appear in a row among name's words;
+// "" when none does.
+func (t gpuModelTable) modelOf(name string) string {
+	words := config.GPUModelWords(name)
+	for _, r := range t {
+		for i := 0; i+len(r.words) <= len(words); i++ {
+			if slices.Equal(words[i:i+len(r.words)], r.words) {
+				return r.token
+			}
+		}
+	}
+	return ""
+}
+
+// named is the model a slurm.conf feature or Gres type names: the token itself ("h100",
+// "rtx4090"), or a name the rules read ("nvidia_h100_80gb_hbm3", as AutoDetect writes Gres
+// types, "a100_3g.20gb" for a MIG type); "" when it names no known model ("ndr").
+func (t gpuModelTable) named(s string) string {
+	ls := strings.ToLower(strings.TrimSpace(s))
+	for _, r := range t {
+		if r.token == ls {
+			return r.token
+		}
+	}
+	return t.modelOf(s)
+}
+
+// modelClaim is one slurm.conf setting that names a GPU model.
+type modelClaim struct {
+	what  string // "Feature=h100", "Gres=gpu:h100:8"
+	token string
+}
+
+// gpuGroup is the GPUs of one NVML name.
+type gpuGroup struct {
+	name    string
+	token   string // "" when the table does not know the name
+	indices []int
+}
+
+func (g gpuGroup) label() string {
+	s := g.name
+	if g.token != "" {
+		s += " (" + g.token + ")"
+	}
+	return s
+}
+
+func (g gpuGroup) gpus() string {
+	idx := make([]string, len(g.indices))
+	for i, n := range g.indices {
+		idx[i] = strconv.Itoa(n)
+	}
+	if len(idx) == 1 {
+		return "gpu " + idx[0]
+	}
+	return "gpus " + listSome(idx, 8)
+}
+
+func (gpuModels) Run(ctx context.Context, env *Env) Result {
+	table, err := newGPUModelTable(env.Config.Checks.GPUModels.Models)
+	if err != nil {
+		return Result{Status: StatusError, Summary: err.Error(), Err: err}
+	}
+	inv, err := env.Facts.GPUs(ctx)
+	if err != nil {
+		return factsError(ctx, "query NVML", err)
+	}
+	claims, confErr := modelClaims(ctx, env, table)
+	if ctx.Err() != nil {
+		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
+	}
+	var res Result
+	if len(claims) > 0 {
+		res.Expected = claimsText(claims)
+	}
+
+	if inv.Init != nvmlSuccess {
+		init := inv.Init
+		if init == "" {
+			init = "no result"
+		}
+		res.Observed = "NVML " + init
+		switch {
+		case len(claims) > 0:
+			res.Status = StatusError
+			res.Err = fmt.Errorf("NVML init: %s", init)
+			res.Summary = fmt.Sprintf("cannot check %s: NVML %s", claimsText(claims), init)
+		case confErr != nil:
+			res.Status, res.Err = StatusError, confErr
+			res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML %s", env.Node, confErr, init)
+		default:
+			res.Status = StatusSkip
+			res.Summary = fmt.Sprintf("NVML %s and slurm.conf names no GPU model for %s", init, env.Node)
+		}
+		return res
+	}
+
+	var groups []gpuGroup // by NVML name, in index order of their first GPU
+	for _, g := range inv.Devices {
+		if g.Error != "" || g.Name == "" {
+			continue // gpu_count reports lost GPUs
+		}
+		i := slices.IndexFunc(groups, func(gr gpuGroup) bool { return gr.name == g.Name })
+		if i < 0 {
+			groups = append(groups, gpuGroup{name: g.Name, token: table.modelOf(g.Name)})
+			i = len(groups) - 1
+		}
+		groups[i].indices = append(groups[i].indices, g.Index)
+	}
+	obs := make([]string, len(groups))
+	for i, g := range groups {
+		obs[i] = strconv.Itoa(len(g.indices)) + "x " + g.label()
+	}
+	res.Observed = strings.Join(obs, ", ")
+
+	if len(groups) == 0 {
+		switch {
+		case len(claims) > 0:
+			res.Status, res.Err = StatusError, fmt.Errorf("NVML names no GPU")
+			res.Summary = fmt.Sprintf("cannot check %s: NVML names no GPU", claimsText(claims))
+		case confErr != nil:
+			res.Status, res.Err = StatusError, confErr
+			res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML names no GPU", env.Node, confErr)
+		default:
+			res.Status = StatusSkip
+			res.Summary = fmt.Sprintf("no GPU in NVML and slurm.conf names no GPU model for %s", env.Node)
+		}
+		return res
+	}
+
+	// slurm.conf's claims: every GPU must be the model each claim names.
+	var fails []string
+	for _, c := range claims {
+		var wrong []gpuGroup
+		for _, g := range groups {
+			if g.token == c.token {
+				res.Details = append(res.Details, Detail{Device: g.gpus(), Status: StatusOK,
+					Message: g.name + " is " + c.token + " as " + c.what + " says", Observed: g.token, Expected: c.token})
+				continue
+			}
+			got := g.token
+			if got == "" {
+				got = "unknown model"
+			}
+			wrong = append(wrong, g)
+			res.Details = append(res.Details, Detail{Device: g.gpus(), Status: StatusFail,
+				Message: fmt.Sprintf("%s but %s %s %s", c.what, g.gpus(), isAre(len(g.indices)), g.label()), Observed: got, Expected: c.token})
+		}
+		switch {
+		case len(wrong) == 0:
+		case len(wrong) == len(groups) && len(groups) == 1:
+			fails = append(fails, fmt.Sprintf("%s but the GPUs are %s", c.what, wrong[0].label()))
+		default: // name which GPUs are wrong
+			parts := make([]string, len(wrong))
+			for i, g := range wrong {
+				parts[i] = g.gpus() + " " + isAre(len(g.indices)) + " " + g.label()
+			}
+			fails = append(fails, c.what+" but "+strings.Join(parts, ", "))
+		}
+	}
+	var mixed string
+	if len(groups) > 1 {
+		parts := make([]string, len(groups))
+		for i, g := range groups {
+			parts[i] = g.label() + " on " + g.gpus()
+		}
+		mixed = "mixed GPU models: " + strings.Join(parts, "; ")
+		res.Details = append(res.Details, Detail{Device: "node", Status: StatusWarn, Message: mixed,
+			Observed: strconv.Itoa(len(groups)) + " models", Expected: "1 model"})
+	}
+
+	switch {
+	case len(fails) > 0:
+		res.Status = StatusFail
+		res.Summary = fails[0] + moreSuffix(len(fails)-1)
+	case confErr != nil:
+		res.Status, res.Err = StatusError, confErr
+		res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML: %s", env.Node, confErr, res.Observed)
+	case mixed != "":
+		res.Status = StatusWarn
+		res.Summary = mixed
+	case len(claims) > 0:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s, as slurm.conf %s says", res.Observed, claimsText(claims))
+	default:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s; slurm.conf names no GPU model for %s", res.Observed, env.Node)
+	}
+	return res
+}
+
+func isAre(n int) string {
+	if n == 1 {
+		return "is"
+	}
+	return "are"
+}
+
+// modelClaims lists this node's slurm.conf Feature= tokens and gpu Gres types that name a
+// GPU model, features first, each once.
+func modelClaims(ctx context.Context, env *Env, table gpuModelTable) ([]modelClaim, error) {
+	conf, err := env.Slurm.Conf(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nl, ok := conf.Node(env.Node)
+	if !ok {
+		return nil, fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
+	}
+	var out []modelClaim
+	add := func(c modelClaim) {
+		if c.token != "" && !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	for _, f := range nl.Features {
+		add(modelClaim{what: "Feature=" + f, token: table.named(f)})
+	}
+	for _, g := range nl.Gres {
+		if strings.EqualFold(g.Name, "gpu") && g.Type != "" {
+			add(modelClaim{what: "Gres=" + g.String(), token: table.named(g.Type)})
+		}
+	}
+	return out, nil
+}
+
+func claimsText(claims []modelClaim) string {
+	parts := make([]string, len(claims))
+	for i, c := range claims {
+		parts[i] = c.what
+	}
+	return strings.Join(parts, ", ")
+}
