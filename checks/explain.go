@@ -140,6 +140,49 @@ var explanations = map[string]Explanation{
 			"A port missing: lspci | grep -i mellanox, dmesg | grep -i mlx5; the HCA may need reseating, a firmware update (mlxfwmanager) or replacement.",
 		},
 	},
+	idGPUModels: {
+		Reads: []string{
+			"NVML: each GPU's index and device name (\"NVIDIA H100 80GB HBM3\").",
+			"slurm.conf: the Feature= tokens and the gpu Gres types of this node's NodeName line.",
+		},
+		Passes: "Every GPU NVML names has the same name, and each Feature= token or Gres type that names a GPU model (h100, a100, l40s, rtx4090, ...) names the model of every GPU. A feature or type that names no known model (ndr, ib, tesla) is not judged. Model tokens come from the NVML names through a table of rules \"words=token\": the rule's words must appear one after another among the name's words (split at blanks, '-', '_' and '/'), so a10 matches \"NVIDIA A10\" but not \"NVIDIA A100-SXM4-80GB\". The built-in table covers gb200, b200, b100, gh200, h200, h100, h800, h20, a100, a800, a40, a30, a16, a10g, a10, a2, l40s, l40, l20, l4, v100, t4, p100, rtx6000ada (\"rtx 6000 ada\"), rtxa6000, rtxa5000, rtxa4000, rtx5090, rtx4090, rtx3090 and titanv (\"titan v\"); a Gres type as AutoDetect writes it (nvidia_h100_80gb_hbm3) or a MIG type (a100_3g.20gb) is read with the same rules.",
+		Warns:  "The GPUs are of more than one model (NVML names differ): mixed generations on one node trouble the driver, Fabric Manager and NCCL. The warning names each model and its GPU indices.",
+		Fails:  "A Feature= token or Gres type names a GPU model that some or all GPUs are not (Feature=h100 on a node with A100s): jobs that asked for that model get other GPUs. The summary names the token, the GPUs and their model.",
+		Skips:  "NVML is unavailable, or lists no GPU, and slurm.conf names no GPU model for this node.",
+		Errors: "slurm.conf names a GPU model but NVML is unavailable (\"cannot check Feature=h100: NVML ERROR_LIBRARY_NOT_FOUND\") or names no GPU; slurm.conf cannot be read or does not define the node; or a models rule is invalid.",
+		Keys: map[string]string{
+			"models": "Extra rules \"words=token\", tried before the built-in table, in order: [\"h100 nvl=h100nvl\", \"rtx 4000 ada=rtx4000ada\"]. The token is the word your slurm.conf uses for the model as a Feature or Gres type.",
+		},
+		Fix: []string{
+			"nvidia-smi -L: which GPUs does the node carry?",
+			"If slurm.conf is wrong (a NodeName range that takes in nodes of another model, a stale Feature=), fix it and run scontrol reconfigure.",
+			"If the hardware is wrong (a board swapped for another model), replace it, or move the node to the right NodeName line and features.",
+			"If the token is right but the built-in table reads the name differently, add a models rule.",
+		},
+	},
+	idXIDErrors: {
+		Reads: []string{
+			"The kernel log since boot: dmesg --kernel --nopager (the first 64 KiB of its output), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines.",
+			"NVML, where available: the GPUs' indices and bus ids, to name the GPU of each XID.",
+		},
+		Passes: "The kernel log holds no NVIDIA XID message (none but ignore_xids).",
+		Warns:  "The kernel log holds an XID not in fail_xids: by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (64 KiB): later XIDs are then not seen.",
+		Fails:  "The kernel log holds an XID in fail_xids: by default those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. The summary names the XID, the GPU by index and bus id, and the driver's message. An XID stays in the kernel log until the next boot, so the node stays failed until it is rebooted (or the log is cleared with dmesg --clear after a GPU reset). Only health and manual mode by default: the kernel log is the node's, not a job's.",
+		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs.",
+		Errors: "dmesg is missing (or, replaying a snapshot, its output was not recorded), or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\").",
+		Keys: map[string]string{
+			"dmesg":       "util-linux dmesg, run as \"dmesg --kernel --nopager\". Absolute path.",
+			"fail_xids":   "XIDs that fail the node.",
+			"warn_xids":   "XIDs that only warn; an XID in no list warns too. Each XID may be in one list only.",
+			"ignore_xids": "XIDs never reported.",
+		},
+		Fix: []string{
+			"dmesg -T | grep -i xid: which GPU (bus id), which XID, what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's)?",
+			"Look the XID up in NVIDIA's catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) for its immediate action: RESET_GPU (nvidia-smi -r -i N on an idle GPU) or RESTART_BM (reboot the node).",
+			"Repeated ECC (48, 63, 64, 92, 94, 95), fallen-off-the-bus (79) or NVLink (74) XIDs on the same GPU after a reset point at the hardware: run field diagnostics (dcgmi diag -r 3) and have the board replaced.",
+			"After the fix, reboot (or dmesg --clear after a GPU reset) so that the old XIDs leave the kernel log, and run nodecheck run --check xid_errors.",
+		},
+	},
 	idNCCLAllReduce: {
 		Reads: []string{
 			"The output of all_reduce_perf from nccl-tests, run as binary with args and -g set to the number of GPUs NVML reports: the bus bandwidth per message size, the #wrong column and the out of bounds count.",
@@ -166,6 +209,23 @@ var explanations = map[string]Explanation{
 			"Wrong data: run it again. Wrong data that comes back means a faulty GPU or memory: dmesg | grep -i xid, nvidia-smi -q -d ECC, then replace the GPU.",
 			"Run it by hand with NCCL_DEBUG=INFO: the log names the transport of each channel (NVLS, P2P over NVLink, SHM). nccl-tests built against another CUDA or NCCL than the node's, or an old NCCL, gives low figures: rebuild nccl-tests against the NCCL installed.",
 			"For an RMA case, dcgmi diag -r 3 runs NVIDIA's own NVLink and memory tests.",
+		},
+	},
+	idNodeInventory: {
+		Reads: []string{
+			"The CPU topology and memory through github.com/jaypipes/ghw: /proc/cpuinfo and /sys/devices/system/cpu (online logical CPUs, their physical package and core) and /proc/meminfo (MemTotal, the usable memory, in MiB).",
+			"slurm.conf: the node's NodeName line, only the keys it sets among CPUs, Sockets (or Boards and SocketsPerBoard), CoresPerSocket, ThreadsPerCore and RealMemory.",
+		},
+		Passes: "Every key the NodeName line sets matches the node, and the usable memory is at least RealMemory.",
+		Warns:  "The node has more CPUs, sockets, cores per socket or threads per core than slurm.conf says: Slurm uses only what is configured. Memory above RealMemory is normal and passes.",
+		Fails:  "The node has fewer CPUs, sockets, cores per socket or threads per core than slurm.conf says, or less usable memory than RealMemory (the summary says how many MiB short): slurmd registers with what it finds and slurmctld sets the node INVAL. Or reading the inventory ran out of time.",
+		Skips:  "The mode is not in modes (health and manual by default: the inventory does not change between jobs), the NodeName line sets none of the keys compared, or a snapshot replayed has no inventory.json.",
+		Errors: "The inventory cannot be read, slurm.conf cannot be read, or the node is not defined in it.",
+		Fix: []string{
+			"Memory a little below RealMemory: MemTotal is the installed memory less what firmware and the kernel reserve (crashkernel=, hugepages reserved at boot), and it changes with a BIOS or kernel update. Set RealMemory a few percent under MemTotal (slurmd -C prints what slurmd finds), then scontrol reconfigure.",
+			"Memory well below RealMemory: a DIMM lost at boot. Look at dmidecode -t memory and the BMC's event log (ipmitool sel elist), then reseat or replace it.",
+			"Fewer CPUs: CPUs taken offline (cat /sys/devices/system/cpu/offline), maxcpus= or nosmt on the kernel command line, or hyper-threading or sockets turned off in the BIOS. Compare lscpu and slurmd -C with the NodeName line.",
+			"More than configured: complete the NodeName line (slurmd -C prints one), or ignore it where the spare CPUs are kept out of Slurm on purpose (then prefer CpuSpecList or CoreSpecCount).",
 		},
 	},
 }

@@ -14,6 +14,9 @@ var ordered = []Check{
 	fabricManager{},
 	ibPorts{},
 	ncclAllReduce{},
+	gpuModels{},
+	xidErrors{},
+	nodeInventory{},
 }
 
 // All returns every check in run order.

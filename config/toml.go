@@ -76,6 +76,9 @@ type Checks struct {
 	FabricManager FabricManagerConfig `toml:"fabric_manager"`
 	IBPorts       IBPortsConfig       `toml:"ib_ports"`
 	NCCLAllReduce NCCLAllReduceConfig `toml:"nccl_allreduce"`
+	GPUModels     GPUModelsConfig     `toml:"gpu_models"`
+	XIDErrors     XIDErrorsConfig     `toml:"xid_errors"`
+	NodeInventory NodeInventoryConfig `toml:"node_inventory"`
 }
 
 // GresDevicesConfig configures the gres_devices check.
@@ -125,6 +128,9 @@ func Default() *Config {
 			FabricManager: defaultFabricManager(),
 			IBPorts:       IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
 			NCCLAllReduce: defaultNCCLAllReduce(),
+			GPUModels:     defaultGPUModels(),
+			XIDErrors:     defaultXIDErrors(),
+			NodeInventory: defaultNodeInventory(),
 		},
 	}
 }
@@ -579,7 +585,7 @@ func fillNilStringSlices(v reflect.Value) {
 			}
 		}
 	case reflect.Slice:
-		if v.IsNil() && v.Type().Elem().Kind() == reflect.String {
+		if k := v.Type().Elem().Kind(); v.IsNil() && (k == reflect.String || k == reflect.Int) {
 			v.Set(reflect.MakeSlice(v.Type(), 0, 0))
 		}
 		for i := range v.Len() {

@@ -35,7 +35,7 @@ func TestExplainErrors(t *testing.T) {
 		wantStderr string
 	}{
 		{"unknown check", []string{"explain", "ib_port"},
-			"nodecheck explain: unknown check \"ib_port\": known checks are gres_devices, gpu_count, pcie_link, fabric_manager, ib_ports, nccl_allreduce\n"},
+			"nodecheck explain: unknown check \"ib_port\": known checks are " + strings.Join(checks.IDs(), ", ") + "\n"},
 		{"two checks", []string{"explain", "ib_ports", "gpu_count"}, "nodecheck: accepts at most 1 arg(s), received 2\n"},
 	}
 	for _, tc := range tests {
