@@ -113,6 +113,15 @@ func TestFleetSweepSlurm(t *testing.T) {
 	t.Run("a busy node is cancelled at the deadline, a drained one never submitted", func(t *testing.T) {
 		tb.reset(t)
 		busy := strings.TrimSpace(tb.slurm(t, "sbatch", "--parsable", "--exclusive", "-w", "n2", "-o", "/dev/null", "--wrap", "sleep 120"))
+		t.Cleanup(func() {
+			// Cancel the blocker while slurmd still runs: a job left behind when the test bed
+			// stops leaves its slurmstepd waiting for a controller that is gone.
+			tb.slurm(t, "scancel", busy)
+			tb.waitFor(t, "the blocking job to end", 30*time.Second, func() bool {
+				st := tb.slurm(t, "squeue", "-h", "-t", "all", "-j", busy, "-o", "%T")
+				return !strings.Contains(st, "RUNNING") && !strings.Contains(st, "COMPLETING") && !strings.Contains(st, "PENDING")
+			})
+		})
 		tb.waitFor(t, "the blocking job to run", 20*time.Second, func() bool {
 			return strings.Contains(tb.slurm(t, "squeue", "-h", "-j", busy, "-o", "%T"), "RUNNING")
 		})
