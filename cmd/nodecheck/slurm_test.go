@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -19,6 +17,7 @@ import (
 
 	"github.com/gofrs/flock"
 	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
 
 // TestSlurm runs nodecheck against a real Slurm: scripts/slurm-testbed.sh starts slurmctld and
@@ -31,13 +30,13 @@ import (
 // it skips, except in CI (CI=true), where a test bed that cannot start fails the test.
 func TestSlurm(t *testing.T) {
 	tb := startTestbed(t)
-	healthy := tb.snapshot(t, "h100-healthy")
-	ibDown := tb.snapshot(t, "h100-ib-port-down")
+	healthy := tb.Snapshot(t, "h100-healthy")
+	ibDown := tb.Snapshot(t, "h100-ib-port-down")
 	const ibReason = "nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp"
 
 	t.Run("health run drains a failing node", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
 		if rep.Drain.Action != drain.ActionDrained || rep.Drain.Reason != ibReason {
 			t.Errorf("drain = %+v, want drained with %q", rep.Drain, ibReason)
@@ -47,17 +46,17 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("n1 is %s %q, want drained with %q", n, n.Reason, ibReason)
 		}
 		// sinfo -R shows the first 20 characters: exactly the prefix and the check id.
-		if out := tb.slurm(t, "sinfo", "-R", "-h", "-n", "n1"); !strings.HasPrefix(out, "nodecheck: ib_ports: ") {
+		if out := tb.Slurm(t, "sinfo", "-R", "-h", "-n", "n1"); !strings.HasPrefix(out, "nodecheck: ib_ports: ") {
 			t.Errorf("sinfo -R:\n%s", out)
 		}
-		if out := tb.slurm(t, "sinfo", "-h", "-N", "-n", "n1", "-o", "%E"); strings.TrimSpace(out) != ibReason {
+		if out := tb.Slurm(t, "sinfo", "-h", "-N", "-n", "n1", "-o", "%E"); strings.TrimSpace(out) != ibReason {
 			t.Errorf("sinfo %%E: %q, want %q", out, ibReason)
 		}
 	})
 
 	t.Run("two clean runs resume, one does not", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
 		tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--resume", "--config", cfg)
 		rep, _ := tb.runJSON(t, exitHealthy, "--mode", "health", "--snapshot", healthy, "--node", "n1", "--drain", "--resume", "--config", cfg)
 		if rep.Drain.Action != drain.ActionWaiting || rep.Drain.Passes != 1 {
@@ -70,16 +69,16 @@ func TestSlurm(t *testing.T) {
 		if rep.Drain.Action != drain.ActionResumed {
 			t.Errorf("second clean run: drain = %+v, want resumed", rep.Drain)
 		}
-		tb.waitState(t, "n1", "idle")
+		tb.WaitState(t, "n1", "idle")
 		if n := tb.node(t, "n1"); n.Drained() || n.Reason != "" {
 			t.Errorf("after two clean runs n1 is %s %q, want idle without a reason", n, n.Reason)
 		}
 	})
 
 	t.Run("admin drain is never resumed and its reason kept", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
-		tb.slurm(t, "scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=maintenance")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
+		tb.Slurm(t, "scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason=maintenance")
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--resume", "--config", cfg)
 		if rep.Drain.Action != drain.ActionKept {
 			t.Errorf("failing run: drain = %+v, want kept", rep.Drain)
@@ -96,12 +95,12 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("prolog drains with nodecheck's reason and the job is requeued held", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
-		tb.hook(t, "n1", "prolog", tb.bin, "run", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
+		tb.Hook(t, "n1", "prolog", tb.Nodecheck, "run", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
 		job := tb.sbatch(t, "-w", "n1", "--wrap", "/bin/true")
-		tb.waitFor(t, "the job to be requeued and held", 30*time.Second, func() bool {
-			s := tb.slurm(t, "scontrol", "show", "job", "-o", job)
+		testbed.WaitFor(t, "the job to be requeued and held", 30*time.Second, func() bool {
+			s := tb.Slurm(t, "scontrol", "show", "job", "-o", job)
 			return strings.Contains(s, "JobState=PENDING") && strings.Contains(s, "Reason=launch_failed_requeued_held")
 		})
 		n := tb.node(t, "n1")
@@ -111,19 +110,19 @@ func TestSlurm(t *testing.T) {
 		if out := tb.hookOutput(t, "n1", "prolog"); !strings.HasPrefix(out, "node n1, mode prolog\n") {
 			t.Errorf("prolog output:\n%s", out)
 		}
-		if logs := tb.hookFile(t, "n1", "prolog.err"); !strings.Contains(logs, `"action":"drained"`) {
+		if logs := tb.HookFile("n1", "prolog.err"); !strings.Contains(logs, `"action":"drained"`) {
 			t.Errorf("prolog logs:\n%s", logs)
 		}
 	})
 
 	t.Run("epilog drains with nodecheck's reason and the job stays completed", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
-		tb.hook(t, "n1", "epilog", tb.bin, "run", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
+		tb.Hook(t, "n1", "epilog", tb.Nodecheck, "run", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
 		job := tb.sbatch(t, "-w", "n1", "--wrap", "/bin/true")
 		// The job reads COMPLETING until the epilog has ended.
-		tb.waitFor(t, "the job to complete", 30*time.Second, func() bool {
-			return strings.Contains(tb.slurm(t, "scontrol", "show", "job", "-o", job), "JobState=COMPLETED ")
+		testbed.WaitFor(t, "the job to complete", 30*time.Second, func() bool {
+			return strings.Contains(tb.Slurm(t, "scontrol", "show", "job", "-o", job), "JobState=COMPLETED ")
 		})
 		// Slurm drains for a failed epilog too ("Epilog error"), but keeps a reason it finds.
 		if n := tb.node(t, "n1"); !n.Drained() || n.Reason != ibReason {
@@ -135,29 +134,29 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("node with a running job drains after the job", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
 		job := tb.sbatch(t, "-w", "n1", "--wrap", "/bin/sleep 60")
-		tb.waitFor(t, "the job to run", 30*time.Second, func() bool {
-			return strings.TrimSpace(tb.slurm(t, "squeue", "-h", "-j", job, "-o", "%t")) == "R"
+		testbed.WaitFor(t, "the job to run", 30*time.Second, func() bool {
+			return strings.TrimSpace(tb.Slurm(t, "squeue", "-h", "-j", job, "-o", "%t")) == "R"
 		})
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
 		if rep.Drain.Action != drain.ActionDrained {
 			t.Errorf("drain = %+v, want drained", rep.Drain)
 		}
-		if st := tb.sinfoState(t, "n1"); st != "drng" {
+		if st := tb.SinfoState(t, "n1"); st != "drng" {
 			t.Errorf("sinfo state %q with the job running, want drng", st)
 		}
 		if n := tb.node(t, "n1"); n.String() != "MIXED+DRAIN" && n.String() != "ALLOCATED+DRAIN" {
 			t.Errorf("scontrol state %s, want MIXED+DRAIN", n)
 		}
-		tb.slurm(t, "scancel", job)
-		tb.waitState(t, "n1", "drain")
+		tb.Slurm(t, "scancel", job)
+		tb.WaitState(t, "n1", "drain")
 	})
 
 	t.Run("controller stopped: runs end within their budget", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "[budget]\nhealth = \"4s\"\n")
+		tb.Reset(t)
+		cfg := tb.Config(t, "[budget]\nhealth = \"4s\"\n")
 		tb.stopController(t)
 		defer tb.contController(t)
 		for _, tc := range []struct {
@@ -177,8 +176,8 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("safety limit holds a drain back", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "[drain]\nmax_drained = \"50%\"\n")
+		tb.Reset(t)
+		cfg := tb.Config(t, "[drain]\nmax_drained = \"50%\"\n")
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n2", "--drain", "--config", cfg)
 		if rep.Drain.Action != drain.ActionDrained {
 			t.Fatalf("n2: drain = %+v, want drained (0 of 2 nodes drained before)", rep.Drain)
@@ -196,10 +195,10 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("overlapping runs take turns on the lock", func(t *testing.T) {
-		tb.reset(t)
+		tb.Reset(t)
 		// The shortest prolog budget the default check timeouts allow (3s): the last run waits
 		// for all of it.
-		cfg := tb.config(t, "[budget]\nprolog = \"3s\"\n")
+		cfg := tb.Config(t, "[budget]\nprolog = \"3s\"\n")
 		// Hold the lock, as a slow run would, while two runs start; both wait, then one
 		// drains and the other finds the node drained.
 		if err := os.MkdirAll(filepath.Join(filepath.Dir(cfg), "state"), 0o700); err != nil {
@@ -237,8 +236,8 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("dry run changes nothing", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
 		out, _, code := tb.run(t, "run", "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--dry-run", "--config", cfg)
 		if code != exitUnhealthy || !strings.Contains(out, "would run: /usr/bin/scontrol update NodeName=n1 State=DRAIN 'Reason="+ibReason+"'") {
 			t.Errorf("exit %d, output:\n%s", code, out)
@@ -252,12 +251,12 @@ func TestSlurm(t *testing.T) {
 	})
 
 	t.Run("hooks: mode from Slurm's environment, no arguments", func(t *testing.T) {
-		tb.reset(t)
-		cfg := tb.config(t, "")
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
 		// HealthCheckProgram: slurmd gives it only SLURMD_NODENAME. A replay without --drain
 		// never acts, so this run only shows how the mode is detected.
-		tb.hook(t, "n2", "health", tb.bin, "run", "--snapshot", healthy, "--format", "json", "--config", cfg)
-		tb.waitFor(t, "slurmd to run the health check", 15*time.Second, func() bool {
+		tb.Hook(t, "n2", "health", tb.Nodecheck, "run", "--snapshot", healthy, "--format", "json", "--config", cfg)
+		testbed.WaitFor(t, "slurmd to run the health check", 15*time.Second, func() bool {
 			return strings.Contains(tb.hookOutput(t, "n2", "health"), `"mode": "health"`)
 		})
 		env := tb.hookEnv(t, "n2", "health")
@@ -271,21 +270,21 @@ func TestSlurm(t *testing.T) {
 		if _, err := os.Stat("/etc/slurm/slurm.conf"); err == nil {
 			t.Log("zero-argument health check not run: /etc/slurm/slurm.conf exists here")
 		} else {
-			link := filepath.Join(filepath.Dir(tb.bin), "nodecheck-health")
-			if err := os.Symlink(tb.bin, link); err != nil && !errors.Is(err, os.ErrExist) {
+			link := filepath.Join(filepath.Dir(tb.Nodecheck), "nodecheck-health")
+			if err := os.Symlink(tb.Nodecheck, link); err != nil && !errors.Is(err, os.ErrExist) {
 				t.Fatal(err)
 			}
-			tb.hook(t, "n1", "health", link)
-			tb.waitFor(t, "slurmd to run nodecheck-health", 15*time.Second, func() bool {
+			tb.Hook(t, "n1", "health", link)
+			testbed.WaitFor(t, "slurmd to run nodecheck-health", 15*time.Second, func() bool {
 				return strings.HasPrefix(tb.hookOutput(t, "n1", "health"), "node n1, mode health\n")
 			})
 		}
 
 		// Prolog: nodecheck itself, no arguments, on the live test bed node (no config file:
 		// the built-in defaults, state in /var/lib/nodecheck, as on a fresh install).
-		tb.hook(t, "n2", "prolog", tb.bin)
+		tb.Hook(t, "n2", "prolog", tb.Nodecheck)
 		job := tb.sbatch(t, "-w", "n2", "--wrap", "/bin/true")
-		tb.waitFor(t, "the prolog to run", 30*time.Second, func() bool {
+		testbed.WaitFor(t, "the prolog to run", 30*time.Second, func() bool {
 			return strings.Contains(tb.hookOutput(t, "n2", "prolog"), "HEALTHY")
 		})
 		out := tb.hookOutput(t, "n2", "prolog")
@@ -293,14 +292,14 @@ func TestSlurm(t *testing.T) {
 			t.Errorf("prolog output:\n%s", out)
 		}
 		env = tb.hookEnv(t, "n2", "prolog")
-		if strings.Contains(env, "\nPATH=") || !strings.Contains(env, "SLURM_SCRIPT_CONTEXT=prolog_slurmd") || !strings.Contains(env, "--- exec "+tb.bin+" with 0 arguments") {
+		if strings.Contains(env, "\nPATH=") || !strings.Contains(env, "SLURM_SCRIPT_CONTEXT=prolog_slurmd") || !strings.Contains(env, "--- exec "+tb.Nodecheck+" with 0 arguments") {
 			t.Errorf("prolog environment:\n%s", env)
 		}
 		// Whatever the live checks found here (a CGO_ENABLED=0 build sees no GPU through
 		// NVML), a failing prolog leaves nodecheck's reason, never "Prolog error".
 		if strings.Contains(out, "UNHEALTHY") {
-			tb.waitFor(t, "the job to be requeued", 30*time.Second, func() bool {
-				return strings.Contains(tb.slurm(t, "scontrol", "show", "job", "-o", job), "JobState=PENDING")
+			testbed.WaitFor(t, "the job to be requeued", 30*time.Second, func() bool {
+				return strings.Contains(tb.Slurm(t, "scontrol", "show", "job", "-o", job), "JobState=PENDING")
 			})
 			if n := tb.node(t, "n2"); !n.Drained() || !strings.HasPrefix(n.Reason, "nodecheck: ") {
 				t.Errorf("n2 is %s %q, want drained with nodecheck's reason", n, n.Reason)
@@ -309,86 +308,22 @@ func TestSlurm(t *testing.T) {
 	})
 }
 
-// testbed is a running scripts/slurm-testbed.sh and a nodecheck binary built for it.
-type testbed struct {
-	dir  string // NODECHECK_TESTBED_DIR
-	conf string // its slurm.conf
-	bin  string // nodecheck, built with CGO_ENABLED=0
-	ctld int    // slurmctld's pid
+// bed is a running test bed (scripts/testbed) and slurmctld's pid, to freeze it.
+type bed struct {
+	*testbed.Bed
+	ctld int // slurmctld's pid
 }
 
-// startTestbed starts a test bed for t and its subtests, stopped when t ends.
-func startTestbed(t *testing.T) *testbed {
+// startTestbed builds nodecheck and starts a test bed for t and its subtests, stopped when t
+// ends.
+func startTestbed(t *testing.T) *bed {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Slurm test bed cannot start in CI: %s", msg)
-		}
-		t.Skipf("no real Slurm here (%s): run as root after `scripts/slurm-testbed.sh install`; CI runs this test", msg)
-	}
-	if testing.Short() {
-		t.Skip("-short: the real-Slurm tests take about a minute")
-	}
-	if os.Geteuid() != 0 {
-		unavailable("not root")
-	}
-	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "slurm-testbed.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && os.Getenv("CI") != "true" {
-		unavailable("Slurm is not installed")
-	}
-	tmp, err := os.MkdirTemp("", "nodecheck-slurm-test-")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(tmp)
-		} else {
-			t.Logf("test bed files kept in %s", tmp)
-		}
-	})
-	tb := &testbed{dir: filepath.Join(tmp, "testbed"), bin: filepath.Join(tmp, "nodecheck")}
-	tb.conf = filepath.Join(tb.dir, "etc", "slurm.conf")
-
-	build := exec.Command("go", "build", "-o", tb.bin, ".")
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nodecheck: %v\n%s", err, out)
-	}
-
-	port, err := freePorts(3)
-	if err != nil {
-		unavailable("no free ports: %v", err)
-	}
-	env := append(os.Environ(), "NODECHECK_TESTBED_DIR="+tb.dir, "NODECHECK_TESTBED_NODES=n1 n2", "NODECHECK_TESTBED_PORT="+strconv.Itoa(port))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // apt-get, in CI
-	defer cancel()
-	start := exec.CommandContext(ctx, script, "start")
-	start.Env = env
-	start.WaitDelay = time.Second
-	out, err := start.CombinedOutput()
-	t.Cleanup(func() {
-		stop := exec.Command(script, "stop")
-		stop.Env = env
-		if out, err := stop.CombinedOutput(); err != nil {
-			t.Errorf("stop the test bed: %v\n%s", err, out)
-		}
-		if t.Failed() {
-			for _, f := range []string{"slurmctld.log", "slurmd-n1.log", "slurmd-n2.log"} {
-				data, _ := os.ReadFile(filepath.Join(tb.dir, "log", f))
-				t.Logf("%s, last lines:\n%s", f, tail(string(data), 15))
-			}
-		}
-	})
-	if err != nil {
-		unavailable("scripts/slurm-testbed.sh start: %v\n%s", err, out)
-	}
-	pid, err := os.ReadFile(filepath.Join(tb.dir, "run", "slurmctld.child"))
+	tb := &bed{Bed: testbed.Start(t, testbed.Options{
+		RepoRoot:   repoRoot,
+		TempPrefix: "nodecheck-slurm-test-",
+		Short:      "the real-Slurm tests take about a minute",
+	})}
+	pid, err := os.ReadFile(filepath.Join(tb.Dir, "run", "slurmctld.child"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -402,181 +337,50 @@ func startTestbed(t *testing.T) *testbed {
 // stopController freezes slurmctld (SIGSTOP): clients then connect but get no answer, the
 // worst case for a caller with a deadline (a killed controller refuses connections, and the
 // clients retry for about 9 s). contController thaws it.
-func (tb *testbed) stopController(t *testing.T) {
+func (tb *bed) stopController(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(tb.ctld, syscall.SIGSTOP); err != nil {
 		t.Fatalf("stop slurmctld: %v", err)
 	}
 }
 
-func (tb *testbed) contController(t *testing.T) {
+func (tb *bed) contController(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(tb.ctld, syscall.SIGCONT); err != nil {
 		t.Errorf("continue slurmctld: %v", err)
 	}
 }
 
-func tail(s string, n int) string {
-	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
-}
-
-// freePorts finds n consecutive free TCP ports on the loopback address.
-func freePorts(n int) (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
-		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := base+n <= 65535
-		for i := 1; ok && i < n; i++ {
-			li, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
-			if err != nil {
-				ok = false
-				break
-			}
-			li.Close()
-		}
-		if ok {
-			return base, nil
-		}
-	}
-	return 0, errors.New("no run of free ports found")
-}
-
-func (tb *testbed) snapshot(t *testing.T, name string) string {
-	p, err := filepath.Abs(filepath.Join(repoRoot, "testdata", "snapshots", name))
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(p, "meta.json")); err != nil {
-		t.Skipf("snapshot %s is not here (module cache?): %v", name, err)
-	}
-	return p
-}
-
-// slurm runs a Slurm client against the test bed and returns its stdout; a failure fails t.
-func (tb *testbed) slurm(t *testing.T, prog string, args ...string) string {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/"+prog, args...)
-	cmd.Env = append(os.Environ(), "SLURM_CONF="+tb.conf)
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	out, err := cmd.Output()
-	if err != nil {
-		t.Fatalf("%s %s: %v: %s", prog, strings.Join(args, " "), err, stderr.String())
-	}
-	return string(out)
-}
-
 // node reads a node's state through drain's own parser.
-func (tb *testbed) node(t *testing.T, name string) drain.NodeState {
+func (tb *bed) node(t *testing.T, name string) drain.NodeState {
 	t.Helper()
-	n, err := drain.ParseShowNode(strings.NewReader(tb.slurm(t, "scontrol", "show", "node", "-o", name)), name)
+	n, err := drain.ParseShowNode(strings.NewReader(tb.Slurm(t, "scontrol", "show", "node", "-o", name)), name)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return n
 }
 
-func (tb *testbed) sinfoState(t *testing.T, name string) string {
-	return strings.TrimSpace(tb.slurm(t, "sinfo", "-h", "-N", "-n", name, "-o", "%t"))
+func (tb *bed) hookOutput(t *testing.T, node, context string) string {
+	return tb.HookFile(node, context+".out")
 }
 
-func (tb *testbed) waitFor(t *testing.T, what string, timeout time.Duration, cond func() bool) {
+func (tb *bed) hookEnv(t *testing.T, node, context string) string {
+	return tb.HookFile(node, context+".env")
+}
+
+func (tb *bed) sbatch(t *testing.T, args ...string) string {
 	t.Helper()
-	deadline := time.Now().Add(timeout)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("waited %s for %s", timeout, what)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-}
-
-// waitState waits for sinfo's short state ("idle", "drain", "drng"); right after a resume a
-// node reads "idle*" for a moment.
-func (tb *testbed) waitState(t *testing.T, name, state string) {
-	t.Helper()
-	tb.waitFor(t, name+" to be "+state, 20*time.Second, func() bool { return tb.sinfoState(t, name) == state })
-}
-
-// reset brings the test bed back to idle nodes without jobs, reasons or hooks.
-func (tb *testbed) reset(t *testing.T) {
-	t.Helper()
-	hooks, _ := filepath.Glob(filepath.Join(tb.dir, "hooks", "*"))
-	for _, h := range hooks {
-		if err := os.Remove(h); err != nil {
-			t.Fatal(err)
-		}
-	}
-	tb.slurm(t, "scancel", "--full", "--partition=debug")
-	tb.waitFor(t, "no jobs", 30*time.Second, func() bool { return strings.TrimSpace(tb.slurm(t, "squeue", "-h")) == "" })
-	for _, n := range []string{"n1", "n2"} {
-		if st := tb.node(t, n); st.Drained() || st.State == "DOWN" {
-			tb.slurm(t, "scontrol", "update", "NodeName="+n, "State=RESUME")
-		}
-	}
-	for _, n := range []string{"n1", "n2"} {
-		tb.waitState(t, n, "idle")
-	}
-}
-
-// config writes a nodecheck.toml with its state directory beside it, plus extra, and returns
-// its path.
-func (tb *testbed) config(t *testing.T, extra string) string {
-	t.Helper()
-	dir := t.TempDir()
-	path := filepath.Join(dir, "nodecheck.toml")
-	body := fmt.Sprintf("[state]\ndir = %q\n", filepath.Join(dir, "state"))
-	if !strings.Contains(extra, "[drain]") {
-		// Two test nodes: the default 10% would hold back every drain after the first.
-		body += "[drain]\nmax_drained = \"\"\n"
-	}
-	if err := os.WriteFile(path, []byte(body+extra), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	return path
-}
-
-// hook makes Slurm's hook for node and context run argv (see scripts/nodecheck-hook).
-func (tb *testbed) hook(t *testing.T, node, context string, argv ...string) {
-	t.Helper()
-	if err := os.WriteFile(filepath.Join(tb.dir, "hooks", node+"."+context), []byte(strings.Join(argv, "\n")+"\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-}
-
-// hookFile reads what the hook wrote: NODE.CONTEXT.out (stdout), .err (logs), .env.
-func (tb *testbed) hookFile(t *testing.T, node, name string) string {
-	data, _ := os.ReadFile(filepath.Join(tb.dir, "hooks", node+"."+name))
-	return string(data)
-}
-
-func (tb *testbed) hookOutput(t *testing.T, node, context string) string {
-	return tb.hookFile(t, node, context+".out")
-}
-
-func (tb *testbed) hookEnv(t *testing.T, node, context string) string {
-	return tb.hookFile(t, node, context+".env")
-}
-
-func (tb *testbed) sbatch(t *testing.T, args ...string) string {
-	t.Helper()
-	return strings.TrimSpace(tb.slurm(t, "sbatch", append([]string{"--parsable", "-o", "/dev/null"}, args...)...))
+	return strings.TrimSpace(tb.Slurm(t, "sbatch", append([]string{"--parsable", "-o", "/dev/null"}, args...)...))
 }
 
 // run runs the nodecheck binary as an admin would, with the test bed's SLURM_CONF.
-func (tb *testbed) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
+func (tb *bed) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, tb.bin, args...)
-	cmd.Env = []string{"SLURM_CONF=" + tb.conf, "PATH=/usr/bin:/bin"}
+	cmd := exec.CommandContext(ctx, tb.Nodecheck, args...)
+	cmd.Env = []string{"SLURM_CONF=" + tb.Conf, "PATH=/usr/bin:/bin"}
 	cmd.Dir = "/"
 	var out, errb bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errb
@@ -600,7 +404,7 @@ type runReport struct {
 
 // runJSON runs `nodecheck run --format json ARGS`, checks the exit code, and returns the report
 // and the logs.
-func (tb *testbed) runJSON(t *testing.T, wantCode int, args ...string) (runReport, string) {
+func (tb *bed) runJSON(t *testing.T, wantCode int, args ...string) (runReport, string) {
 	t.Helper()
 	start := time.Now()
 	out, stderr, code := tb.run(t, append([]string{"run", "--format", "json"}, args...)...)
