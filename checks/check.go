@@ -89,7 +89,7 @@ type Env struct {
 	// ReadOnly forbids even the one write a check makes to the node: nccl_allreduce keeps
 	// its last result in the state directory (config [state] dir) so that the modes it does
 	// not run in can report it. Set for snapshot replays (which must not touch the live
-	// node) and dry runs. nccl_allreduce also treats *node.Snapshot facts as read-only.
+	// node) and dry runs.
 	ReadOnly bool
 }
 

@@ -18,6 +18,7 @@ type SlurmFiles struct {
 	explicit string
 	getenv   func(string) string
 
+	pathOnce node.OnceValue[string]
 	confOnce node.OnceValue[*config.SlurmConf]
 	gresOnce node.OnceValue[*config.GresConf]
 }
@@ -28,11 +29,14 @@ func NewSlurmFiles(facts node.Facts, explicit string, getenv func(string) string
 	return &SlurmFiles{facts: facts, explicit: explicit, getenv: getenv}
 }
 
-// ConfPath is the slurm.conf this run uses.
+// ConfPath is the slurm.conf this run uses, found once per run: the facts have no stat for
+// plain files, so telling whether a candidate exists means reading it.
 func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
-	return config.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
-		_, err := s.facts.ReadFile(ctx, p)
-		return err == nil
+	return s.pathOnce.Get(ctx, func(ctx context.Context) (string, error) {
+		return config.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
+			_, err := s.facts.ReadFile(ctx, p)
+			return err == nil
+		})
 	})
 }
 
