@@ -5,6 +5,8 @@ package node
 
 import (
 	"context"
+	"encoding/json"
+	"slices"
 	"strconv"
 	"time"
 )
@@ -134,13 +136,103 @@ type GPU struct {
 	// Fabric is nil where NVML has no fabric information (before Hopper, or no NVSwitch:
 	// ERROR_NOT_SUPPORTED, or state NOT_SUPPORTED).
 	Fabric *Fabric `json:"fabric,omitempty"`
+	// ECC is nil where NVML has no ECC for the GPU (consumer GPUs: ERROR_NOT_SUPPORTED) or
+	// could not read its mode.
+	ECC *ECC `json:"ecc,omitempty"`
+	// RemappedRows is nil before Ampere (nvmlDeviceGetRemappedRows: ERROR_NOT_SUPPORTED).
+	RemappedRows *RemappedRows `json:"remapped_rows,omitempty"`
+	// RetiredPages is nil where the GPU does not retire pages (Ampere and later remap rows
+	// instead: ERROR_NOT_SUPPORTED).
+	RetiredPages *RetiredPages `json:"retired_pages,omitempty"`
+	// NVLinks holds every link index NVML answered nvmlDeviceGetNvLinkState for, in link order;
+	// nil where the GPU has no NVLink (link 0 ERROR_NOT_SUPPORTED) or it was not read.
+	NVLinks []NVLink `json:"nvlinks,omitempty"`
+	// Memory is the framebuffer's use; nil when NVML could not say.
+	Memory *Memory `json:"memory,omitempty"`
+	// Compute is nil when NVML could not list the GPU's compute processes (or a snapshot did
+	// not record them); a Compute with no processes means none runs.
+	Compute *Compute `json:"compute,omitempty"`
 	// Error is the NVML error name when the device handle could not be had, or when a read
 	// said the device is gone (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED); the other fields are
 	// then partial.
 	Error string `json:"error,omitempty"`
 }
 
-// Clone returns a deep copy of g, sharing no PCIe or Fabric with it.
+// ECC is a GPU's ECC mode and its error counters (nvmlDeviceGetEccMode,
+// nvmlDeviceGetTotalEccErrors). A counter is nil when NVML could not read it (ECC off, or not
+// supported); 0 is a read zero.
+type ECC struct {
+	Enabled        bool `json:"enabled"`         // current mode
+	PendingEnabled bool `json:"pending_enabled"` // mode after the next reset or reboot
+	// VolatileUncorrected counts uncorrectable errors since the driver loaded
+	// (NVML_MEMORY_ERROR_TYPE_UNCORRECTED, NVML_VOLATILE_ECC).
+	VolatileUncorrected *uint64 `json:"volatile_uncorrected,omitempty"`
+	VolatileCorrected   *uint64 `json:"volatile_corrected,omitempty"`
+	// AggregateUncorrected counts uncorrectable errors over the GPU's life (NVML_AGGREGATE_ECC).
+	AggregateUncorrected *uint64 `json:"aggregate_uncorrected,omitempty"`
+}
+
+// RemappedRows is nvmlDeviceGetRemappedRows: rows of HBM the GPU replaced with spares.
+type RemappedRows struct {
+	Correctable   int  `json:"correctable"`   // rows remapped after correctable errors
+	Uncorrectable int  `json:"uncorrectable"` // rows remapped after uncorrectable errors
+	Pending       bool `json:"pending"`       // a remap waits for a GPU reset to take effect
+	Failed        bool `json:"failed"`        // a remap failed: no spare row was left
+}
+
+// RetiredPages is dynamic page retirement (before Ampere): nvmlDeviceGetRetiredPages per
+// cause and nvmlDeviceGetRetiredPagesPendingStatus.
+type RetiredPages struct {
+	SingleBit int  `json:"single_bit"` // pages retired after multiple single-bit errors
+	DoubleBit int  `json:"double_bit"` // pages retired after a double-bit error
+	Pending   bool `json:"pending"`    // a retirement waits for the next driver reload
+}
+
+// NVLink is one link of a GPU (nvmlDeviceGetNvLinkState).
+type NVLink struct {
+	Link   int  `json:"link"`
+	Active bool `json:"active"` // NVML_FEATURE_ENABLED
+}
+
+// Memory is a GPU's framebuffer in MiB (nvmlDeviceGetMemoryInfo_v2 where the driver has it:
+// Used then leaves out what the driver reserves; with the older call Reserved is 0 and Used
+// includes it).
+type Memory struct {
+	TotalMiB    uint64 `json:"total_mib"`
+	UsedMiB     uint64 `json:"used_mib"`
+	ReservedMiB uint64 `json:"reserved_mib,omitempty"`
+}
+
+// Compute is what runs on a GPU (nvmlDeviceGetComputeRunningProcesses).
+type Compute struct {
+	Processes []Process `json:"processes"`
+}
+
+// Process is one compute process on a GPU. NVML gives the PID and memory; the live node adds
+// the owner and command from /proc (a snapshot records them as read).
+type Process struct {
+	PID uint32 `json:"pid"`
+	// UsedMiB is the GPU memory the process holds; 0 when NVML could not say (MIG without
+	// privileges reports NVML_VALUE_NOT_AVAILABLE).
+	UsedMiB uint64 `json:"used_mib"`
+	UID     int    `json:"uid"`               // owner's uid from /proc/<pid>/status; -1 when unknown (the process is gone)
+	User    string `json:"user,omitempty"`    // owner's name from /etc/passwd; empty when not listed there
+	Command string `json:"command,omitempty"` // /proc/<pid>/comm
+}
+
+// UnmarshalJSON reads a process with no "uid" as owner unknown (-1), not as root: an
+// nvml.json written by hand or from nvidia-smi output may leave the owner out.
+func (p *Process) UnmarshalJSON(b []byte) error {
+	type plain Process
+	q := plain{UID: -1}
+	if err := json.Unmarshal(b, &q); err != nil {
+		return err
+	}
+	*p = Process(q)
+	return nil
+}
+
+// Clone returns a deep copy of g, sharing no pointer or slice with it.
 func (g GPU) Clone() GPU {
 	if g.PCIe != nil {
 		p := *g.PCIe
@@ -149,6 +241,36 @@ func (g GPU) Clone() GPU {
 	if g.Fabric != nil {
 		f := *g.Fabric
 		g.Fabric = &f
+	}
+	if g.ECC != nil {
+		e := *g.ECC
+		for _, c := range []**uint64{&e.VolatileUncorrected, &e.VolatileCorrected, &e.AggregateUncorrected} {
+			if *c != nil {
+				v := **c
+				*c = &v
+			}
+		}
+		g.ECC = &e
+	}
+	if g.RemappedRows != nil {
+		r := *g.RemappedRows
+		g.RemappedRows = &r
+	}
+	if g.RetiredPages != nil {
+		r := *g.RetiredPages
+		g.RetiredPages = &r
+	}
+	g.NVLinks = slices.Clone(g.NVLinks)
+	if g.Memory != nil {
+		m := *g.Memory
+		g.Memory = &m
+	}
+	if g.Compute != nil {
+		c := Compute{Processes: slices.Clone(g.Compute.Processes)}
+		if c.Processes == nil {
+			c.Processes = []Process{}
+		}
+		g.Compute = &c
 	}
 	return g
 }

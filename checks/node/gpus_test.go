@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"io/fs"
 	"strings"
@@ -112,7 +113,17 @@ func TestSnapshotGPUs(t *testing.T) {
 		want := GPU{Index: 7, MinorNumber: 7, UUID: got.Devices[7].UUID, Name: "NVIDIA H100 80GB HBM3",
 			PCIBusID: "00000000:DB:00.0",
 			PCIe:     &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
-			Fabric:   &Fabric{State: "COMPLETED", Status: "SUCCESS"}}
+			Fabric:   &Fabric{State: "COMPLETED", Status: "SUCCESS"},
+			// From the capture's ECC, Remapped Rows, FB Memory Usage and Processes sections;
+			// the 18 links are the snapshot's invented part (see its SOURCE).
+			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](0), VolatileCorrected: ptr[uint64](0), AggregateUncorrected: ptr[uint64](0)},
+			RemappedRows: &RemappedRows{},
+			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 0, ReservedMiB: 551},
+			Compute:      &Compute{Processes: []Process{}},
+		}
+		for l := range 18 {
+			want.NVLinks = append(want.NVLinks, NVLink{Link: l, Active: true})
+		}
 		if diff := cmp.Diff(want, got.Devices[7]); diff != "" {
 			t.Errorf("GPU 7 (-want +got):\n%s", diff)
 		}
@@ -229,5 +240,34 @@ func TestParseNVMLErrors(t *testing.T) {
 				t.Errorf("parseNVML: %v, want an error containing %q", err, tc.want)
 			}
 		})
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// TestNVMLRecordRoundTrip: every field of a GPU survives a recording and its replay, so
+// that a snapshot of a real node replays what the checks saw there.
+func TestNVMLRecordRoundTrip(t *testing.T) {
+	inv := GPUInventory{Init: InitSuccess, DriverVersion: "535.161.08", CUDADriverVersion: 12020, DeviceCount: 1,
+		Devices: []GPU{{Index: 0, MinorNumber: 3, UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
+			PCIe:         &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
+			Fabric:       &Fabric{State: "COMPLETED", Status: "SUCCESS"},
+			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](2)},
+			RemappedRows: &RemappedRows{Uncorrectable: 1, Pending: true},
+			RetiredPages: &RetiredPages{SingleBit: 1, DoubleBit: 2, Pending: true},
+			NVLinks:      []NVLink{{Link: 0, Active: true}, {Link: 1}},
+			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 1200, ReservedMiB: 551},
+			Compute:      &Compute{Processes: []Process{{PID: 4242, UsedMiB: 1200, UID: 1000, User: "alice", Command: "python"}}},
+		}}}
+	b, err := json.Marshal(newNVMLRecord(inv))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var r nvmlRecord
+	if err := json.Unmarshal(b, &r); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(inv, nvmlInventory(r)); diff != "" {
+		t.Errorf("replayed inventory (-recorded +replayed):\n%s", diff)
 	}
 }

@@ -208,7 +208,8 @@ func (l *Live) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
 }
 
 // GPUs implements Facts through the GPUSource given with WithGPUSource; without one it
-// reports Init InitNotBuilt.
+// reports Init InitNotBuilt. The owner and command of each compute process NVML lists are
+// read from FS/proc and FS/etc/passwd (see fillProcessOwners).
 func (l *Live) GPUs(ctx context.Context) (GPUInventory, error) {
 	if err := ctx.Err(); err != nil {
 		return GPUInventory{}, fmt.Errorf("read NVML: %w", err)
@@ -216,7 +217,11 @@ func (l *Live) GPUs(ctx context.Context) (GPUInventory, error) {
 	if l.gpus == nil {
 		return GPUInventory{Init: InitNotBuilt}, nil
 	}
-	return l.gpus.GPUs(ctx)
+	inv, err := l.gpus.GPUs(ctx)
+	if err != nil {
+		return inv, err
+	}
+	return l.fillProcessOwners(ctx, inv), nil
 }
 
 // Exec implements Facts; see runCommand for how the process is run, bounded and killed.

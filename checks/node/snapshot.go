@@ -103,26 +103,36 @@ type nvmlRecord struct {
 // gpuRecord is one entry of nvml.json's devices: a GPU and its delay. The fields are spelt
 // out rather than embedding GPU so that JSON errors name "devices.pcie", not "devices.GPU.pcie".
 type gpuRecord struct {
-	Index       int     `json:"index"`
-	MinorNumber int     `json:"minor_number"`
-	UUID        string  `json:"uuid,omitempty"`
-	Name        string  `json:"name,omitempty"`
-	PCIBusID    string  `json:"pci_bus_id,omitempty"`
-	PCIe        *PCIe   `json:"pcie,omitempty"`
-	Fabric      *Fabric `json:"fabric,omitempty"`
-	Error       string  `json:"error,omitempty"`
-	DelayMS     int     `json:"delay_ms,omitempty"` // stall this long before this device is read
+	Index        int           `json:"index"`
+	MinorNumber  int           `json:"minor_number"`
+	UUID         string        `json:"uuid,omitempty"`
+	Name         string        `json:"name,omitempty"`
+	PCIBusID     string        `json:"pci_bus_id,omitempty"`
+	PCIe         *PCIe         `json:"pcie,omitempty"`
+	Fabric       *Fabric       `json:"fabric,omitempty"`
+	ECC          *ECC          `json:"ecc,omitempty"`
+	RemappedRows *RemappedRows `json:"remapped_rows,omitempty"`
+	RetiredPages *RetiredPages `json:"retired_pages,omitempty"`
+	NVLinks      []NVLink      `json:"nvlinks,omitempty"`
+	Memory       *Memory       `json:"memory,omitempty"`
+	Compute      *Compute      `json:"compute,omitempty"`
+	Error        string        `json:"error,omitempty"`
+	DelayMS      int           `json:"delay_ms,omitempty"` // stall this long before this device is read
 }
 
 func (r gpuRecord) gpu() GPU {
 	return GPU{Index: r.Index, MinorNumber: r.MinorNumber, UUID: r.UUID, Name: r.Name,
-		PCIBusID: r.PCIBusID, PCIe: r.PCIe, Fabric: r.Fabric, Error: r.Error}.Clone()
+		PCIBusID: r.PCIBusID, PCIe: r.PCIe, Fabric: r.Fabric, ECC: r.ECC,
+		RemappedRows: r.RemappedRows, RetiredPages: r.RetiredPages, NVLinks: r.NVLinks,
+		Memory: r.Memory, Compute: r.Compute, Error: r.Error}.Clone()
 }
 
 func newGPURecord(g GPU) gpuRecord {
 	g = g.Clone()
 	return gpuRecord{Index: g.Index, MinorNumber: g.MinorNumber, UUID: g.UUID, Name: g.Name,
-		PCIBusID: g.PCIBusID, PCIe: g.PCIe, Fabric: g.Fabric, Error: g.Error}
+		PCIBusID: g.PCIBusID, PCIe: g.PCIe, Fabric: g.Fabric, ECC: g.ECC,
+		RemappedRows: g.RemappedRows, RetiredPages: g.RetiredPages, NVLinks: g.NVLinks,
+		Memory: g.Memory, Compute: g.Compute, Error: g.Error}
 }
 
 // nvmlInventory is the GPUInventory r records, without its delays.

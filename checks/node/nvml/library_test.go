@@ -7,9 +7,11 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -79,7 +81,43 @@ func TestRealGPU(t *testing.T) {
 			g.MinorNumber < 0 || g.PCIe == nil || g.PCIe.MaxLinkWidth == 0 || g.PCIe.MaxLinkGen == 0 {
 			t.Errorf("GPU %d = %+v, want every field read", g.Index, g)
 		}
+		active := 0
+		for _, l := range g.NVLinks {
+			if l.Active {
+				active++
+			}
+		}
+		t.Logf("GPU %d: ecc %s, remapped rows %+v, retired pages %+v, nvlinks %d (%d active), memory %+v, compute %+v",
+			g.Index, eccString(g.ECC), g.RemappedRows, g.RetiredPages, len(g.NVLinks), active, g.Memory, g.Compute)
+		// Data-centre Hopper parts have ECC, and every GPU has memory. Remapped rows and the
+		// process list are only logged: with MIG on, NVML may refuse both.
+		if strings.Contains(g.Name, "H100") || strings.Contains(g.Name, "H200") {
+			if g.ECC == nil || g.Memory == nil || g.Memory.TotalMiB == 0 {
+				t.Errorf("GPU %d (%s): ecc %s, memory %+v: want both read", g.Index, g.Name, eccString(g.ECC), g.Memory)
+			}
+			if g.ECC != nil && g.ECC.Enabled && (g.ECC.VolatileUncorrected == nil || g.ECC.AggregateUncorrected == nil) {
+				t.Errorf("GPU %d (%s): ECC on but counters unread: %s", g.Index, g.Name, eccString(g.ECC))
+			}
+			if g.RetiredPages != nil {
+				t.Errorf("GPU %d (%s): retired pages %+v, want none (Hopper remaps rows)", g.Index, g.Name, g.RetiredPages)
+			}
+		}
 	}
+}
+
+// eccString prints e with its counters' values rather than their addresses.
+func eccString(e *node.ECC) string {
+	if e == nil {
+		return "<nil>"
+	}
+	n := func(p *uint64) string {
+		if p == nil {
+			return "-"
+		}
+		return fmt.Sprint(*p)
+	}
+	return fmt.Sprintf("{enabled %t, pending %t, volatile uncorrected %s, volatile corrected %s, aggregate uncorrected %s}",
+		e.Enabled, e.PendingEnabled, n(e.VolatileUncorrected), n(e.VolatileCorrected), n(e.AggregateUncorrected))
 }
 
 // buildStub compiles testdata/nvmlstub.c, with the given -D flags, into
@@ -139,21 +177,43 @@ func TestStubLibrary(t *testing.T) {
 		"":                     buildStub(t),
 		"-DNVMLSTUB_FABRIC_V":  buildStub(t, "-DNVMLSTUB_FABRIC_V"),
 		"-DNVMLSTUB_FABRIC_V1": buildStub(t, "-DNVMLSTUB_FABRIC_V1"),
+		"-DNVMLSTUB_OLD":       buildStub(t, "-DNVMLSTUB_OLD"),
 	}
+	// gpu0 is the stub's GPU 0 as Source should read it from a current driver; old changes
+	// it to what a driver without the newer functions gives.
 	gpu0 := func(f *node.Fabric) node.GPU {
 		return node.GPU{Index: 0, MinorNumber: 0, UUID: "GPU-5705e5b0-0000-4000-8000-000000000000", Name: "NVIDIA Stub GPU",
 			PCIBusID: "00000000:19:00.0", PCIe: &node.PCIe{CurLinkWidth: 8, MaxLinkWidth: 16, CurLinkGen: 4, MaxLinkGen: 5},
-			Fabric: f}
+			Fabric: f,
+			ECC: &node.ECC{Enabled: true, PendingEnabled: true,
+				VolatileUncorrected: new(uint64(0)), VolatileCorrected: new(uint64(0)), AggregateUncorrected: new(uint64(0))},
+			RemappedRows: &node.RemappedRows{},
+			NVLinks:      []node.NVLink{{Link: 0, Active: true}, {Link: 1, Active: true}, {Link: 2}, {Link: 3, Active: true}},
+			Memory:       &node.Memory{TotalMiB: 81920, UsedMiB: 1024, ReservedMiB: 512},
+			Compute:      &node.Compute{Processes: []node.Process{{PID: 4242, UsedMiB: 500, UID: -1}}},
+		}
 	}
+	old := func(g node.GPU) node.GPU {
+		g.RemappedRows = nil
+		g.Memory = &node.Memory{TotalMiB: 81920, UsedMiB: 512 + 1024}
+		return g
+	}
+	lost := node.GPU{Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}
 	reads := []string{
 		"nvmlInit_v2", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount_v2",
 		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetUUID", "nvmlDeviceGetName",
 		"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
 		"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
 	}
-	calls := func(fabric ...string) []string {
-		out := append(append([]string{}, reads...), fabric...)
-		return append(out, "nvmlDeviceGetHandleByIndex_v2", "nvmlShutdown")
+	ecc := []string{"nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetTotalEccErrors"}
+	// Links 0-3 answer, link 4 is past the GPU's links and ends the walk.
+	links := slices.Repeat([]string{"nvmlDeviceGetNvLinkState"}, 5)
+	health := slices.Concat(ecc, []string{"nvmlDeviceGetRemappedRows", "nvmlDeviceGetRetiredPages"}, links,
+		[]string{"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses_v3"})
+	oldHealth := slices.Concat(ecc, []string{"nvmlDeviceGetRetiredPages"}, links,
+		[]string{"nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses"})
+	calls := func(fabric, health []string) []string {
+		return slices.Concat(reads, fabric, health, []string{"nvmlDeviceGetHandleByIndex_v2", "nvmlShutdown"})
 	}
 	tests := []struct {
 		name      string
@@ -177,24 +237,32 @@ func TestStubLibrary(t *testing.T) {
 			name: "initialised, one GPU lost, no fabric functions",
 			init: "0",
 			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
-				Devices: []node.GPU{gpu0(nil), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
-			wantCalls: calls(),
+				Devices: []node.GPU{gpu0(nil), lost}},
+			wantCalls: calls(nil, health),
 		},
 		{
 			name:  "versioned fabric call, v3 too new for the driver",
 			build: "-DNVMLSTUB_FABRIC_V",
 			init:  "0",
 			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
-				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS"}), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
-			wantCalls: calls("nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfoV"),
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS"}), lost}},
+			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfoV"}, health),
 		},
 		{
 			name:  "unversioned fabric call only",
 			build: "-DNVMLSTUB_FABRIC_V1",
 			init:  "0",
 			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
-				Devices: []node.GPU{gpu0(&node.Fabric{State: "IN_PROGRESS", Status: "SUCCESS"}), {Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}}},
-			wantCalls: calls("nvmlDeviceGetGpuFabricInfo"),
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "IN_PROGRESS", Status: "SUCCESS"}), lost}},
+			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfo"}, health),
+		},
+		{
+			name:  "old driver: no remapped rows, memory v1, unversioned process call",
+			build: "-DNVMLSTUB_OLD",
+			init:  "0",
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+				Devices: []node.GPU{old(gpu0(nil)), lost}},
+			wantCalls: calls(nil, oldHealth),
 		},
 	}
 	for _, tc := range tests {

@@ -5,6 +5,7 @@ package nvml
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sync"
 
 	"github.com/NVIDIA/go-nvml/pkg/nvml"
@@ -88,7 +89,8 @@ func (s *Source) GPUs(ctx context.Context) (node.GPUInventory, error) {
 
 // api is the part of NVML Source uses. go-nvml's nvml.Interface, and its mocks, provide
 // every method but fabric, which goes through go-nvml's GpuFabricInfoHandler: a mock
-// cannot fake that (its zero handler calls into the real library), so the adapter owns it.
+// cannot fake that (its zero handler calls into the real library), so the adapter owns it;
+// and hasSymbol, which a mock answers for the driver it plays.
 type api interface {
 	Init() nvml.Return
 	Shutdown() nvml.Return
@@ -100,6 +102,10 @@ type api interface {
 	// after a successful Init, and returns ERROR_FUNCTION_NOT_FOUND where the library has
 	// no fabric call at all.
 	fabric(d nvml.Device) (state uint8, status uint32, ret nvml.Return)
+	// hasSymbol says whether the loaded library exports the C function name. It is called
+	// only after a successful Init, before any call to a function that older drivers lack:
+	// calling a function the library does not have kills the process.
+	hasSymbol(name string) bool
 }
 
 // library is api over the real libnvidia-ml.
@@ -147,6 +153,12 @@ func (l *library) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
 	return 0, 0, nvml.ERROR_FUNCTION_NOT_FOUND
 }
 
+// hasSymbol implements api. LookupSymbol needs the library loaded, which a successful Init
+// guarantees; it is one dlsym, cheap enough not to cache.
+func (l *library) hasSymbol(name string) bool {
+	return l.Extensions().LookupSymbol(name) == nil
+}
+
 // read takes the whole inventory: Init, the reads, Shutdown. Nothing but Init is called
 // unless Init succeeded.
 func read(lib api) (node.GPUInventory, error) {
@@ -177,7 +189,8 @@ func read(lib api) (node.GPUInventory, error) {
 // readDevice reads GPU i. A handle NVML will not give, or a read saying the GPU is gone
 // (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED), sets Error and ends the reading of this GPU:
 // every further call would fail the same way, each perhaps slowly. Any other failed read
-// leaves its field at its zero (MinorNumber -1), as node.GPU documents.
+// (ERROR_NOT_SUPPORTED included) leaves its field at its zero (MinorNumber -1) or nil, as
+// node.GPU documents.
 func readDevice(lib api, i int) node.GPU {
 	g := node.GPU{Index: i, MinorNumber: -1}
 	d, ret := lib.DeviceGetHandleByIndex(i)
@@ -234,9 +247,15 @@ func readDevice(lib api, i int) node.GPU {
 			g.Fabric = fabricOf(state, status, ret)
 			return ret
 		},
+		func() nvml.Return { return readECC(d, &g) },
+		func() nvml.Return { return readRemappedRows(lib, d, &g) },
+		func() nvml.Return { return readRetiredPages(d, &g) },
+		func() nvml.Return { return readNVLinks(d, &g) },
+		func() nvml.Return { return readMemory(lib, d, &g) },
+		func() nvml.Return { return readCompute(lib, d, &g) },
 	}
 	for _, r := range reads {
-		if ret := r(); ret == nvml.ERROR_GPU_IS_LOST || ret == nvml.ERROR_RESET_REQUIRED {
+		if ret := r(); gone(ret) {
 			g.Error = returnName(ret)
 			break
 		}
@@ -247,6 +266,187 @@ func readDevice(lib api, i int) node.GPU {
 	return g
 }
 
+// gone says whether ret means the GPU can no longer be read: it fell off the bus, or it
+// needs a reset before NVML can talk to it again.
+func gone(ret nvml.Return) bool {
+	return ret == nvml.ERROR_GPU_IS_LOST || ret == nvml.ERROR_RESET_REQUIRED
+}
+
+// The reads below each fill one field of g and return the NVML result that decides
+// whether the GPU is gone: the first such result of their calls, after which they call
+// nothing more. Every other failure leaves the field nil.
+//
+// Which calls could meet a driver whose library lacks the function (go-nvml v0.13.4-1,
+// pkg/nvml: its cgo wrappers call the C symbol directly and the linker binds it lazily at
+// the first call, so a missing one ends the process with "symbol lookup error", exit 127):
+//   - nvmlDeviceGetEccMode, nvmlDeviceGetTotalEccErrors, nvmlDeviceGetMemoryInfo,
+//     nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus and
+//     nvmlDeviceGetNvLinkState date from the Kepler and Pascal drivers, older than any
+//     driver a Slurm GPU node still runs: called as they are.
+//   - nvmlDeviceGetRemappedRows came with Ampere (R450); Volta and older nodes can run
+//     drivers without it: looked up first.
+//   - nvmlDeviceGetMemoryInfo_v2 came with the R510 drivers, and go-nvml calls it by that
+//     name with no fallback: looked up first, nvmlDeviceGetMemoryInfo otherwise.
+//   - GetComputeRunningProcesses is safe wherever one of its three symbols is: at load
+//     (updateVersionedSymbols, lib.go) go-nvml switches to
+//     nvmlDeviceGetComputeRunningProcesses_v3, else _v2, where the library has them, and
+//     otherwise calls the unversioned nvmlDeviceGetComputeRunningProcesses (nvml.go builds
+//     with NVML_NO_UNVERSIONED_FUNC_DEFS, so that name is not renamed to _v3). It is looked
+//     up too, so that a library with none of the three (a stub) cannot end the process.
+
+// readECC fills g.ECC from nvmlDeviceGetEccMode; nil where the GPU has no ECC
+// (ERROR_NOT_SUPPORTED) or the mode cannot be read. The counters are read only with ECC
+// on: nvml.h says nvmlDeviceGetTotalEccErrors "requires ECC Mode to be enabled". A counter
+// that cannot be read stays nil, so that 0 always means a read zero.
+func readECC(d nvml.Device, g *node.GPU) nvml.Return {
+	current, pending, ret := d.GetEccMode()
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	e := &node.ECC{Enabled: current == nvml.FEATURE_ENABLED, PendingEnabled: pending == nvml.FEATURE_ENABLED}
+	g.ECC = e
+	if !e.Enabled {
+		return ret
+	}
+	for _, c := range []struct {
+		dst     **uint64
+		errType nvml.MemoryErrorType
+		counter nvml.EccCounterType
+	}{
+		{&e.VolatileUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC},
+		{&e.VolatileCorrected, nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC},
+		{&e.AggregateUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC},
+	} {
+		n, ret := d.GetTotalEccErrors(c.errType, c.counter)
+		if gone(ret) {
+			return ret
+		}
+		if ret == nvml.SUCCESS {
+			*c.dst = &n
+		}
+	}
+	return nvml.SUCCESS
+}
+
+// readRemappedRows fills g.RemappedRows; nil before Ampere and on a MIG-enabled GPU with
+// active instances (ERROR_NOT_SUPPORTED), and where the library has no such function.
+func readRemappedRows(lib api, d nvml.Device, g *node.GPU) nvml.Return {
+	if !lib.hasSymbol("nvmlDeviceGetRemappedRows") {
+		return nvml.ERROR_FUNCTION_NOT_FOUND
+	}
+	corr, unc, pending, failed, ret := d.GetRemappedRows()
+	if ret == nvml.SUCCESS {
+		g.RemappedRows = &node.RemappedRows{Correctable: corr, Uncorrectable: unc, Pending: pending, Failed: failed}
+	}
+	return ret
+}
+
+// readRetiredPages fills g.RetiredPages; nil on Ampere and later (ERROR_NOT_SUPPORTED: they
+// remap rows instead). It is all or nothing: a count NVML would not give is not a zero.
+func readRetiredPages(d nvml.Device, g *node.GPU) nvml.Return {
+	single, ret := d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_MULTIPLE_SINGLE_BIT_ECC_ERRORS)
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	double, ret := d.GetRetiredPages(nvml.PAGE_RETIREMENT_CAUSE_DOUBLE_BIT_ECC_ERROR)
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	pending, ret := d.GetRetiredPagesPendingStatus()
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	g.RetiredPages = &node.RetiredPages{
+		SingleBit: len(single), DoubleBit: len(double), Pending: pending == nvml.FEATURE_ENABLED,
+	}
+	return ret
+}
+
+// readNVLinks fills g.NVLinks with every link nvmlDeviceGetNvLinkState answers. NVML has
+// no call for a GPU's link count that a mock can fake (nvmlDeviceGetNvLinkInfo goes through
+// a handler, see api), so every index up to NVML_NVLINK_MAX_LINKS is asked:
+// ERROR_INVALID_ARGUMENT means the index is past the GPU's links and ends the walk (every
+// later index is invalid too); ERROR_NOT_SUPPORTED (a GPU without NVLink, or a link the
+// board does not wire) and other failures leave that one link out. A GPU gone halfway
+// leaves NVLinks nil rather than a list a check would take for missing links.
+func readNVLinks(d nvml.Device, g *node.GPU) nvml.Return {
+	var links []node.NVLink
+	for link := range nvml.NVLINK_MAX_LINKS {
+		state, ret := d.GetNvLinkState(link)
+		if gone(ret) {
+			return ret
+		}
+		if ret == nvml.ERROR_INVALID_ARGUMENT {
+			break
+		}
+		if ret == nvml.SUCCESS {
+			links = append(links, node.NVLink{Link: link, Active: state == nvml.FEATURE_ENABLED})
+		}
+	}
+	g.NVLinks = links
+	return nvml.SUCCESS
+}
+
+// readMemory fills g.Memory, from nvmlDeviceGetMemoryInfo_v2 where the library has it (its
+// Used leaves out what the driver reserves, as nvidia-smi shows it; go-nvml sets the
+// struct's version), else from nvmlDeviceGetMemoryInfo. A v2 call that fails for a reason
+// other than a lost GPU falls back to v1: a library can export v2 and still fail it (WSL
+// answers ERROR_UNKNOWN: https://github.com/XuehaiPan/nvitop/pull/30).
+func readMemory(lib api, d nvml.Device, g *node.GPU) nvml.Return {
+	if lib.hasSymbol("nvmlDeviceGetMemoryInfo_v2") {
+		m, ret := d.GetMemoryInfo_v2()
+		if ret == nvml.SUCCESS {
+			g.Memory = &node.Memory{TotalMiB: mib(m.Total), UsedMiB: mib(m.Used), ReservedMiB: mib(m.Reserved)}
+		}
+		if ret == nvml.SUCCESS || gone(ret) {
+			return ret
+		}
+	}
+	m, ret := d.GetMemoryInfo()
+	if ret == nvml.SUCCESS {
+		g.Memory = &node.Memory{TotalMiB: mib(m.Total), UsedMiB: mib(m.Used)}
+	}
+	return ret
+}
+
+// computeSymbols are the functions go-nvml's GetComputeRunningProcesses may call, one of
+// which it picks at load; see the note above readECC.
+var computeSymbols = []string{
+	"nvmlDeviceGetComputeRunningProcesses_v3",
+	"nvmlDeviceGetComputeRunningProcesses_v2",
+	"nvmlDeviceGetComputeRunningProcesses",
+}
+
+// valueNotAvailable is NVML_VALUE_NOT_AVAILABLE ((-1) in nvml.h) as an unsigned long long
+// field holds it: nvmlProcessInfo_t.usedGpuMemory under MIG without privileges.
+const valueNotAvailable = ^uint64(0)
+
+// readCompute fills g.Compute with the GPU's compute processes: PID and memory only, UID -1;
+// the live node layer adds owner and command from /proc. None running is an empty,
+// non-nil list; nil is "could not list" (ERROR_NO_PERMISSION, ERROR_NOT_SUPPORTED, ...).
+func readCompute(lib api, d nvml.Device, g *node.GPU) nvml.Return {
+	if !slices.ContainsFunc(computeSymbols, lib.hasSymbol) {
+		return nvml.ERROR_FUNCTION_NOT_FOUND
+	}
+	procs, ret := d.GetComputeRunningProcesses()
+	if ret != nvml.SUCCESS {
+		return ret
+	}
+	c := &node.Compute{Processes: make([]node.Process, 0, len(procs))}
+	for _, p := range procs {
+		used := p.UsedGpuMemory
+		if used == valueNotAvailable {
+			used = 0
+		}
+		c.Processes = append(c.Processes, node.Process{PID: p.Pid, UsedMiB: mib(used), UID: -1})
+	}
+	g.Compute = c
+	return ret
+}
+
+// mib turns NVML's bytes into MiB, rounded down.
+func mib(b uint64) uint64 { return b / (1 << 20) }
+
 // fabricOf turns a fabric query into node.Fabric: nil where NVML has no fabric information
 // (the call is not supported, the library lacks it, or the state says NOT_SUPPORTED: GPUs
 // before Hopper, or without NVSwitch); state UNKNOWN with the query's error as status where
@@ -255,7 +455,7 @@ func fabricOf(state uint8, status uint32, ret nvml.Return) *node.Fabric {
 	switch {
 	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 		return nil
-	case ret == nvml.ERROR_GPU_IS_LOST || ret == nvml.ERROR_RESET_REQUIRED:
+	case gone(ret):
 		return nil // the device is gone: GPU.Error says so
 	case ret != nvml.SUCCESS:
 		return &node.Fabric{State: "UNKNOWN", Status: returnName(ret)}

@@ -7,6 +7,17 @@
  * loaded. With 0 the stub has two GPUs: GPU 0 answers the basic reads, GPU 1 is lost
  * (NVML_ERROR_GPU_IS_LOST).
  *
+ * GPU 0's health, as a healthy Hopper answers it: ECC on (and on after reset) with no
+ * errors, no remapped rows, no page retirement (NVML_ERROR_NOT_SUPPORTED: Ampere and later
+ * remap rows instead), 4 NVLinks of which link 2 is inactive (link 4 and later:
+ * NVML_ERROR_INVALID_ARGUMENT), 80 GiB of framebuffer with 512 MiB reserved and 1 GiB used,
+ * and one compute process, PID 4242, holding 500 MiB.
+ *
+ * Built with -DNVMLSTUB_OLD it is a driver from before Ampere support (R450): no
+ * nvmlDeviceGetRemappedRows, no nvmlDeviceGetMemoryInfo_v2, and only the unversioned
+ * nvmlDeviceGetComputeRunningProcesses with the v1 struct. A caller that calls a missing
+ * function dies in the dynamic linker.
+ *
  * By default it has no fabric functions, as drivers before them: a caller that calls one
  * anyway dies in the dynamic linker, which is the failure the adapter must avoid. Built
  * with -DNVMLSTUB_FABRIC_V it has nvmlDeviceGetGpuFabricInfoV as a driver that knows the
@@ -16,13 +27,14 @@
  * Every call is counted per name; NVMLSTUB_LOG names a file that gets one line per call,
  * so a test can check that nothing but nvmlInit ran after a failed init.
  *
- * Build: cc -shared -fPIC [-DNVMLSTUB_FABRIC_V | -DNVMLSTUB_FABRIC_V1] -o libnvidia-ml.so.1 nvmlstub.c
+ * Build: cc -shared -fPIC [-DNVMLSTUB_FABRIC_V | -DNVMLSTUB_FABRIC_V1] [-DNVMLSTUB_OLD] -o libnvidia-ml.so.1 nvmlstub.c
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 typedef int nvmlReturn_t;
+typedef int nvmlEnableState_t; /* NVML_FEATURE_DISABLED 0, NVML_FEATURE_ENABLED 1 */
 typedef struct nvmlDevice_st *nvmlDevice_t;
 typedef struct {
 	char busIdLegacy[16];
@@ -198,6 +210,129 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfo(nvmlDevice_t d, fabricInfoV1 *info) {
 	NEED_INIT("nvmlDeviceGetGpuFabricInfo");
 	info->status = 0;
 	info->state = 2; /* NVML_GPU_FABRIC_STATE_IN_PROGRESS */
+	return 0;
+}
+#endif
+
+/* Health reads. Every function below is one a real driver of its kind exports. */
+
+nvmlReturn_t nvmlDeviceGetEccMode(nvmlDevice_t d, nvmlEnableState_t *current, nvmlEnableState_t *pending) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetEccMode");
+	*current = 1;
+	*pending = 1;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTotalEccErrors(nvmlDevice_t d, int errorType, int counterType, unsigned long long *count) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetTotalEccErrors");
+	if (errorType < 0 || errorType > 1 || counterType < 0 || counterType > 1)
+		return 2; /* NVML_ERROR_INVALID_ARGUMENT */
+	*count = 0;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPages(nvmlDevice_t d, int cause, unsigned int *pageCount, unsigned long long *addresses) {
+	(void)d; (void)cause; (void)pageCount; (void)addresses;
+	NEED_INIT("nvmlDeviceGetRetiredPages");
+	return 3; /* NVML_ERROR_NOT_SUPPORTED */
+}
+
+nvmlReturn_t nvmlDeviceGetRetiredPagesPendingStatus(nvmlDevice_t d, nvmlEnableState_t *isPending) {
+	(void)d; (void)isPending;
+	NEED_INIT("nvmlDeviceGetRetiredPagesPendingStatus");
+	return 3; /* NVML_ERROR_NOT_SUPPORTED */
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkState(nvmlDevice_t d, unsigned int link, nvmlEnableState_t *isActive) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetNvLinkState");
+	if (link >= 4) return 2; /* NVML_ERROR_INVALID_ARGUMENT: past this GPU's links */
+	*isActive = link != 2;
+	return 0;
+}
+
+#define MiB (1024ull * 1024)
+
+/* nvmlMemory_t */
+typedef struct {
+	unsigned long long total, free, used;
+} memoryV1;
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo(nvmlDevice_t d, memoryV1 *m) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetMemoryInfo");
+	m->total = 81920 * MiB;
+	m->used = (512 + 1024) * MiB; /* v1's used includes what the driver reserves */
+	m->free = m->total - m->used;
+	return 0;
+}
+
+#ifndef NVMLSTUB_OLD
+/* nvmlMemory_v2_t; its version is NVML_STRUCT_VERSION(Memory, 2). */
+typedef struct {
+	unsigned int version;
+	unsigned long long total, reserved, free, used;
+} memoryV2;
+
+nvmlReturn_t nvmlDeviceGetMemoryInfo_v2(nvmlDevice_t d, memoryV2 *m) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetMemoryInfo_v2");
+	if (m->version != (sizeof(memoryV2) | (2u << 24)))
+		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+	m->total = 81920 * MiB;
+	m->reserved = 512 * MiB;
+	m->used = 1024 * MiB;
+	m->free = m->total - m->reserved - m->used;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetRemappedRows(nvmlDevice_t d, unsigned int *corrRows, unsigned int *uncRows,
+                                       unsigned int *isPending, unsigned int *failureOccurred) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetRemappedRows");
+	*corrRows = *uncRows = *isPending = *failureOccurred = 0;
+	return 0;
+}
+
+/* nvmlProcessInfo_t (nvmlProcessInfo_v2_t), as nvmlDeviceGetComputeRunningProcesses_v3 fills it */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+	unsigned int gpuInstanceId, computeInstanceId;
+} processInfo;
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses_v3(nvmlDevice_t d, unsigned int *infoCount, processInfo *infos) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetComputeRunningProcesses_v3");
+	if (*infoCount < 1) {
+		*infoCount = 1;
+		return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+	}
+	*infoCount = 1;
+	infos[0].pid = 4242;
+	infos[0].usedGpuMemory = 500 * MiB;
+	infos[0].gpuInstanceId = infos[0].computeInstanceId = 0xFFFFFFFF; /* no MIG */
+	return 0;
+}
+#else
+/* nvmlProcessInfo_v1_t, as the unversioned nvmlDeviceGetComputeRunningProcesses fills it */
+typedef struct {
+	unsigned int pid;
+	unsigned long long usedGpuMemory;
+} processInfoV1;
+
+nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *infoCount, processInfoV1 *infos) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetComputeRunningProcesses");
+	if (*infoCount < 1) {
+		*infoCount = 1;
+		return 7; /* NVML_ERROR_INSUFFICIENT_SIZE */
+	}
+	*infoCount = 1;
+	infos[0].pid = 4242;
+	infos[0].usedGpuMemory = 500 * MiB;
 	return 0;
 }
 #endif
