@@ -97,4 +97,8 @@ type Env struct {
 type Job struct {
 	ID   string // SLURM_JOB_ID
 	GPUs string // SLURM_JOB_GPUS: indices into this node's gres.conf gpu entries, in file order
+	// UID and User are the job's owner (SLURM_JOB_UID, SLURM_JOB_USER), as Slurm wrote them;
+	// empty when not set. UID stays text so that an unset one is not uid 0 (root).
+	UID  string
+	User string
 }

@@ -37,6 +37,9 @@ var commonKeys = map[string]string{
 // explanations holds one Explanation per check id; TestExplanations requires one for every
 // registered check and a description for every key of its config section.
 var explanations = map[string]Explanation{
+	idGPUMemoryErrors: explainGPUMemoryErrors,
+	idNVLink:          explainNVLink,
+	idJobLeftovers:    explainJobLeftovers,
 	idGresDevices: {
 		Reads: []string{
 			"slurm.conf, to find gres.conf beside it (--slurm-conf, slurm_conf, SLURM_CONF, slurmd's configless cache, /etc/slurm).",

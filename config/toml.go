@@ -70,15 +70,18 @@ type CheckCommon struct {
 // Validate finds the sections by reflection, so a new check only adds its field here (and,
 // for rules of its own, a validateSection method like IBPortsConfig's).
 type Checks struct {
-	GresDevices   GresDevicesConfig   `toml:"gres_devices"`
-	GPUCount      GPUCountConfig      `toml:"gpu_count"`
-	PCIeLink      PCIeLinkConfig      `toml:"pcie_link"`
-	FabricManager FabricManagerConfig `toml:"fabric_manager"`
-	IBPorts       IBPortsConfig       `toml:"ib_ports"`
-	NCCLAllReduce NCCLAllReduceConfig `toml:"nccl_allreduce"`
-	GPUModels     GPUModelsConfig     `toml:"gpu_models"`
-	XIDErrors     XIDErrorsConfig     `toml:"xid_errors"`
-	NodeInventory NodeInventoryConfig `toml:"node_inventory"`
+	GresDevices     GresDevicesConfig     `toml:"gres_devices"`
+	GPUCount        GPUCountConfig        `toml:"gpu_count"`
+	PCIeLink        PCIeLinkConfig        `toml:"pcie_link"`
+	FabricManager   FabricManagerConfig   `toml:"fabric_manager"`
+	IBPorts         IBPortsConfig         `toml:"ib_ports"`
+	NCCLAllReduce   NCCLAllReduceConfig   `toml:"nccl_allreduce"`
+	GPUModels       GPUModelsConfig       `toml:"gpu_models"`
+	XIDErrors       XIDErrorsConfig       `toml:"xid_errors"`
+	NodeInventory   NodeInventoryConfig   `toml:"node_inventory"`
+	GPUMemoryErrors GPUMemoryErrorsConfig `toml:"gpu_memory_errors"`
+	NVLink          NVLinkConfig          `toml:"nvlink"`
+	JobLeftovers    JobLeftoversConfig    `toml:"job_leftovers"`
 }
 
 // GresDevicesConfig configures the gres_devices check.
@@ -122,15 +125,18 @@ func Default() *Config {
 		Drain:  defaultDrain(),
 		State:  defaultState(),
 		Checks: Checks{
-			GresDevices:   GresDevicesConfig{CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
-			GPUCount:      defaultGPUCount(),
-			PCIeLink:      defaultPCIeLink(),
-			FabricManager: defaultFabricManager(),
-			IBPorts:       IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
-			NCCLAllReduce: defaultNCCLAllReduce(),
-			GPUModels:     defaultGPUModels(),
-			XIDErrors:     defaultXIDErrors(),
-			NodeInventory: defaultNodeInventory(),
+			GresDevices:     GresDevicesConfig{CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
+			GPUCount:        defaultGPUCount(),
+			PCIeLink:        defaultPCIeLink(),
+			FabricManager:   defaultFabricManager(),
+			IBPorts:         IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
+			NCCLAllReduce:   defaultNCCLAllReduce(),
+			GPUModels:       defaultGPUModels(),
+			XIDErrors:       defaultXIDErrors(),
+			NodeInventory:   defaultNodeInventory(),
+			GPUMemoryErrors: defaultGPUMemoryErrors(),
+			NVLink:          defaultNVLink(),
+			JobLeftovers:    defaultJobLeftovers(),
 		},
 	}
 }

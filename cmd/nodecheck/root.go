@@ -79,6 +79,7 @@ Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run.`
 		SilenceErrors: true,
 	}
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
+	root.AddCommand(newImportNvidiaSMICmd(g))
 	return root
 }
 

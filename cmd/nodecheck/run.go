@@ -174,7 +174,13 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	}
 	env := &checks.Env{
 		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
-		Job: checks.Job{ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS")},
+		// The job comes from this process's environment even in a replay: like the mode
+		// (DetectMode above), it says which invocation this is, not what the node holds, so
+		// a prolog or epilog that replays a snapshot still judges its own job's GPUs.
+		Job: checks.Job{
+			ID: g.getenv("SLURM_JOB_ID"), GPUs: g.getenv("SLURM_JOB_GPUS"),
+			UID: g.getenv("SLURM_JOB_UID"), User: g.getenv("SLURM_JOB_USER"),
+		},
 		// A replay must not write to this machine, nor may a dry run write anywhere.
 		ReadOnly: snap != nil || o.dryRun,
 	}

@@ -92,6 +92,13 @@ func TestRunSnapshots(t *testing.T) {
 		"h100-nccl-low-busbw":         1,
 		"h100-nccl-wrong":             1,
 		"h100-nccl-cuda-init-failure": 1,
+		"h100-ecc-uncorrectable":      1,
+		"h100-remap-pending":          1,
+		"h100-remap-failed":           1,
+		"h100-nvlink-down":            1,
+		"a100-nvlink-all-inactive":    1,
+		// job_leftovers judges only in a prolog or epilog: TestRunEpilogLeftovers.
+		"h100-leftover-process": 0,
 	}
 	dirs, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "snapshots", "*", "meta.json"))
 	if err != nil || len(dirs) == 0 {
@@ -116,6 +123,31 @@ func TestRunSnapshots(t *testing.T) {
 			}
 			out, _, _ = run(t, nil, "run", "--all", "--snapshot", dir)
 			golden(t, "run/"+name+".txt", normalize(out))
+		})
+	}
+}
+
+// TestRunEpilogLeftovers replays h100-leftover-process (a process on GPU 2) as the epilogs of
+// jobs that slurmd gave different GPUs: only the job holding GPU 2 fails, and no report
+// names another job's GPU.
+func TestRunEpilogLeftovers(t *testing.T) {
+	dir := filepath.Join(repoRoot, "testdata", "snapshots", "h100-leftover-process")
+	tests := []struct {
+		name, gpus string
+		wantCode   int
+	}{
+		{"job-on-gpu2", "2", exitUnhealthy},
+		{"job-on-gpu0-1", "0,1", exitHealthy},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			env := map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURM_JOB_ID": "42",
+				"SLURM_JOB_GPUS": tc.gpus, "SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice"}
+			out, stderr, code := run(t, env, "run", "--snapshot", dir, "--check", "job_leftovers")
+			if code != tc.wantCode {
+				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
+			}
+			golden(t, "run/epilog-leftover-process-"+tc.name+".txt", normalize(out))
 		})
 	}
 }

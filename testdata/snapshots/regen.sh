@@ -1,5 +1,6 @@
 #!/bin/sh
-# regen.sh: rebuilds the single-fault H100 snapshots from h100-healthy.
+# regen.sh: rebuilds the single-fault snapshots from h100-healthy (and a100-nvlink-all-inactive
+# from a100-healthy).
 #
 # Each h100-* snapshot other than h100-healthy is a copy of h100-healthy with exactly ONE change,
 # so that each one tests exactly one thing. This script is the only place those changes are
@@ -379,6 +380,129 @@ each TESTCHECK passes up and main returns (NVIDIA/nccl-tests src/common.h, src/c
 stderr empty, no duration_ms: not in the issue.
 Expected: nccl_allreduce fails: all_reduce_perf exit code 3 with the Test NCCL failure line; every
 other check as in h100-healthy."
+# --- NVML memory errors, NVLink and leftover processes ----------------------------------------------
+# nvml.json of h100-healthy is `nodecheck import-nvidia-smi` of a real `nvidia-smi -q` (see its
+# SOURCE); each variant below changes one GPU's block of it. The sed ranges run from a device's
+# "index" line to the "    }," that closes it (the nested objects close with deeper indents).
+
+# gpu GPU-INDEX: the sed address of device GPU-INDEX's block in nvml.json.
+gpu() {
+	printf '/^      "index": %s,$/,/^    },$/' "$1"
+}
+
+# --- uncorrectable ECC errors since the driver loaded -------------------------------------------
+n=h100-ecc-uncorrectable
+new $n
+edit $n nvml.json "$(gpu 6)"'{
+s/"volatile_uncorrected": 0,/"volatile_uncorrected": 1,/
+s/"aggregate_uncorrected": 0$/"aggregate_uncorrected": 1/
+}'
+source_note $n "Change: in nvml.json device 6 (00000000:CB:00.0) has ecc volatile_uncorrected 1 and aggregate_uncorrected 1
+(both were 0): one uncorrectable ECC error since the driver loaded, which the lifetime counter counts too.
+In nvidia-smi -q terms: \"ECC Errors / Volatile / DRAM Uncorrectable : 1\" (and Aggregate), the HBM3 error
+the NVIDIA driver reports as Xid 48 (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/, \"User
+Visible Statistics\"). The count is written for the fixture: no capture in the corpus shows a non-zero ECC
+counter. On real hardware such an error usually also queues a row remap (h100-remap-pending); here only
+the counters change, so that this snapshot tests the ECC counter alone.
+Expected: gpu_memory_errors fails: gpu 6 (0000:cb:00.0): 1 uncorrectable ECC error since driver load: reset
+the GPU; every other check as in h100-healthy."
+
+# --- row remapping pending ------------------------------------------------------------------------
+n=h100-remap-pending
+new $n
+edit $n nvml.json "$(gpu 1)"'{
+s/"uncorrectable": 0,/"uncorrectable": 4,/
+s/"pending": false,/"pending": true,/
+}'
+source_note $n "Change: in nvml.json device 1 (00000000:3B:00.0) has remapped_rows {\"correctable\": 0, \"uncorrectable\": 4,
+\"pending\": true, \"failed\": false}: 4 rows were remapped after uncorrectable errors and the remap waits for
+a GPU reset to take effect. The values are real, from another GPU: the \"Remapped Rows\" block of the NVIDIA A10 in
+leptonai/gpud pkg/nvidia-query/testdata/nvidia-smi-query.535.129.03.out.0.valid.a10
+@ 2175d7d3671ccde724a6145ddbb87aa3f36e2cbd (corpus: nvsmi/gpud-q-a10-535.129.03.txt, lines 139-143:
+\"Correctable Error : 0\", \"Uncorrectable Error : 4\", \"Pending : Yes\", \"Remapping Failure Occurred : No\"),
+the case gpud PR #80 quotes as \"this GPU requires a reset to actually remap the rows\". Here they are put
+on an H100 (HBM3 remaps rows the same way, NVIDIA GPU Memory Error Management, \"Row Remapping\").
+Expected: gpu_memory_errors fails: gpu 1 (0000:3b:00.0): row remapping pending: reset the GPU
+(with pending = \"warn\" it warns instead); every other check as in h100-healthy."
+
+# --- row remapping failed -------------------------------------------------------------------------
+n=h100-remap-failed
+new $n
+edit $n nvml.json "$(gpu 7)"'s/"failed": false/"failed": true/'
+source_note $n "Change: in nvml.json device 7 (00000000:DB:00.0) has remapped_rows failed true (nvidia-smi -q: \"Remapping
+Failure Occurred : Yes\"): a row could not be remapped because its bank had no spare row left. NVIDIA's RMA
+policy: the RMA criteria is met when the row-remapping failure flag is set
+(https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/rma-policy-thresholds-for-row-remapping.html).
+Written for the fixture: no capture in the corpus shows a failed remap. The remapped row counts stay 0 so
+that the failure flag is the one change.
+Expected: gpu_memory_errors fails: gpu 7 (0000:db:00.0): row remapping failed: replace the GPU; every
+other check as in h100-healthy."
+
+# --- one NVLink down ------------------------------------------------------------------------------
+n=h100-nvlink-down
+new $n
+edit $n nvml.json "$(gpu 5)"'{
+/"link": 3,$/{
+n
+s/"active": true/"active": false/
+}
+}'
+source_note $n "Change: in nvml.json link 3 of device 5 (00000000:BB:00.0) is inactive (\"active\": false); its other 17 links
+and every other GPU's links stay active. \`nvidia-smi nvlink --status\` shows such a link as \"Link 3: <inactive>\",
+as on a real V100 node in Azure/azhpc-diagnostics issue #73 (\"GPU 3: Tesla V100-SXM2-32GB ... Link 3: <inactive>\",
+2022-03-23); nodecheck import-nvidia-smi reads that line as active false. The GPU and link are chosen for
+the fixture (the H100 NVLinks of h100-healthy are themselves written for the fixture, see below).
+Expected: nvlink fails: gpu 5 (0000:bb:00.0): NVLink 3 inactive (17 of its 18 active); every other check
+as in h100-healthy (fabric stays COMPLETED: the fabric state does not follow
+single links)."
+
+# --- a compute process left on a GPU --------------------------------------------------------------
+n=h100-leftover-process
+new $n
+edit $n nvml.json "$(gpu 2)"'{
+s/"used_mib": 0,/"used_mib": 9221,/
+s/"processes": \[\]/"processes": [\
+          {\
+            "pid": 1002127,\
+            "used_mib": 9212,\
+            "uid": 1001,\
+            "user": "alice",\
+            "command": "python"\
+          }\
+        ]/
+}'
+source_note $n "Change: in nvml.json device 2 (00000000:4C:00.0) runs one compute process, PID 1002127 (command python, user
+alice, uid 1001) holding 9212 MiB, and the GPU's memory used is 9221 MiB (it was 0).
+PID, memory and command are real, from another H100 node: GPU 2 (00000000:75:00.0) of leptonai/gpud
+pkg/nvidia-query/testdata/nvidia-smi-query.535.183.01.out.0.valid @ 2175d7d3671ccde724a6145ddbb87aa3f36e2cbd
+(corpus: nvsmi/gpud-q-h100x8-535.183.01.txt, lines 621-627 and that GPU's \"FB Memory Usage / Used : 9221
+MiB\"): \"Process ID : 1002127\", \"Type : C\", \"Name : /usr/bin/python\", \"Used GPU Memory : 9212 MiB\";
+command is the kernel's comm for /usr/bin/python. The owner (uid 1001, user alice) is INVENTED:
+nvidia-smi does not print owners, and a live node reads them from /proc; a plain user's uid is what a
+job's leftover has.
+Expected: job_leftovers (prolog and epilog only) fails in the epilog of a job that holds GPU 2 (SLURM_JOB_GPUS
+including 2): gpu 2 (0000:4c:00.0): 1 process left: pid 1002127 (alice, python); in a manual run (\`run
+--all\`, the goldens) it skips, as it needs a job; a job without GPU 2 is not judged on it.
+Every other check as in h100-healthy."
+
+# --- A100: every NVLink of one GPU inactive -------------------------------------------------------
+# a100-nvlink-all-inactive is a100-healthy with one change (not h100-healthy).
+base=a100-healthy
+n=a100-nvlink-all-inactive
+new $n
+edit $n nvml.json "$(gpu 6)"'s/"active": true/"active": false/'
+source_note $n "Change: in nvml.json all 12 NVLinks of device 6 (0000000D:00:00.0, GPU-68d0f80e-...) are inactive
+(\"active\": false); the other 7 GPUs keep 12 active links each.
+Source: Azure/azurehpc-health-checks test/data/bad_nvlink_status.txt @ 0e0a1ac26a64b32ac4dd7632a529638505d3314a
+(corpus: nvsmi/azurehpc-bad_nvlink_status.txt), \`nvidia-smi nvlink --status\` of GPU 6 of another Azure A100 VM
+(\"GPU 6: NVIDIA A100-SXM4-80GB (UUID: GPU-9667d95e-...)\" then \"NVML: Unable to retrieve NVLink information
+as all links are inactive\"): same model, same cloud, same GPU index, another VM (other UUID; the
+test data does not name the VM size). nvidia-smi prints no link lines then; nodecheck import-nvidia-smi
+records such a GPU with as many links as the other GPUs of the same capture list (here 12, as every A100
+SXM4 of a100-healthy), all inactive, which is what NVML reports link by link (NVML_FEATURE_DISABLED).
+Expected: nvlink fails: gpu 6 (000d:00:00.0): all 12 NVLinks inactive; every other check as in
+a100-healthy."
+base=h100-healthy
 # ---- >8 ----
 
-echo "regen.sh: rebuilt 19 snapshots from $base"
+echo "regen.sh: rebuilt 24 snapshots from h100-healthy and 1 from a100-healthy"

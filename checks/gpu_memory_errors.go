@@ -1,0 +1,380 @@
+package checks
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idGPUMemoryErrors = "gpu_memory_errors"
+
+// gpuMemoryErrors judges each GPU's memory error state as NVML reports it: ECC mode,
+// uncorrectable ECC errors since the driver loaded, row remapping (Ampere and later) and
+// dynamic page retirement (before Ampere). What each state gives, and why:
+//
+//   - Row remapping failed: fail, replace the GPU. NVIDIA's RMA policy: "the RMA criteria is
+//     met when the row-remapping failure flag is set" (and validated by the field diagnostic),
+//     https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/rma-policy-thresholds-for-row-remapping.html.
+//   - Retired pages at or above retired_pages_limit (63): fail, replace the GPU. NVIDIA's DCGM
+//     fails a GPU there (DCGM_LIMIT_MAX_RETIRED_PAGES, common/DcgmGPUHardwareLimits.h: "updated
+//     to match the field diag", the tool that qualifies a board for RMA); the InfoROM holds 64
+//     retirements (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/row-remapping.html).
+//   - Uncorrectable (volatile, since the driver loaded) ECC errors: fail, reset the GPU. DCGM's
+//     health watch fails on any (DCGM_FR_VOLATILE_DBE_DETECTED: "Drain the GPU and reset it or
+//     reboot the node"); a reset clears the counter.
+//   - Row remapping or page retirement pending: fail by default (pending = "warn" to only
+//     warn), reset the GPU. A remap "will happen at the next GPU reset"
+//     (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html),
+//     a retirement at the next driver reload or GPU reset (the row-remapping page above).
+//     NVIDIA says new work can still start on an Ampere or Hopper GPU with a remap pending, so
+//     this is a drain (running jobs finish) that gets the GPU its reset, not an emergency;
+//     before Ampere a page retired after a double-bit error keeps new contexts off the GPU
+//     until then (https://docs.nvidia.com/deploy/dynamic-page-retirement/index.html, use case 1).
+//   - ECC off on a GPU that has ECC: fail by default (ecc_off), since errors then go
+//     undetected; NVIDIA ships data-centre GPUs with ECC on (A100: "ECC is enabled by default",
+//     https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/index.html). GPUs named in
+//     ecc_off_models (GeForce, TITAN, Quadro, RTX workstation boards) ship with it off and are
+//     not judged on it.
+//   - ECC mode to change at the next reset: warn.
+//   - More than 15 pages retired after double-bit errors, below the limit: warn. DCGM's soft
+//     limit (DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT) fails only when more than one such page
+//     was retired in the last week, which a one-shot run cannot tell; fewer retired pages are
+//     what page retirement is for ("improve the longevity of an otherwise good board",
+//     dynamic-page-retirement above) and are reported in the details only.
+//   - Aggregate (lifetime) uncorrectable errors and remapped row counts are reported, not
+//     judged: past errors the GPU has already remapped or retired are not a fault, and judging
+//     them would drain the node for good.
+//
+// A GPU NVML lost (Error set) cannot be judged: its detail is an error, and the result is
+// never ok while one is (gpu_count fails the node for it).
+type gpuMemoryErrors struct{}
+
+func (gpuMemoryErrors) ID() string { return idGPUMemoryErrors }
+
+func (gpuMemoryErrors) Description() string {
+	return "each GPU: ECC on, no uncorrectable ECC error since driver load, no row remapping or page retirement pending or failed, retired pages under NVIDIA's limit"
+}
+
+func (gpuMemoryErrors) Settings(cfg *config.Config) config.CheckCommon {
+	return cfg.Checks.GPUMemoryErrors.CheckCommon
+}
+
+// retiredDBEPagesWarn is DCGM's soft limit on pages retired after double-bit errors
+// (DCGM_LIMIT_MAX_RETIRED_PAGES_SOFT_LIMIT, common/DcgmGPUHardwareLimits.h): above it, warn.
+const retiredDBEPagesWarn = 15
+
+// summaryNoMemoryCounters is the skip of a node whose GPUs have no ECC at all.
+const summaryNoMemoryCounters = "no GPU reports memory error counters (no ECC, row remapping or page retirement)"
+
+// memFinding is one problem of one GPU, with what to do about it.
+type memFinding struct {
+	status Status
+	msg    string // "row remapping failed: replace the GPU"
+}
+
+func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
+	cfg := env.Config.Checks.GPUMemoryErrors
+	inv, res, ok := nvmlGPUs(ctx, env, "memory error counters")
+	if !ok {
+		return res
+	}
+	offModels := make([][]string, 0, len(cfg.ECCOffModels))
+	for _, m := range cfg.ECCOffModels {
+		offModels = append(offModels, config.GPUModelWords(m))
+	}
+
+	type judged struct {
+		detail   Detail
+		findings []memFinding
+	}
+	var gpus []judged
+	var without, eccOffAllowed int
+	for _, g := range inv.Devices {
+		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		if g.Error != "" {
+			gpus = append(gpus, judged{detail: Detail{Device: label, Status: StatusError,
+				Message: "NVML: " + g.Error + ": memory error state not read", Observed: g.Error, Expected: "usable in NVML"}})
+			continue
+		}
+		if g.ECC == nil && g.RemappedRows == nil && g.RetiredPages == nil {
+			without++
+			gpus = append(gpus, judged{detail: Detail{Device: label, Status: StatusSkip,
+				Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}})
+			continue
+		}
+		allowOff := cfg.ECCOff == config.VerdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return nameHasWords(g.Name, w) })
+		if g.ECC != nil && !g.ECC.Enabled && allowOff {
+			eccOffAllowed++
+		}
+		f := memFindings(g, cfg, allowOff)
+		d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg)}
+		if len(f) == 0 {
+			d.Message = "no memory error that needs a GPU reset or replacement"
+		} else {
+			d.Status = f[0].status
+			msgs := make([]string, len(f))
+			for i, x := range f {
+				msgs[i] = x.msg
+			}
+			d.Message = strings.Join(msgs, "; ")
+		}
+		gpus = append(gpus, judged{detail: d, findings: f})
+	}
+
+	// Details in NVML order; the summary names the first GPU of the worst status.
+	res = Result{Expected: memExpected(cfg)}
+	counts := map[Status]int{}
+	for _, j := range gpus {
+		res.Details = append(res.Details, j.detail)
+		counts[j.detail.Status]++
+	}
+	// The result is the worst status of a GPU, where ok (some GPU judged) beats skip.
+	worst := StatusSkip
+	for _, s := range []Status{StatusFail, StatusError, StatusWarn, StatusOK} {
+		if counts[s] > 0 {
+			worst = s
+			break
+		}
+	}
+	var obs []string
+	for _, s := range []Status{StatusFail, StatusError, StatusWarn, StatusOK, StatusSkip} {
+		if counts[s] > 0 {
+			obs = append(obs, fmt.Sprintf("%d %s", counts[s], s))
+		}
+	}
+	res.Observed = countNoun(len(gpus), "GPU", "GPUs") + ": " + strings.Join(obs, ", ")
+
+	first := slices.IndexFunc(gpus, func(j judged) bool { return j.detail.Status == worst })
+	more := moreSuffix(counts[worst] - 1)
+	switch worst {
+	case StatusFail, StatusWarn:
+		res.Status = worst
+		res.Summary = gpus[first].detail.Device + ": " + gpus[first].findings[0].msg + more
+	case StatusError:
+		res.Status = StatusError
+		res.Summary = gpus[first].detail.Device + ": " + gpus[first].detail.Observed + ": memory error state not read" + more
+		res.Err = errors.New(res.Summary)
+	case StatusSkip:
+		res.Status = StatusSkip
+		res.Summary = summaryNoMemoryCounters
+	default:
+		res.Status = StatusOK
+		ecc := "ECC on"
+		if eccOffAllowed > 0 {
+			ecc = fmt.Sprintf("ECC off on %d where allowed", eccOffAllowed)
+		}
+		res.Summary = fmt.Sprintf("%s: no memory error that needs a GPU reset or replacement (%s)", countNoun(counts[StatusOK], "GPU", "GPUs"), ecc)
+		if without > 0 {
+			res.Summary += fmt.Sprintf("; %d without ECC", without)
+		}
+	}
+	res.Summary = clipLine(res.Summary, 160)
+	return res
+}
+
+// memFindings lists what is wrong with g, worst first: what needs the GPU replaced, then
+// what needs a reset, then the ECC mode, then warnings.
+func memFindings(g node.GPU, cfg config.GPUMemoryErrorsConfig, allowECCOff bool) []memFinding {
+	var f []memFinding
+	add := func(s Status, format string, args ...any) {
+		f = append(f, memFinding{status: s, msg: fmt.Sprintf(format, args...)})
+	}
+	pending := StatusFail
+	if cfg.Pending == config.VerdictWarn {
+		pending = StatusWarn
+	}
+	smi := "nvidia-smi"
+	if g.Index >= 0 {
+		smi += " -i " + strconv.Itoa(g.Index)
+	}
+
+	if r := g.RemappedRows; r != nil && r.Failed {
+		add(StatusFail, "row remapping failed: replace the GPU")
+	}
+	if p := g.RetiredPages; p != nil && p.SingleBit+p.DoubleBit >= cfg.RetiredPagesLimit {
+		add(StatusFail, "%d retired pages (limit %d): replace the GPU", p.SingleBit+p.DoubleBit, cfg.RetiredPagesLimit)
+	}
+	if e := g.ECC; e != nil && e.VolatileUncorrected != nil && *e.VolatileUncorrected > 0 {
+		add(StatusFail, "%s since driver load: reset the GPU", countNoun(int(min(*e.VolatileUncorrected, 1<<31)), "uncorrectable ECC error", "uncorrectable ECC errors"))
+	}
+	if r := g.RemappedRows; r != nil && r.Pending && !r.Failed {
+		add(pending, "row remapping pending: reset the GPU")
+	}
+	if p := g.RetiredPages; p != nil && p.Pending {
+		add(pending, "page retirement pending: reset the GPU or reload the driver")
+	}
+	if e := g.ECC; e != nil {
+		switch {
+		case !e.Enabled && !allowECCOff && e.PendingEnabled:
+			add(eccOffStatus(cfg), "ECC off until the next reset: reset the GPU")
+		case !e.Enabled && !allowECCOff:
+			add(eccOffStatus(cfg), "ECC off: turn it on (%s -e 1) and reset the GPU", smi)
+		case e.Enabled && !e.PendingEnabled:
+			add(StatusWarn, "ECC turns off at the next reset: %s -e 1 keeps it on", smi)
+		case !e.Enabled && e.PendingEnabled:
+			add(StatusWarn, "ECC turns on at the next reset")
+		}
+	}
+	if p := g.RetiredPages; p != nil && p.DoubleBit > retiredDBEPagesWarn && p.SingleBit+p.DoubleBit < cfg.RetiredPagesLimit {
+		add(StatusWarn, "%d pages retired after double-bit errors (over %d): run dcgmi diag -r 3 and watch for more", p.DoubleBit, retiredDBEPagesWarn)
+	}
+	// ok findings never get here; keep the worst first (a warn on ECC mode can follow a fail).
+	slices.SortStableFunc(f, func(a, b memFinding) int { return b.status.rank() - a.status.rank() })
+	return f
+}
+
+func eccOffStatus(cfg config.GPUMemoryErrorsConfig) Status {
+	if cfg.ECCOff == config.VerdictWarn {
+		return StatusWarn
+	}
+	return StatusFail
+}
+
+// memObserved is what NVML reported for g, one line: "ECC on; uncorrectable ECC errors: 0
+// since driver load, 0 lifetime; remapped rows: 0 correctable, 0 uncorrectable, pending no,
+// failed no".
+func memObserved(g node.GPU) string {
+	var parts []string
+	if e := g.ECC; e != nil {
+		mode := map[[2]bool]string{{true, true}: "ECC on", {false, false}: "ECC off",
+			{true, false}: "ECC on, off after reset", {false, true}: "ECC off, on after reset"}[[2]bool{e.Enabled, e.PendingEnabled}]
+		parts = append(parts, mode)
+		if e.VolatileUncorrected != nil || e.AggregateUncorrected != nil {
+			parts = append(parts, "uncorrectable ECC errors: "+eccCounter(e.VolatileUncorrected)+" since driver load, "+eccCounter(e.AggregateUncorrected)+" lifetime")
+		}
+	} else {
+		parts = append(parts, "ECC mode not reported")
+	}
+	if r := g.RemappedRows; r != nil {
+		parts = append(parts, fmt.Sprintf("remapped rows: %d correctable, %d uncorrectable, pending %s, failed %s",
+			r.Correctable, r.Uncorrectable, yesNoWord(r.Pending), yesNoWord(r.Failed)))
+	}
+	if p := g.RetiredPages; p != nil {
+		parts = append(parts, fmt.Sprintf("retired pages: %d single-bit, %d double-bit, pending %s", p.SingleBit, p.DoubleBit, yesNoWord(p.Pending)))
+	}
+	return strings.Join(parts, "; ")
+}
+
+func memExpected(cfg config.GPUMemoryErrorsConfig) string {
+	return fmt.Sprintf("ECC on; 0 uncorrectable ECC errors since driver load; no remap or retirement pending or failed; under %d retired pages", cfg.RetiredPagesLimit)
+}
+
+func eccCounter(p *uint64) string {
+	if p == nil {
+		return "not read"
+	}
+	return strconv.FormatUint(*p, 10)
+}
+
+func yesNoWord(b bool) string {
+	if b {
+		return "yes"
+	}
+	return "no"
+}
+
+func orUnknownName(name string) string {
+	if name == "" {
+		return "unnamed GPU"
+	}
+	return clipLine(name, 60)
+}
+
+// nameHasWords reports whether words appear one after another among the words of the NVML
+// name (config.GPUModelWords), the way gpu_models rules match: "geforce" matches "NVIDIA
+// GeForce RTX 4090", "a100 sxm4" matches "NVIDIA A100-SXM4-80GB", "a10" does not match
+// "NVIDIA A100-PCIE-40GB".
+func nameHasWords(name string, words []string) bool {
+	if len(words) == 0 {
+		return false
+	}
+	nw := config.GPUModelWords(name)
+	for i := 0; i+len(words) <= len(nw); i++ {
+		if slices.Equal(nw[i:i+len(words)], words) {
+			return true
+		}
+	}
+	return false
+}
+
+// nvmlGPUs reads the NVML inventory for a check that judges each GPU. ok is false when there
+// is nothing to judge, with the result to return: NVML not initialised, or listing no GPU, is
+// a skip where no NVIDIA GPU is on the PCI bus (a CPU node, with or without the driver
+// installed) and an error where one is (its GPUs cannot be judged; gpu_count fails that node).
+// what names what the check reads, for the message: "memory error counters".
+func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory, res Result, ok bool) {
+	inv, err := env.Facts.GPUs(ctx)
+	if err != nil {
+		return inv, factsError(ctx, "query NVML", err), false
+	}
+	if inv.Init == nvmlSuccess && len(inv.Devices) > 0 {
+		return inv, Result{}, true
+	}
+	why := "NVML init " + inv.Init
+	switch {
+	case inv.Init == "":
+		why = "NVML init: no result"
+	case inv.Init == nvmlSuccess:
+		why = "NVML lists no GPU"
+	}
+	pci, perr := env.Facts.PCIDevices(ctx)
+	if perr != nil && ctx.Err() != nil {
+		return inv, factsError(ctx, "list PCI devices", perr), false
+	}
+	onBus := 0
+	for _, d := range pci {
+		if isNVIDIAGPU(d) {
+			onBus++
+		}
+	}
+	res = Result{Observed: why}
+	switch {
+	case onBus > 0:
+		res.Status = StatusError
+		res.Summary = fmt.Sprintf("cannot read the %s of the %s on the PCI bus: %s", what, countNoun(onBus, "NVIDIA GPU", "NVIDIA GPUs"), why)
+		res.Err = errors.New(res.Summary)
+	case perr != nil:
+		res.Status, res.Err = StatusError, perr
+		res.Summary = fmt.Sprintf("%s, and the PCI bus cannot be listed to tell whether this node has GPUs: %s", why, clipLine(perr.Error(), 120))
+	default:
+		res.Status = StatusSkip
+		res.Summary = "no NVIDIA GPU on the PCI bus (" + why + ")"
+	}
+	res.Summary = clipLine(res.Summary, 160)
+	return inv, res, false
+}
+
+// explainGPUMemoryErrors is what `nodecheck explain gpu_memory_errors` says.
+var explainGPUMemoryErrors = Explanation{
+	Reads: []string{
+		"NVML, for each GPU: the ECC mode, current and after the next reset (nvmlDeviceGetEccMode).",
+		"NVML: the uncorrectable ECC error counts, since the driver loaded (volatile) and over the GPU's life (aggregate) (nvmlDeviceGetTotalEccErrors).",
+		"NVML: row remapping (Ampere and later): rows remapped after correctable and uncorrectable errors, remap pending, remap failed (nvmlDeviceGetRemappedRows).",
+		"NVML: dynamic page retirement (before Ampere): pages retired after single- and double-bit errors, retirement pending (nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus).",
+		"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
+	},
+	Passes: "Every GPU that reports memory error state runs with ECC on (or off where ecc_off or ecc_off_models allow it), has had no uncorrectable ECC error since the driver loaded, has no row remapping or page retirement pending or failed, and has fewer than retired_pages_limit retired pages. A few retired pages or remapped rows are what those mechanisms are for: they are shown in the details, not judged. So are the lifetime (aggregate) uncorrectable error counts.",
+	Warns:  "The ECC mode changes at the next reset (someone ran nvidia-smi -e), more than 15 pages were retired after double-bit errors (DCGM's soft limit: watch whether more follow), or, with ecc_off = \"warn\" or pending = \"warn\", ECC is off or a remap or retirement waits for a reset.",
+	Fails:  "Row remapping failed (no spare row left: NVIDIA's RMA criterion) or retired pages reached retired_pages_limit (DCGM's and the field diagnostic's RMA limit, 63): replace the GPU. An uncorrectable ECC error happened since the driver loaded, or a row remapping or page retirement waits for a GPU reset to take effect: reset the GPU. ECC is off on a GPU that has it (data-centre GPUs ship with ECC on; off, memory corruption goes undetected). The summary names the GPU by index and bus id, and what to do.",
+	Skips:  "No GPU reports ECC, row remapping or page retirement (consumer GPUs without ECC), or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
+	Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; or NVML lost a GPU (ERROR_GPU_IS_LOST) so that its memory state cannot be read: gpu_count fails the node for that.",
+	Keys: map[string]string{
+		"ecc_off":             `What a GPU that has ECC but runs with it off gives: "fail", "warn" or "ok".`,
+		"ecc_off_models":      `GPUs that may run with ECC off whatever ecc_off says, as words of their NVML names matched like gpu_models rules ("geforce" matches "NVIDIA GeForce RTX 4090"): the workstation and consumer GPUs NVIDIA ships with ECC off.`,
+		"pending":             `What a row remapping or page retirement that waits for a GPU reset gives: "fail" drains the node so that running jobs finish and the GPU can be reset; "warn" leaves the reset to a maintenance schedule.`,
+		"retired_pages_limit": "Retired pages (single- and double-bit together) at or above which a GPU fails as one to replace. 63 is DCGM's limit, matched to NVIDIA's field diagnostic; a GPU can retire at most 64.",
+	},
+	Fix: []string{
+		"nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i N shows what NVML reports for GPU N: ECC mode (current and pending), the volatile and aggregate error counts, the remapped rows with Pending and Remapping Failure Occurred, and the retired pages.",
+		"Uncorrectable errors, or a remap or retirement pending: once the drain has let running jobs finish, reset the GPU (nvidia-smi -r -i N, after stopping what keeps it open, such as nvidia-dcgm or nvidia-persistenced) or reboot the node. The remap or retirement takes effect at the reset: check again that Pending reads No and the volatile counts are 0.",
+		"ECC off: nvidia-smi -i N -e 1, then reset the GPU (nvidia-smi -r -i N) or reboot. If the GPU is one that ships with ECC off on purpose, add its model to ecc_off_models instead.",
+		"Row remapping failed, or retired pages at the limit: run NVIDIA's diagnostics (dcgmi diag -r 3, or the field diagnostic) and open an RMA case with their output and nvidia-bug-report.sh; keep the node drained until the GPU is replaced.",
+		"The same GPU back with new uncorrectable errors soon after a reset points at failing memory: treat it as an RMA case too.",
+	},
+}
