@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -319,4 +320,32 @@ func TestExplainJobLeftovers(t *testing.T) {
 	if diff := cmp.Diff(inConfig, described); diff != "" {
 		t.Errorf("keys of [checks.%s] (-config +explanation):\n%s", idJobLeftovers, diff)
 	}
+}
+
+// FuzzParseJobGPUs: SLURM_JOB_GPUS comes from the environment; whatever it holds, parsing
+// gives an error or distinct indices in range, and those indices written back as Slurm
+// writes them ("0,1") parse to themselves.
+func FuzzParseJobGPUs(f *testing.F) {
+	for _, s := range []string{"0", "0,1", "0-3", "2,0-1", " 1 , 2 ", "NoDevFiles", "", "1-", "-1", "3-1", "65536", "0,0"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		got, err := parseJobGPUs(s)
+		if err != nil {
+			return
+		}
+		seen := map[int]bool{}
+		parts := make([]string, 0, len(got))
+		for _, i := range got {
+			if i < 0 || i >= maxJobGPUIndex || seen[i] {
+				t.Fatalf("parseJobGPUs(%q) = %v: index %d out of range or repeated", s, got, i)
+			}
+			seen[i] = true
+			parts = append(parts, strconv.Itoa(i))
+		}
+		again, err := parseJobGPUs(strings.Join(parts, ","))
+		if err != nil || !slices.Equal(again, got) {
+			t.Fatalf("parseJobGPUs(%q) = %v, but its re-written form gives %v, %v", s, got, again, err)
+		}
+	})
 }

@@ -176,3 +176,21 @@ func TestLiveGPUsOwnProcess(t *testing.T) {
 		t.Errorf("process %d of root: user %q", pid, p.User)
 	}
 }
+
+// FuzzParseProcFiles: whatever /proc/<pid>/status and /etc/passwd hold, the parsers return
+// without panicking, a uid is never negative, and a user name never carries the separators
+// that end a passwd field or line.
+func FuzzParseProcFiles(f *testing.F) {
+	f.Add([]byte("Name:\tpython\nUid:\t1001\t1001\t1001\t1001\n"), []byte("root:x:0:0:root:/root:/bin/bash\nalice:x:1001:1001::/home/alice:/bin/sh\n"))
+	f.Add([]byte("Uid:\n"), []byte("+::::::\n#c\n:x:1:1::/:/bin/false\n"))
+	f.Fuzz(func(t *testing.T, status, passwd []byte) {
+		if u, ok := parseStatusUID(status); ok && u < 0 {
+			t.Fatalf("parseStatusUID(%q) = %d", status, u)
+		}
+		for uid, name := range parsePasswd(passwd) {
+			if uid < 0 || name == "" || strings.ContainsAny(name, ":\n") {
+				t.Fatalf("parsePasswd(%q): uid %d name %q", passwd, uid, name)
+			}
+		}
+	})
+}
