@@ -108,7 +108,8 @@ func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
 				Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}})
 			continue
 		}
-		allowOff := cfg.ECCOff == config.VerdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return nameHasWords(g.Name, w) })
+		nameWords := config.GPUModelWords(g.Name)
+		allowOff := cfg.ECCOff == config.VerdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return containsWords(nameWords, w) })
 		if g.ECC != nil && !g.ECC.Enabled && allowOff {
 			eccOffAllowed++
 		}
@@ -284,70 +285,6 @@ func orUnknownName(name string) string {
 		return "unnamed GPU"
 	}
 	return clipLine(name, 60)
-}
-
-// nameHasWords reports whether words appear one after another among the words of the NVML
-// name (config.GPUModelWords), the way gpu_models rules match: "geforce" matches "NVIDIA
-// GeForce RTX 4090", "a100 sxm4" matches "NVIDIA A100-SXM4-80GB", "a10" does not match
-// "NVIDIA A100-PCIE-40GB".
-func nameHasWords(name string, words []string) bool {
-	if len(words) == 0 {
-		return false
-	}
-	nw := config.GPUModelWords(name)
-	for i := 0; i+len(words) <= len(nw); i++ {
-		if slices.Equal(nw[i:i+len(words)], words) {
-			return true
-		}
-	}
-	return false
-}
-
-// nvmlGPUs reads the NVML inventory for a check that judges each GPU. ok is false when there
-// is nothing to judge, with the result to return: NVML not initialised, or listing no GPU, is
-// a skip where no NVIDIA GPU is on the PCI bus (a CPU node, with or without the driver
-// installed) and an error where one is (its GPUs cannot be judged; gpu_count fails that node).
-// what names what the check reads, for the message: "memory error counters".
-func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory, res Result, ok bool) {
-	inv, err := env.Facts.GPUs(ctx)
-	if err != nil {
-		return inv, factsError(ctx, "query NVML", err), false
-	}
-	if inv.Init == nvmlSuccess && len(inv.Devices) > 0 {
-		return inv, Result{}, true
-	}
-	why := "NVML init " + inv.Init
-	switch {
-	case inv.Init == "":
-		why = "NVML init: no result"
-	case inv.Init == nvmlSuccess:
-		why = "NVML lists no GPU"
-	}
-	pci, perr := env.Facts.PCIDevices(ctx)
-	if perr != nil && ctx.Err() != nil {
-		return inv, factsError(ctx, "list PCI devices", perr), false
-	}
-	onBus := 0
-	for _, d := range pci {
-		if isNVIDIAGPU(d) {
-			onBus++
-		}
-	}
-	res = Result{Observed: why}
-	switch {
-	case onBus > 0:
-		res.Status = StatusError
-		res.Summary = fmt.Sprintf("cannot read the %s of the %s on the PCI bus: %s", what, countNoun(onBus, "NVIDIA GPU", "NVIDIA GPUs"), why)
-		res.Err = errors.New(res.Summary)
-	case perr != nil:
-		res.Status, res.Err = StatusError, perr
-		res.Summary = fmt.Sprintf("%s, and the PCI bus cannot be listed to tell whether this node has GPUs: %s", why, clipLine(perr.Error(), 120))
-	default:
-		res.Status = StatusSkip
-		res.Summary = "no NVIDIA GPU on the PCI bus (" + why + ")"
-	}
-	res.Summary = clipLine(res.Summary, 160)
-	return inv, res, false
 }
 
 // explainGPUMemoryErrors is what `nodecheck explain gpu_memory_errors` says.

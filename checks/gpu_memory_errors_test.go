@@ -3,7 +3,6 @@ package checks
 import (
 	"context"
 	"errors"
-	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -278,48 +277,5 @@ func TestGPUMemoryErrorsDetails(t *testing.T) {
 	}
 	if got.Observed != "4 GPUs: 1 fail, 1 error, 1 ok, 1 skip" {
 		t.Errorf("observed = %q", got.Observed)
-	}
-}
-
-func TestNameHasWords(t *testing.T) {
-	tests := []struct {
-		name, words string
-		want        bool
-	}{
-		{nameRTX4090, "geforce", true},
-		{nameRTX4090, "rtx 4090", true},
-		{"NVIDIA RTX A6000", "rtx", true},
-		{nameA100, "a100 sxm4", true},
-		{"NVIDIA A100-PCIE-40GB", "a10", false},
-		{"NVIDIA A100 80GB PCIe", "a100 pcie", false}, // the words must be adjacent
-		{nameH100, "h100 80gb hbm3", true},
-		{"NVIDIA GH200 480GB", "h200", false},
-		{nameH100, "", false},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name+"/"+tc.words, func(t *testing.T) {
-			if got := nameHasWords(tc.name, config.GPUModelWords(tc.words)); got != tc.want {
-				t.Errorf("nameHasWords(%q, %q) = %v, want %v", tc.name, tc.words, got, tc.want)
-			}
-		})
-	}
-}
-
-// TestExplainGPUHealthKeys: the explanations describe every key of their sections (what
-// TestExplanations checks once the checks are registered).
-func TestExplainGPUHealthKeys(t *testing.T) {
-	for id, e := range map[string]Explanation{idGPUMemoryErrors: explainGPUMemoryErrors, idNVLink: explainNVLink} {
-		keys, err := sectionDefaults(id)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, kv := range keys {
-			if _, common := commonKeys[kv[0]]; !common && strings.TrimSpace(e.Keys[kv[0]]) == "" {
-				t.Errorf("%s: key %s has no description", id, kv[0])
-			}
-		}
-		if len(e.Keys) != len(keys)-len(commonKeys) {
-			t.Errorf("%s: %d keys described, the section has %d of its own", id, len(e.Keys), len(keys)-len(commonKeys))
-		}
 	}
 }

@@ -71,10 +71,8 @@ func newGPUModelTable(extra []string) (gpuModelTable, error) {
 func (t gpuModelTable) modelOf(name string) string {
 	words := config.GPUModelWords(name)
 	for _, r := range t {
-		for i := 0; i+len(r.words) <= len(words); i++ {
-			if slices.Equal(words[i:i+len(r.words)], r.words) {
-				return r.token
-			}
+		if containsWords(words, r.words) {
+			return r.token
 		}
 	}
 	return ""

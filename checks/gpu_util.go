@@ -2,7 +2,9 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -116,4 +118,67 @@ func clipLine(s string, limit int) string {
 		return s
 	}
 	return s[:limit] + "..."
+}
+
+// containsWords reports whether words appear one after another in haystack, the way
+// gpu_models rules match a name's words (config.GPUModelWords): "geforce" is in "NVIDIA
+// GeForce RTX 4090", "a100 sxm4" in "NVIDIA A100-SXM4-80GB", "a10" not in "NVIDIA
+// A100-PCIE-40GB". No words are in nothing.
+func containsWords(haystack, words []string) bool {
+	if len(words) == 0 {
+		return false
+	}
+	for i := 0; i+len(words) <= len(haystack); i++ {
+		if slices.Equal(haystack[i:i+len(words)], words) {
+			return true
+		}
+	}
+	return false
+}
+
+// nvmlGPUs reads the NVML inventory for a check that judges each GPU. ok is false when there
+// is nothing to judge, with the result to return: NVML not initialised, or listing no GPU, is
+// a skip where no NVIDIA GPU is on the PCI bus (a CPU node, with or without the driver
+// installed) and an error where one is (its GPUs cannot be judged; gpu_count fails that node).
+// what names what the check reads, for the message: "memory error counters".
+func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory, res Result, ok bool) {
+	inv, err := env.Facts.GPUs(ctx)
+	if err != nil {
+		return inv, factsError(ctx, "query NVML", err), false
+	}
+	if inv.Init == nvmlSuccess && len(inv.Devices) > 0 {
+		return inv, Result{}, true
+	}
+	why := "NVML init " + inv.Init
+	switch {
+	case inv.Init == "":
+		why = "NVML init: no result"
+	case inv.Init == nvmlSuccess:
+		why = "NVML lists no GPU"
+	}
+	pci, perr := env.Facts.PCIDevices(ctx)
+	if perr != nil && ctx.Err() != nil {
+		return inv, factsError(ctx, "list PCI devices", perr), false
+	}
+	onBus := 0
+	for _, d := range pci {
+		if isNVIDIAGPU(d) {
+			onBus++
+		}
+	}
+	res = Result{Observed: why}
+	switch {
+	case onBus > 0:
+		res.Status = StatusError
+		res.Summary = fmt.Sprintf("cannot read the %s of the %s on the PCI bus: %s", what, countNoun(onBus, "NVIDIA GPU", "NVIDIA GPUs"), why)
+		res.Err = errors.New(res.Summary)
+	case perr != nil:
+		res.Status, res.Err = StatusError, perr
+		res.Summary = fmt.Sprintf("%s, and the PCI bus cannot be listed to tell whether this node has GPUs: %s", why, clipLine(perr.Error(), 120))
+	default:
+		res.Status = StatusSkip
+		res.Summary = "no NVIDIA GPU on the PCI bus (" + why + ")"
+	}
+	res.Summary = clipLine(res.Summary, 160)
+	return inv, res, false
 }

@@ -189,3 +189,27 @@ func TestClipLine(t *testing.T) {
 		})
 	}
 }
+
+func TestContainsWords(t *testing.T) {
+	tests := []struct {
+		name, words string
+		want        bool
+	}{
+		{nameRTX4090, "geforce", true},
+		{nameRTX4090, "rtx 4090", true},
+		{"NVIDIA RTX A6000", "rtx", true},
+		{nameA100, "a100 sxm4", true},
+		{"NVIDIA A100-PCIE-40GB", "a10", false},
+		{"NVIDIA A100 80GB PCIe", "a100 pcie", false}, // the words must be adjacent
+		{nameH100, "h100 80gb hbm3", true},
+		{"NVIDIA GH200 480GB", "h200", false},
+		{nameH100, "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name+"/"+tc.words, func(t *testing.T) {
+			if got := containsWords(config.GPUModelWords(tc.name), config.GPUModelWords(tc.words)); got != tc.want {
+				t.Errorf("containsWords(%q, %q) = %v, want %v", tc.name, tc.words, got, tc.want)
+			}
+		})
+	}
+}

@@ -290,38 +290,6 @@ func TestParseJobGPUs(t *testing.T) {
 	}
 }
 
-// TestExplainJobLeftovers holds explainJobLeftovers to what TestExplanations asks of every
-// registered check, so that it passes there once it is wired into explanations.
-func TestExplainJobLeftovers(t *testing.T) {
-	e := explainJobLeftovers
-	for part, v := range map[string]string{"Passes": e.Passes, "Fails": e.Fails, "Skips": e.Skips, "Errors": e.Errors} {
-		if strings.TrimSpace(v) == "" {
-			t.Errorf("%s is empty", part)
-		}
-	}
-	if len(e.Reads) == 0 || len(e.Fix) == 0 {
-		t.Errorf("Reads has %d items and Fix %d; want at least one each", len(e.Reads), len(e.Fix))
-	}
-	keys, err := sectionDefaults(idJobLeftovers)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var inConfig, described []string
-	for _, kv := range keys {
-		if _, common := commonKeys[kv[0]]; !common {
-			inConfig = append(inConfig, kv[0])
-		}
-	}
-	for k := range e.Keys {
-		described = append(described, k)
-	}
-	slices.Sort(inConfig)
-	slices.Sort(described)
-	if diff := cmp.Diff(inConfig, described); diff != "" {
-		t.Errorf("keys of [checks.%s] (-config +explanation):\n%s", idJobLeftovers, diff)
-	}
-}
-
 // FuzzParseJobGPUs: SLURM_JOB_GPUS comes from the environment; whatever it holds, parsing
 // gives an error or distinct indices in range, and those indices written back as Slurm
 // writes them ("0,1") parse to themselves.

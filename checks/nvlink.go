@@ -84,8 +84,9 @@ func newNVLinkTable(extra []string) (nvlinkTable, error) {
 
 // expected is the rule of the first match for an NVML name; ok is false when none matches.
 func (t nvlinkTable) expected(name string) (nvlinkRule, bool) {
+	words := config.GPUModelWords(name)
 	for _, r := range t {
-		if nameHasWords(name, r.words) {
+		if containsWords(words, r.words) {
 			return r, true
 		}
 	}

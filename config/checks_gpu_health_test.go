@@ -102,24 +102,9 @@ func TestGPUHealthChecksConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(tc.toml), "nodecheck.toml")
-			if tc.wantErr != "" {
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				if diff := cmp.Diff(tc.wantErr, got); diff != "" {
-					t.Errorf("error (-want +got):\n%s", diff)
-				}
+			cfg := parseSectionCase(t, tc.toml, tc.node, tc.wantErr)
+			if cfg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.node != "" {
-				if cfg, err = cfg.ForNode(tc.node); err != nil {
-					t.Fatal(err)
-				}
 			}
 			if diff := cmp.Diff(tc.wantVal, tc.want(&cfg.Checks)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -67,24 +67,9 @@ func TestGPUChecksConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := ParseConfig([]byte(tc.toml), "nodecheck.toml")
-			if tc.wantErr != "" {
-				got := ""
-				if err != nil {
-					got = err.Error()
-				}
-				if diff := cmp.Diff(tc.wantErr, got); diff != "" {
-					t.Errorf("error (-want +got):\n%s", diff)
-				}
+			cfg := parseSectionCase(t, tc.toml, tc.node, tc.wantErr)
+			if cfg == nil {
 				return
-			}
-			if err != nil {
-				t.Fatal(err)
-			}
-			if tc.node != "" {
-				if cfg, err = cfg.ForNode(tc.node); err != nil {
-					t.Fatal(err)
-				}
 			}
 			if diff := cmp.Diff(tc.wantVal, tc.want(&cfg.Checks)); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -109,4 +94,31 @@ func TestValidPCIAddress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// parseSectionCase parses a section test's TOML as nodecheck.toml and gives the settings
+// of node (the base ones when node is ""). A case that expects an error compares it and
+// gets nil: the caller stops there.
+func parseSectionCase(t *testing.T, toml, node, wantErr string) *Config {
+	t.Helper()
+	cfg, err := ParseConfig([]byte(toml), "nodecheck.toml")
+	if wantErr != "" {
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if diff := cmp.Diff(wantErr, got); diff != "" {
+			t.Errorf("error (-want +got):\n%s", diff)
+		}
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	if node != "" {
+		if cfg, err = cfg.ForNode(node); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return cfg
 }

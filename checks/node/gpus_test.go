@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io/fs"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -249,7 +250,7 @@ func ptr[T any](v T) *T { return &v }
 // that a snapshot of a real node replays what the checks saw there.
 func TestNVMLRecordRoundTrip(t *testing.T) {
 	inv := GPUInventory{Init: InitSuccess, DriverVersion: "535.161.08", CUDADriverVersion: 12020, DeviceCount: 1,
-		Devices: []GPU{{Index: 0, MinorNumber: 3, UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
+		Devices: []GPU{{Index: 1, MinorNumber: 3, Error: "ERROR_RESET_REQUIRED", UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
 			PCIe:         &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
 			Fabric:       &Fabric{State: "COMPLETED", Status: "SUCCESS"},
 			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](2)},
@@ -259,6 +260,14 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 1200, ReservedMiB: 551},
 			Compute:      &Compute{Processes: []Process{{PID: 4242, UsedMiB: 1200, UID: 1000, User: "alice", Command: "python"}}},
 		}}}
+	// gpuRecord spells GPU's fields out one by one: a field this test leaves at its zero
+	// would be a field whose recording nobody checks.
+	g := reflect.ValueOf(inv.Devices[0])
+	for i := range g.NumField() {
+		if g.Field(i).IsZero() {
+			t.Fatalf("GPU.%s is not set in this test: set it, so that its recording and replay are checked", g.Type().Field(i).Name)
+		}
+	}
 	b, err := json.Marshal(newNVMLRecord(inv))
 	if err != nil {
 		t.Fatal(err)

@@ -8,9 +8,7 @@ package node
 
 import (
 	"bufio"
-	"bytes"
 	"cmp"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -798,17 +796,4 @@ func MergeNVLinks(inv GPUInventory, links map[string][]NVLink) (GPUInventory, er
 		return GPUInventory{}, fmt.Errorf("nvlink status names GPU %s%s, which the nvidia-smi -q capture does not list: not the same node", strings.Join(missing, ", "), more)
 	}
 	return out, nil
-}
-
-// MarshalNVMLJSON is inv as a snapshot's nvml.json: indented by two spaces, HTML characters
-// unescaped and a final newline, as `nodecheck snapshot` writes it.
-func MarshalNVMLJSON(inv GPUInventory) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	enc.SetIndent("", "  ")
-	if err := enc.Encode(inv); err != nil {
-		return nil, fmt.Errorf("encode %s: %w", nvmlFile, err)
-	}
-	return buf.Bytes(), nil
 }

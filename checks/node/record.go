@@ -458,17 +458,37 @@ func isSecretPath(p string) bool {
 // writeJSON writes v indented, with <, > and & left as they are so that recorded command
 // output stays readable in a diff. It returns the number of bytes written.
 func writeJSON(root *os.Root, name string, v any) (int, error) {
+	b, err := encodeJSON(v)
+	if err != nil {
+		return 0, fmt.Errorf("%s: %w", name, err)
+	}
+	if err := root.WriteFile(name, b, 0o644); err != nil {
+		return 0, fmt.Errorf("%s: %w", name, bare(err))
+	}
+	return len(b), nil
+}
+
+// encodeJSON is a snapshot file's form of v: indented by two spaces, HTML characters left
+// as they are, and a final newline.
+func encodeJSON(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
 	enc.SetIndent("", "  ")
 	if err := enc.Encode(v); err != nil {
-		return 0, fmt.Errorf("%s: %w", name, err)
+		return nil, err
 	}
-	if err := root.WriteFile(name, buf.Bytes(), 0o644); err != nil {
-		return 0, fmt.Errorf("%s: %w", name, bare(err))
+	return buf.Bytes(), nil
+}
+
+// MarshalNVMLJSON is inv as a snapshot's nvml.json, byte for byte as `nodecheck snapshot`
+// writes it: for nodecheck import-nvidia-smi.
+func MarshalNVMLJSON(inv GPUInventory) ([]byte, error) {
+	b, err := encodeJSON(newNVMLRecord(inv))
+	if err != nil {
+		return nil, fmt.Errorf("encode %s: %w", nvmlFile, err)
 	}
-	return buf.Len(), nil
+	return b, nil
 }
 
 // RecordInventory reads through r what any check may read and the checks that ran did not:
