@@ -203,14 +203,7 @@ func (d *decoder) int64() int64 {
 	if d.err != nil || d.null() {
 		return 0
 	}
-	start := d.i
-	if d.i < len(d.b) && d.b[d.i] == '-' {
-		d.i++
-	}
-	digits := d.i
-	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
-		d.i++
-	}
+	start, digits := d.intPart()
 	switch {
 	case d.i == digits:
 		d.want("a number")
@@ -417,16 +410,22 @@ func (d *decoder) skip(depth int) {
 	}
 }
 
-// number reads any JSON number (for skip).
-func (d *decoder) number() {
-	start := d.i
+// intPart reads a number's sign and integer digits: where it starts, where its digits do.
+func (d *decoder) intPart() (start, digits int) {
+	start = d.i
 	if d.i < len(d.b) && d.b[d.i] == '-' {
 		d.i++
 	}
-	digits := d.i
+	digits = d.i
 	for d.i < len(d.b) && d.b[d.i] >= '0' && d.b[d.i] <= '9' {
 		d.i++
 	}
+	return start, digits
+}
+
+// number reads any JSON number (for skip).
+func (d *decoder) number() {
+	start, digits := d.intPart()
 	if d.i == digits || (d.b[digits] == '0' && d.i-digits > 1) {
 		d.failf("want a value")
 		return

@@ -1,10 +1,3 @@
-// Package history is a node's memory across nodecheck runs: XID events, GPU counter samples,
-// InfiniBand port states and link events, boot ids, admin clears and the repair record, kept
-// in one bounded, versioned file per node. A run fills an Observation, Merge folds it into the
-// History, the Judge functions decide, and Save writes it back. Every judgement is a pure
-// function with the clock passed in ("now" is the snapshot's taken_at in a replay). The
-// package reads no hardware, runs nothing, and imports nothing from the module: files come
-// and go through the Store's injected reader and writer.
 package history
 
 import (

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -258,5 +259,37 @@ func TestMergeDriverReloadEndsAResetClassXID(t *testing.T) {
 	tl := h.BuildTimeline(t0.Add(time.Hour), DefaultRules(), TimelineOptions{})
 	if e := tl.GPUs[0].Entries[0]; e.EndedBy != "driver reload" {
 		t.Errorf("timeline entry %+v", e)
+	}
+}
+
+// TestStickySurvivesAStorm: an XID 79, then more XID 13 bursts than the per-GPU cap holds:
+// the cap drops old 13s, never the 79 the sticky judgement stands on.
+func TestStickySurvivesAStorm(t *testing.T) {
+	lim := DefaultLimits()
+	h := New("n")
+	log := dmesg1
+	for i := range 3 * lim.XIDsPerGPU {
+		log += fmt.Sprintf("[%d.000000] NVRM: Xid (PCI:0000:9b:00): 13, Graphics Exception: ESR 0x%x\n", 3000+i*60, i)
+	}
+	now := t0.Add(10 * time.Hour)
+	h.Merge(now, run(now, "a", t0, log, h100), lim)
+	xs := h.GPUs[0].XIDs
+	if len(xs) != lim.XIDsPerGPU || xs[0].XID != 79 {
+		t.Fatalf("%d records, first %+v", len(xs), xs[0])
+	}
+	if js := h.JudgeXIDs(now, DefaultRules()); js[0].Rule != "xid_sticky" {
+		t.Errorf("%+v", js)
+	}
+	// After a clear, a new XID 13 storm may push the cleared 79 out.
+	if _, err := h.Clear(Selector{GPU: "0000:9b:00.0"}, "root", now, ""); err != nil {
+		t.Fatal(err)
+	}
+	log2 := log
+	for i := range 2 * lim.XIDsPerGPU {
+		log2 += fmt.Sprintf("[%d.000000] NVRM: Xid (PCI:0000:9b:00): 13, Graphics Exception: ESR 0x%x\n", 40000+i*60, i)
+	}
+	h.Merge(now.Add(time.Hour), run(now.Add(time.Hour), "a", t0, log2, h100), lim)
+	if xs := h.GPUs[0].XIDs; xs[0].XID == 79 {
+		t.Errorf("the cleared 79 is still kept over newer records")
 	}
 }

@@ -269,3 +269,30 @@ func TestEncodeByteCap(t *testing.T) {
 		t.Errorf("after trimming: %s", Worst(js))
 	}
 }
+
+// TestDocExample decodes the file example of doc.go, so that the documentation stays true.
+func TestDocExample(t *testing.T) {
+	src, err := os.ReadFile("doc.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, rest, ok := strings.Cut(string(src), "Format 1:\n//\n")
+	if !ok {
+		t.Fatal("no example in doc.go")
+	}
+	var js strings.Builder
+	for line := range strings.Lines(rest) {
+		body, ok := strings.CutPrefix(line, "//\t")
+		if !ok {
+			break
+		}
+		js.WriteString(body)
+	}
+	h, err := Decode([]byte(js.String()), "gpu01", 1<<20)
+	if err != nil {
+		t.Fatalf("%v\n%s", err, js.String())
+	}
+	if len(h.GPUs) != 1 || len(h.GPUs[0].XIDs) != 1 || len(h.Ports) != 1 || len(h.Repairs) != 1 || h.SyslogMark.N != 12 {
+		t.Errorf("%+v", h)
+	}
+}
