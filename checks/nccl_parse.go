@@ -351,3 +351,12 @@ func (r NCCLRun) Hosts() []string {
 
 // Completed reports whether the run printed its summary ("# Out of bounds values").
 func (r NCCLRun) Completed() bool { return r.OutOfBounds >= 0 }
+
+// LargeBusBW is the run's bus bandwidth at large messages, judged as nccl_allreduce judges a
+// node: the best busbw, out of place or in place, among the rows of at least 1 GiB (or of the
+// largest size, when the run stopped below), and that row's size. It is 0 and the largest size
+// when no such row has a finite busbw. A multi-node run is judged the same way.
+func (r NCCLRun) LargeBusBW() (gbps float64, size int64) {
+	bw, size, _ := ncclLargeBusBW(r.Rows)
+	return bw, size
+}

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
@@ -15,10 +17,47 @@ import (
 
 // slurm runs the Slurm client commands, each by absolute path (bin/sbatch, ...) and under its
 // own deadline: a controller that does not answer stalls a client for minutes otherwise.
+// Every command it runs is counted in calls, so that a sweep can say what it cost slurmctld.
 type slurm struct {
 	bin     string        // directory of sbatch, squeue, sinfo, scontrol, scancel: /usr/bin
 	env     []string      // environment of every command (SLURM_CONF comes from here)
 	timeout time.Duration // each command's limit
+	calls   *callCounter
+}
+
+// callCounter counts Slurm client commands by program name. Each command is one or a few RPCs
+// to slurmctld; the count is what the README's sweep costs are stated in.
+type callCounter struct {
+	mu sync.Mutex
+	n  map[string]int
+}
+
+func (c *callCounter) add(prog string) {
+	if c == nil {
+		return
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.n == nil {
+		c.n = map[string]int{}
+	}
+	c.n[prog]++
+}
+
+// counts returns a copy of the counts and their total.
+func (c *callCounter) counts() (map[string]int, int) {
+	out := map[string]int{}
+	total := 0
+	if c == nil {
+		return out, 0
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for k, v := range c.n {
+		out[k] = v
+		total += v
+	}
+	return out, total
 }
 
 // maxSlurmOutput bounds what one command's stdout may bring back: sinfo for 10,000 nodes is
@@ -30,6 +69,7 @@ const maxSlurmOutput = 16 << 20
 func (s *slurm) cmd(ctx context.Context, prog string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
+	s.calls.add(prog)
 	path := filepath.Join(s.bin, prog)
 	c := exec.CommandContext(ctx, path, args...)
 	c.Env = s.env
@@ -181,18 +221,24 @@ func (s *slurm) submit(ctx context.Context, args []string) (string, error) {
 
 // jobState is a job as squeue shows it.
 type jobState struct {
-	state  string // %T: PENDING, RUNNING, COMPLETED, FAILED, ...
-	reason string // %r: Resources, Priority, NonZeroExitCode, None
+	state    string // State: PENDING, RUNNING, COMPLETED, FAILED, ...
+	reason   string // Reason: Resources, Priority, NonZeroExitCode; "" for None
+	exitCode string // exit_code as scontrol spells it, "2:0" (status:signal); "" when not known
 }
 
-// squeueFormat is what queue asks squeue for.
-const squeueFormat = "%i|%T|%r"
+// squeueFields is what queue asks squeue for (-O, --Format): job id, state, exit code, reason.
+// The reason is last because it is free text ("ReqNodeNotAvail, UnavailableNodes:n2"). Each
+// field ends with "|" and no width, so squeue neither pads nor cuts it (observed on 22.05).
+// exit_code puts the job's exit status in every poll, so a job that left no report needs no
+// `scontrol show job` of its own: one squeue call per poll for the whole sweep.
+const squeueFields = "JobID:|,State:|,exit_code:|,Reason:|"
 
 // queue returns the states of the given jobs that squeue still knows, finished ones included
 // (-t all) until MinJobAge (300 s by default) after their end. A job missing from the map is
-// gone from the controller.
+// gone from the controller. It is one squeue call whatever the number of jobs: 4,096 ids took
+// 0.3 s on the test bed (README "Fleet sweep").
 func (s *slurm) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
-	out, err := s.cmd(ctx, "squeue", "-h", "-t", "all", "-o", squeueFormat, "-j", strings.Join(ids, ","))
+	out, err := s.cmd(ctx, "squeue", "-h", "-t", "all", "-O", squeueFields, "-j", strings.Join(ids, ","))
 	if err != nil {
 		// squeue -j with only unknown ids fails: "slurm_load_jobs error: Invalid job id specified".
 		if strings.Contains(err.Error(), "Invalid job id specified") {
@@ -203,21 +249,36 @@ func (s *slurm) queue(ctx context.Context, ids []string) (map[string]jobState, e
 	return parseSqueue(out), nil
 }
 
-// parseSqueue reads `squeue -h -o '%i|%T|%r'` lines.
+// parseSqueue reads `squeue -h -O 'JobID:|,State:|,exit_code:|,Reason:|'` lines:
+// "41|FAILED|512|NonZeroExitCode|".
 func parseSqueue(out string) map[string]jobState {
 	jobs := map[string]jobState{}
 	for _, line := range strings.Split(out, "\n") {
-		f := strings.SplitN(strings.TrimSpace(line), "|", 3)
+		f := strings.SplitN(strings.TrimSuffix(strings.TrimSpace(line), "|"), "|", 4)
 		if len(f) < 2 || f[0] == "" {
 			continue
 		}
 		j := jobState{state: f[1]}
-		if len(f) == 3 && f[2] != "None" {
-			j.reason = f[2]
+		if len(f) > 2 {
+			j.exitCode = exitCodeText(f[2])
+		}
+		if len(f) == 4 && f[3] != "None" {
+			j.reason = f[3]
 		}
 		jobs[f[0]] = j
 	}
 	return jobs
+}
+
+// exitCodeText spells squeue's exit_code, the raw wait(2) status (768 for exit 3, 9 for
+// SIGKILL; src/squeue/print.c prints job->exit_code as an integer), as scontrol does:
+// "3:0", "0:9". Anything else is "".
+func exitCodeText(raw string) string {
+	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	if err != nil || n < 0 {
+		return ""
+	}
+	return strconv.Itoa(n>>8&0xff) + ":" + strconv.Itoa(n&0x7f)
 }
 
 // finished reports whether a job state is final. Anything else (PENDING, RUNNING,
@@ -229,30 +290,6 @@ func finished(state string) bool {
 		return true
 	}
 	return false
-}
-
-// showJob returns the fields of `scontrol show job -o ID` (JobState, Reason, ExitCode, ...).
-func (s *slurm) showJob(ctx context.Context, id string) (map[string]string, error) {
-	out, err := s.cmd(ctx, "scontrol", "show", "job", "-o", id)
-	if err != nil {
-		return nil, err
-	}
-	return parseShowJob(out), nil
-}
-
-// parseShowJob splits a `scontrol show job -o` line into its Key=Value fields. Values with
-// blanks (Command=, WorkDir= with a space) come out cut; the fields read here (JobState,
-// Reason, ExitCode) have none.
-func parseShowJob(out string) map[string]string {
-	f := map[string]string{}
-	for _, kv := range strings.Fields(out) {
-		if k, v, ok := strings.Cut(kv, "="); ok {
-			if _, dup := f[k]; !dup {
-				f[k] = v
-			}
-		}
-	}
-	return f
 }
 
 // cancel cancels jobs.

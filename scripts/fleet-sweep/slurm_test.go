@@ -36,13 +36,18 @@ func TestParseSinfo(t *testing.T) {
 }
 
 func TestParseSqueue(t *testing.T) {
-	out := "41|PENDING|Resources\n42|RUNNING|None\n43|COMPLETED|None\n44|FAILED|NonZeroExitCode\n45|PENDING|ReqNodeNotAvail, UnavailableNodes:n2\n"
+	// As `squeue -h -t all -O 'JobID:|,State:|,exit_code:|,Reason:|'` printed them on the test
+	// bed (Slurm 22.05): exit_code is the raw wait status, 768 for `exit 3`.
+	out := "41|PENDING|0|Resources|\n42|RUNNING|0|None|\n43|COMPLETED|0|None|\n44|FAILED|768|NonZeroExitCode|\n" +
+		"45|PENDING|0|ReqNodeNotAvail, UnavailableNodes:n2|\n46|CANCELLED|9|None|\n47|FAILED|x|None|\n\n"
 	want := map[string]jobState{
-		"41": {state: "PENDING", reason: "Resources"},
-		"42": {state: "RUNNING"},
-		"43": {state: "COMPLETED"},
-		"44": {state: "FAILED", reason: "NonZeroExitCode"},
-		"45": {state: "PENDING", reason: "ReqNodeNotAvail, UnavailableNodes:n2"},
+		"41": {state: "PENDING", reason: "Resources", exitCode: "0:0"},
+		"42": {state: "RUNNING", exitCode: "0:0"},
+		"43": {state: "COMPLETED", exitCode: "0:0"},
+		"44": {state: "FAILED", reason: "NonZeroExitCode", exitCode: "3:0"},
+		"45": {state: "PENDING", reason: "ReqNodeNotAvail, UnavailableNodes:n2", exitCode: "0:0"},
+		"46": {state: "CANCELLED", exitCode: "0:9"},
+		"47": {state: "FAILED"},
 	}
 	if diff := cmp.Diff(want, parseSqueue(out), cmp.AllowUnexported(jobState{})); diff != "" {
 		t.Errorf("parseSqueue (-want +got):\n%s", diff)
@@ -74,19 +79,6 @@ func TestParseJobID(t *testing.T) {
 				t.Errorf("parseJobID(%q) = %q, %v; want %q, %q", tc.in, got, err, tc.want, tc.wantErr)
 			}
 		})
-	}
-}
-
-func TestParseShowJob(t *testing.T) {
-	// A real `scontrol show job -o` line from the test bed (Slurm 22.05), shortened.
-	line := "JobId=5 JobName=nodecheck-sweep UserId=root(0) JobState=CANCELLED Reason=None Dependency=(null) " +
-		"Requeue=0 Restarts=0 BatchFlag=1 Reboot=0 ExitCode=0:0 RunTime=00:00:00 TimeLimit=00:15:00 " +
-		"NodeList=n2 BatchHost=n2 Command=/tmp/out dir/n2.sh WorkDir=/ StdErr=/tmp/out/n2.err\n"
-	f := parseShowJob(line)
-	for k, want := range map[string]string{"JobId": "5", "JobState": "CANCELLED", "Reason": "None", "ExitCode": "0:0", "NodeList": "n2"} {
-		if f[k] != want {
-			t.Errorf("%s = %q, want %q", k, f[k], want)
-		}
 	}
 }
 

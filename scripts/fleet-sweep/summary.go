@@ -37,6 +37,7 @@ type nodeRun struct {
 
 // nodecheckReport is the part of `nodecheck run --format json` the sweep reads.
 type nodecheckReport struct {
+	Schema      *int    `json:"schema"`
 	Node        string  `json:"node"`
 	Mode        string  `json:"mode"`
 	Healthy     *bool   `json:"healthy"`
@@ -45,41 +46,77 @@ type nodecheckReport struct {
 }
 
 type check struct {
-	Check    string `json:"check"`
-	Status   string `json:"status"`
-	Summary  string `json:"summary"`
-	Observed string `json:"observed"`
-	Expected string `json:"expected"`
+	Check    string   `json:"check"`
+	Status   string   `json:"status"`
+	Summary  string   `json:"summary"`
+	Observed string   `json:"observed"`
+	Expected string   `json:"expected"`
+	Details  []detail `json:"details"`
 }
 
-// parseReport reads a node's JSON report. It must be one JSON document with a "healthy" key.
-func parseReport(b []byte) (nodecheckReport, error) {
+type detail struct {
+	Device   string `json:"device"`
+	Status   string `json:"status"`
+	Observed string `json:"observed"`
+}
+
+// reportSchema is the report schema this sweep reads: checks/report.SchemaVersion. A report of
+// another schema comes from another nodecheck version, whose keys may mean something else.
+const reportSchema = 1
+
+// parseReport reads the JSON report of node: one JSON document of schema reportSchema, with a
+// "healthy" key, about that node. Anything else is no report: the node is listed as missing
+// with the reason, never counted healthy, failing or slow.
+func parseReport(b []byte, node string) (nodecheckReport, error) {
 	var r nodecheckReport
 	if len(bytes.TrimSpace(b)) == 0 {
 		return r, errors.New("empty")
 	}
 	if err := json.Unmarshal(b, &r); err != nil {
-		return r, fmt.Errorf("invalid JSON: %v", err)
+		return r, fmt.Errorf("invalid JSON (cut short?): %v", err)
 	}
-	if r.Healthy == nil {
+	switch {
+	case r.Schema == nil && r.Healthy == nil:
+		return r, errors.New(`not a nodecheck report: no "schema" or "healthy" key`)
+	case r.Schema == nil:
+		return r, errors.New(`not a nodecheck report: no "schema" key`)
+	case *r.Schema != reportSchema:
+		return r, fmt.Errorf("report schema %d, this fleet-sweep reads schema %d: nodecheck on the node is another version; install the same version on the nodes and here", *r.Schema, reportSchema)
+	case r.Healthy == nil:
 		return r, errors.New(`not a nodecheck report: no "healthy" key`)
+	case node != "" && r.Node != node:
+		return r, fmt.Errorf("the report is about node %q: a stale or copied file, or --node in --args", r.Node)
 	}
 	return r, nil
 }
 
-// summary is the sweep's result: every node in exactly one of healthy, failing and missing,
-// each list in the sweep's node order, and the NCCL bus bandwidths slowest first.
+// summary is the sweep's result: every node in exactly one of healthy, slow, failing and
+// missing, each list in the sweep's node order (slow: furthest below the median first), and
+// the NCCL bus bandwidths slowest first.
 type summary struct {
-	Schema          int       `json:"schema"`
-	Nodes           int       `json:"nodes"`
-	AllHealthy      bool      `json:"all_healthy"`
-	Healthy         []string  `json:"healthy"`
-	HealthyHostlist string    `json:"healthy_hostlist"`
-	Failing         []failing `json:"failing"`
-	Missing         []missing `json:"missing"`
-	BusBW           []busBW   `json:"busbw"`
-	OutDir          string    `json:"out_dir,omitempty"`
-	ElapsedS        float64   `json:"elapsed_s"`
+	Schema          int      `json:"schema"`
+	Nodes           int      `json:"nodes"`
+	AllHealthy      bool     `json:"all_healthy"`
+	Healthy         []string `json:"healthy"`
+	HealthyHostlist string   `json:"healthy_hostlist"`
+	// Slow are healthy nodes (every check passed) with a figure well below the fleet's median
+	// for their GPU model: one entry per slow figure.
+	Slow    []slowFinding `json:"slow"`
+	Failing []failing     `json:"failing"`
+	Missing []missing     `json:"missing"`
+	BusBW   []busBW       `json:"busbw"`
+	// Fleet is each model's figures over the healthy nodes: median, MAD, the slow line.
+	Fleet []fleetGroup `json:"fleet"`
+	// NotCompared are healthy nodes with figures but no GPU model in their report.
+	NotCompared []string `json:"not_compared"`
+	// Drains are what --drain-slow did, node by node.
+	Drains    []drainResult     `json:"drains,omitempty"`
+	Multinode *multinodeSummary `json:"multinode,omitempty"`
+	OutDir    string            `json:"out_dir,omitempty"`
+	ElapsedS  float64           `json:"elapsed_s"`
+	// SlurmCalls counts the Slurm client commands the sweep ran, by program, and in all.
+	SlurmCalls      map[string]int `json:"slurm_calls"`
+	SlurmCallsTotal int            `json:"slurm_calls_total"`
 }
 
 // failing is a node whose report says unhealthy: its first failing check.
@@ -107,18 +144,27 @@ type busBW struct {
 	At       string  `json:"at,omitempty"`       // message size: "4 GiB"
 	Status   string  `json:"status"`             // the check's: ok, warn, fail
 	Expected string  `json:"expected,omitempty"` // ">= 390 GB/s"
+	// Model is the node's GPU model group; VsMedianPct its distance from that model's median
+	// busbw at the same size, in percent (negative: below), when the group was judged.
+	Model       string   `json:"model,omitempty"`
+	VsMedianPct *float64 `json:"vs_median_pct,omitempty"`
 }
 
 // schemaVersion is the JSON summary's "schema" key; it changes only if a key changes meaning.
 const schemaVersion = 1
 
 // summarize judges every node's run. A node whose job left a valid report is healthy or
-// failing by that report, whatever the job's state; any other node is missing, with a reason
-// built from what is known: the job's state, its exit code, the output file, the last line of
-// its stderr, and the node's state afterwards.
-func summarize(runs []nodeRun) summary {
-	s := summary{Schema: schemaVersion, Nodes: len(runs), Healthy: []string{}, Failing: []failing{}, Missing: []missing{}, BusBW: []busBW{}}
+// failing by that report, whatever the job's state, and a healthy one is slow when a figure is
+// well below its fleet's (judgeFleet); any other node is missing, with a reason built from
+// what is known: the job's state, its exit code, the output file, the last line of its
+// stderr, and the node's state afterwards.
+func summarize(runs []nodeRun, rule slowRule) summary {
+	s := summary{Schema: schemaVersion, Nodes: len(runs), Healthy: []string{}, Slow: []slowFinding{}, Failing: []failing{},
+		Missing: []missing{}, BusBW: []busBW{}, Fleet: []fleetGroup{}, NotCompared: []string{}, SlurmCalls: map[string]int{}}
 	order := map[string]int{}
+	var healthy []string
+	var figs []figure
+	models := map[string]string{}
 	for i, r := range runs {
 		order[r.Node] = i
 		if r.Skipped != "" {
@@ -130,14 +176,44 @@ func summarize(runs []nodeRun) summary {
 			s.Missing = append(s.Missing, missing{Node: r.Node, JobID: r.JobID, State: r.State, Reason: missingReason(r, perr)})
 			continue
 		}
+		model := modelOf(rep)
+		models[r.Node] = model
 		if bw, ok := ncclBusBW(r.Node, rep); ok {
+			bw.Model = model
 			s.BusBW = append(s.BusBW, bw)
 		}
-		if *rep.Healthy {
-			s.Healthy = append(s.Healthy, r.Node)
+		if !*rep.Healthy {
+			s.Failing = append(s.Failing, firstFailure(r, rep))
 			continue
 		}
-		s.Failing = append(s.Failing, firstFailure(r, rep))
+		healthy = append(healthy, r.Node)
+		nf := figuresOf(r.Node, model, rep)
+		switch {
+		case len(nf) > 0 && model == "":
+			s.NotCompared = append(s.NotCompared, r.Node)
+		default:
+			figs = append(figs, nf...)
+		}
+	}
+	groups, slow := judgeFleet(figs, rule)
+	s.Fleet = append(s.Fleet, groups...)
+	s.Slow = append(s.Slow, slow...)
+	isSlow := map[string]bool{}
+	for _, f := range slow {
+		isSlow[f.Node] = true
+	}
+	for _, n := range healthy {
+		if !isSlow[n] {
+			s.Healthy = append(s.Healthy, n)
+		}
+	}
+	for i, bw := range s.BusBW {
+		for _, g := range groups {
+			if g.Judged && g.Model == bw.Model && g.Metric == "busbw" && g.At == bw.At && g.Median > 0 {
+				pct := (bw.GBps - g.Median) / g.Median * 100
+				s.BusBW[i].VsMedianPct = &pct
+			}
+		}
 	}
 	s.HealthyHostlist = config.CompressHostlist(s.Healthy)
 	s.AllHealthy = len(runs) > 0 && len(s.Healthy) == len(runs)
@@ -153,12 +229,23 @@ func summarize(runs []nodeRun) summary {
 	return s
 }
 
+// slowNodes lists the nodes of the slow findings, each once, in their order.
+func (s summary) slowNodes() []string {
+	var out []string
+	for _, f := range s.Slow {
+		if !slices.Contains(out, f.Node) {
+			out = append(out, f.Node)
+		}
+	}
+	return out
+}
+
 // reportOf is the node's report, or why there is none.
 func reportOf(r nodeRun) (nodecheckReport, error) {
 	if r.OutputErr != nil {
 		return nodecheckReport{}, r.OutputErr
 	}
-	return parseReport(r.Output)
+	return parseReport(r.Output, r.Node)
 }
 
 // firstFailure names the first check that failed, or else the first that could not decide
@@ -265,10 +352,17 @@ func ncclBusBW(node string, rep nodecheckReport) (busBW, bool) {
 	return busBW{}, false
 }
 
-// writeText prints the summary for people.
+// maxBusBWLines bounds the text summary's busbw table: the slowest nodes are the ones to read;
+// the JSON summary has every node.
+const maxBusBWLines = 20
+
+// writeText prints the summary for people: the counts, then the slow nodes (furthest below
+// their median first), the healthy hostlist, the failing and the missing nodes, the fleet's
+// medians, the busbw table, the multi-node results, the drains and the Slurm calls.
 func writeText(w io.Writer, s summary) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nodecheck fleet sweep: %d nodes, %d healthy, %d failing, %d missing", s.Nodes, len(s.Healthy), len(s.Failing), len(s.Missing))
+	slowNodes := s.slowNodes()
+	fmt.Fprintf(&b, "nodecheck fleet sweep: %d nodes, %d healthy, %d slow, %d failing, %d missing", s.Nodes, len(s.Healthy), len(slowNodes), len(s.Failing), len(s.Missing))
 	if s.ElapsedS > 0 {
 		fmt.Fprintf(&b, " in %.1fs", s.ElapsedS)
 	}
@@ -277,6 +371,9 @@ func writeText(w io.Writer, s summary) error {
 	}
 	b.WriteString("\n")
 	width := 0
+	for _, f := range s.Slow {
+		width = max(width, len(f.Node))
+	}
 	for _, f := range s.Failing {
 		width = max(width, len(f.Node))
 	}
@@ -285,6 +382,13 @@ func writeText(w io.Writer, s summary) error {
 	}
 	for _, bw := range s.BusBW {
 		width = max(width, len(bw.Node))
+	}
+	for _, f := range s.Slow {
+		z := ""
+		if f.RobustZ >= 0 {
+			z = fmt.Sprintf(" (robust z %.1f)", f.RobustZ)
+		}
+		fmt.Fprintf(&b, "SLOW     %-*s  %s%s\n", width, f.Node, slowSummary(f), z)
 	}
 	if len(s.Healthy) > 0 {
 		fmt.Fprintf(&b, "HEALTHY  %s\n", s.HealthyHostlist)
@@ -306,22 +410,77 @@ func writeText(w io.Writer, s summary) error {
 	for _, m := range s.Missing {
 		fmt.Fprintf(&b, "MISSING  %-*s  %s\n", width, m.Node, m.Reason)
 	}
-	if len(s.BusBW) > 0 {
-		b.WriteString("nccl_allreduce busbw, slowest first:\n")
-		for _, bw := range s.BusBW {
-			line := fmt.Sprintf("  %-*s  %6.1f GB/s", width, bw.Node, bw.GBps)
-			if bw.At != "" {
-				line += " at " + bw.At
-			}
-			line += "  " + strings.ToUpper(bw.Status)
-			if bw.Expected != "" {
-				line += "  (want " + bw.Expected + ")"
-			}
-			b.WriteString(line + "\n")
+	writeFleetText(&b, s, width)
+	writeMultinodeText(&b, s.Multinode)
+	writeDrainsText(&b, s.Drains)
+	if s.SlurmCallsTotal > 0 {
+		names := make([]string, 0, len(s.SlurmCalls))
+		for k := range s.SlurmCalls {
+			names = append(names, k)
 		}
+		slices.Sort(names)
+		parts := make([]string, len(names))
+		for i, k := range names {
+			parts[i] = fmt.Sprintf("%s %d", k, s.SlurmCalls[k])
+		}
+		fmt.Fprintf(&b, "Slurm calls: %d (%s)\n", s.SlurmCallsTotal, strings.Join(parts, ", "))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// writeFleetText prints the fleet's medians and the busbw table, slowest first.
+func writeFleetText(b *strings.Builder, s summary, width int) {
+	if len(s.NotCompared) > 0 {
+		fmt.Fprintf(b, "not compared with the fleet (no GPU model in the report: gpu_models did not run or NVML did not answer): %s\n", config.CompressHostlist(s.NotCompared))
+	}
+	// Every busbw group; the others (one per InfiniBand port) only where a node is slow.
+	var shown []fleetGroup
+	for _, g := range s.Fleet {
+		if g.Metric == "busbw" || slices.ContainsFunc(s.Slow, func(f slowFinding) bool {
+			return f.Model == g.Model && f.Metric == g.Metric && f.At == g.At
+		}) {
+			shown = append(shown, g)
+		}
+	}
+	if len(shown) > 0 {
+		b.WriteString("fleet medians (healthy nodes, by GPU model):\n")
+	}
+	for _, g := range shown {
+		at := ""
+		if g.At != "" {
+			at = " at " + g.At
+		}
+		line := fmt.Sprintf("  %s %s%s: median %s %s over %d nodes, MAD %s", g.ModelName, g.Metric, at, fmtValue(g.Median), g.Unit, g.Nodes, fmtValue(g.MAD))
+		if g.Judged {
+			line += fmt.Sprintf(": slow below %s", fmtValue(g.SlowBelow))
+		} else {
+			line += ": too few nodes to judge"
+		}
+		b.WriteString(line + "\n")
+	}
+	if len(s.BusBW) == 0 {
+		return
+	}
+	b.WriteString("nccl_allreduce busbw, slowest first:\n")
+	for i, bw := range s.BusBW {
+		if i == maxBusBWLines {
+			fmt.Fprintf(b, "  ... %d more at %s GB/s or above (--format json lists every node)\n", len(s.BusBW)-i, fmtValue(bw.GBps))
+			break
+		}
+		line := fmt.Sprintf("  %-*s  %6.1f GB/s", width, bw.Node, bw.GBps)
+		if bw.At != "" {
+			line += " at " + bw.At
+		}
+		line += "  " + strings.ToUpper(bw.Status)
+		if bw.Expected != "" {
+			line += "  (want " + bw.Expected + ")"
+		}
+		if bw.VsMedianPct != nil {
+			line += fmt.Sprintf("  %+.1f%% vs %s median", *bw.VsMedianPct, modelName(bw.Model))
+		}
+		b.WriteString(line + "\n")
+	}
 }
 
 // writeJSON prints the summary for programs.

@@ -17,11 +17,12 @@ import (
 // rep builds a nodecheck JSON report as `nodecheck run --format json` prints it.
 func rep(node string, healthy bool, results ...check) []byte {
 	type res struct {
-		Check    string `json:"check"`
-		Status   string `json:"status"`
-		Summary  string `json:"summary"`
-		Observed string `json:"observed,omitempty"`
-		Expected string `json:"expected,omitempty"`
+		Check    string   `json:"check"`
+		Status   string   `json:"status"`
+		Summary  string   `json:"summary"`
+		Observed string   `json:"observed,omitempty"`
+		Expected string   `json:"expected,omitempty"`
+		Details  []detail `json:"details,omitempty"`
 	}
 	r := struct {
 		Schema  int    `json:"schema"`
@@ -74,7 +75,7 @@ func TestSummarize(t *testing.T) {
 			},
 			want: summary{Nodes: 4, AllHealthy: true, Healthy: []string{"gpu01", "gpu02", "gpu03", "gpu05"},
 				HealthyHostlist: "gpu[01-03,05]"},
-			wantT: []string{"nodecheck fleet sweep: 4 nodes, 4 healthy, 0 failing, 0 missing\n", "HEALTHY  gpu[01-03,05]\n"},
+			wantT: []string{"nodecheck fleet sweep: 4 nodes, 4 healthy, 0 slow, 0 failing, 0 missing\n", "HEALTHY  gpu[01-03,05]\n"},
 		},
 		{
 			name: "failing: first failing check and how many more",
@@ -133,9 +134,9 @@ func TestSummarize(t *testing.T) {
 				{Node: "n3", JobID: "7", State: "COMPLETED", OutputPath: "/out/n3.json", Output: []byte("run --all --format json\n")},
 			},
 			want: summary{Nodes: 3, Healthy: []string{}, Missing: []missing{
-				{Node: "n1", JobID: "5", State: "CANCELLED", Reason: "job 5 CANCELLED, n1.json: invalid JSON: unexpected end of JSON input; now node drained: Prolog error"},
-				{Node: "n2", JobID: "6", State: "COMPLETED", Reason: `job 6 COMPLETED, n2.json: not a nodecheck report: no "healthy" key`},
-				{Node: "n3", JobID: "7", State: "COMPLETED", Reason: "job 7 COMPLETED, n3.json: invalid JSON: invalid character 'r' looking for beginning of value"},
+				{Node: "n1", JobID: "5", State: "CANCELLED", Reason: "job 5 CANCELLED, n1.json: invalid JSON (cut short?): unexpected end of JSON input; now node drained: Prolog error"},
+				{Node: "n2", JobID: "6", State: "COMPLETED", Reason: `job 6 COMPLETED, n2.json: not a nodecheck report: no "schema" or "healthy" key`},
+				{Node: "n3", JobID: "7", State: "COMPLETED", Reason: "job 7 COMPLETED, n3.json: invalid JSON (cut short?): invalid character 'r' looking for beginning of value"},
 			}},
 		},
 		{
@@ -156,7 +157,7 @@ func TestSummarize(t *testing.T) {
 				{Node: "n1", Reason: "not submitted: node drained: bad fan"},
 				{Node: "n2", Reason: "not submitted: sbatch: error: Batch job submission failed: Invalid account or account/partition combination specified (exit status 1)"},
 				{Node: "n3", JobID: "9", State: "PENDING", Reason: "job 9 still PENDING (Resources) at the deadline: cancelled"},
-				{Node: "n4", JobID: "10", State: "RUNNING", Reason: "job 10 still RUNNING at the deadline: cancelled, n4.json: invalid JSON: unexpected end of JSON input; stderr: slurmstepd: error: *** JOB 10 ON n4 CANCELLED AT 2026-12-02T15:58:56 ***"},
+				{Node: "n4", JobID: "10", State: "RUNNING", Reason: "job 10 still RUNNING at the deadline: cancelled, n4.json: invalid JSON (cut short?): unexpected end of JSON input; stderr: slurmstepd: error: *** JOB 10 ON n4 CANCELLED AT 2026-12-02T15:58:56 ***"},
 				{Node: "n5", JobID: "11", State: "PENDING", Reason: "job 11 PENDING (Priority) when the sweep was interrupted: cancelled"},
 				{Node: "n6", JobID: "12", Reason: "job 12 gone from squeue, no n6.json"},
 				{Node: "n7", JobID: "13", Reason: "job 13 in an unknown state, n7.json: larger than 16 MiB"},
@@ -186,7 +187,9 @@ func TestSummarize(t *testing.T) {
 					{Node: "n3", GBps: 301.2, At: "512 MiB", Status: "warn"},
 					{Node: "n1", GBps: 476.5, At: "4 GiB", Status: "ok", Expected: ">= 390 GB/s"},
 					{Node: "n4", GBps: 476.5, At: "4 GiB", Status: "ok", Expected: ">= 390 GB/s"},
-				}},
+				},
+				// No gpu_models result in these reports: no model to compare within.
+				NotCompared: []string{"n1", "n3"}},
 			wantT: []string{
 				"nccl_allreduce busbw, slowest first:\n" +
 					"  n2   212.0 GB/s at 4 GiB  FAIL  (want >= 390 GB/s)\n" +
@@ -213,9 +216,10 @@ func TestSummarize(t *testing.T) {
 				BusBW: []busBW{
 					{Node: "gpu1", GBps: 476.5, At: "4 GiB", Status: "ok", Expected: ">= 390 GB/s"},
 					{Node: "gpu4", GBps: 476.5, At: "4 GiB", Status: "ok", Expected: ">= 390 GB/s"},
-				}},
+				},
+				NotCompared: []string{"gpu1", "gpu4"}},
 			wantT: []string{
-				"nodecheck fleet sweep: 5 nodes, 2 healthy, 1 failing, 2 missing\n" +
+				"nodecheck fleet sweep: 5 nodes, 2 healthy, 0 slow, 1 failing, 2 missing\n" +
 					"HEALTHY  gpu[1,4]\n" +
 					"FAILING  gpu2   ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp\n" +
 					"MISSING  gpu3   job 3 still PENDING (Resources) at the deadline: cancelled\n" +
@@ -229,18 +233,10 @@ func TestSummarize(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := summarize(tc.runs)
+			got := summarize(tc.runs, defaultRule)
 			want := tc.want
 			want.Schema = schemaVersion
-			if want.Failing == nil {
-				want.Failing = []failing{}
-			}
-			if want.Missing == nil {
-				want.Missing = []missing{}
-			}
-			if want.BusBW == nil {
-				want.BusBW = []busBW{}
-			}
+			want = withEmpty(want)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("summarize (-want +got):\n%s", diff)
 			}
@@ -282,11 +278,13 @@ func TestSummarizeGoldens(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			r, err := parseReport(b)
+			var head struct{ Node string }
+			_ = json.Unmarshal(b, &head)
+			r, err := parseReport(b, head.Node)
 			if err != nil {
 				t.Fatalf("parseReport: %v", err)
 			}
-			s := summarize([]nodeRun{{Node: "n1", JobID: "1", State: "COMPLETED", Output: b}})
+			s := summarize([]nodeRun{{Node: r.Node, JobID: "1", State: "COMPLETED", Output: b}}, defaultRule)
 			if *r.Healthy != (len(s.Healthy) == 1) || len(s.Healthy)+len(s.Failing) != 1 {
 				t.Fatalf("healthy %v, summary %+v", *r.Healthy, s)
 			}
@@ -319,20 +317,57 @@ func TestParseReport(t *testing.T) {
 		in      string
 		wantErr string
 	}{
-		{"report", `{"node": "n1", "healthy": false, "results": []}`, ""},
+		{"report", `{"schema": 1, "node": "n1", "healthy": false, "results": []}`, ""},
 		{"empty", "", "empty"},
 		{"blank", " \n", "empty"},
-		{"cut", `{"node": "n1", "healthy": true, "resu`, "invalid JSON: unexpected end of JSON input"},
-		{"two documents", `{"healthy": true} {"healthy": true}`, "invalid JSON: invalid character '{' after top-level value"},
-		{"no healthy", `{"node": "n1"}`, `not a nodecheck report: no "healthy" key`},
-		{"array", `[]`, "invalid JSON: json: cannot unmarshal array into Go value of type main.nodecheckReport"},
+		{"cut", `{"schema": 1, "node": "n1", "healthy": true, "resu`, "invalid JSON (cut short?): unexpected end of JSON input"},
+		{"two documents", `{"healthy": true} {"healthy": true}`, "invalid JSON (cut short?): invalid character '{' after top-level value"},
+		{"no healthy", `{"schema": 1, "node": "n1"}`, `not a nodecheck report: no "healthy" key`},
+		{"no schema", `{"node": "n1", "healthy": true, "results": []}`, `not a nodecheck report: no "schema" key`},
+		{"neither", `{"hello": "world"}`, `not a nodecheck report: no "schema" or "healthy" key`},
+		{"another version", `{"schema": 2, "node": "n1", "healthy": true, "results": []}`,
+			"report schema 2, this fleet-sweep reads schema 1: nodecheck on the node is another version; install the same version on the nodes and here"},
+		{"another node", `{"schema": 1, "node": "n7", "healthy": true, "results": []}`, `the report is about node "n7": a stale or copied file, or --node in --args`},
+		{"array", `[]`, "invalid JSON (cut short?): json: cannot unmarshal array into Go value of type main.nodecheckReport"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := parseReport([]byte(tc.in))
+			_, err := parseReport([]byte(tc.in), "n1")
 			if got := fmt.Sprint(err); (err == nil) != (tc.wantErr == "") || (err != nil && got != tc.wantErr) {
 				t.Errorf("parseReport(%q) = %v, want %q", tc.in, err, tc.wantErr)
 			}
 		})
 	}
+}
+
+// defaultRule is the command's default slow rule.
+var defaultRule = slowRule{MAD: 3, FloorPct: 5, MinNodes: 5}
+
+// withEmpty gives a literal summary the empty lists summarize returns.
+func withEmpty(s summary) summary {
+	if s.Healthy == nil {
+		s.Healthy = []string{}
+	}
+	if s.Slow == nil {
+		s.Slow = []slowFinding{}
+	}
+	if s.Failing == nil {
+		s.Failing = []failing{}
+	}
+	if s.Missing == nil {
+		s.Missing = []missing{}
+	}
+	if s.BusBW == nil {
+		s.BusBW = []busBW{}
+	}
+	if s.Fleet == nil {
+		s.Fleet = []fleetGroup{}
+	}
+	if s.NotCompared == nil {
+		s.NotCompared = []string{}
+	}
+	if s.SlurmCalls == nil {
+		s.SlurmCalls = map[string]int{}
+	}
+	return s
 }

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/drain"
 )
 
 // options is the sweep as the command line asked for it.
@@ -26,13 +27,19 @@ type options struct {
 	argsFor      []nodeArgs
 	sbatchArgs   []string
 	jobName      string
-	timeout      time.Duration // the whole sweep: listing, submitting, waiting
-	poll         time.Duration // between squeue calls
+	timeout      time.Duration // the per-node sweep: listing, submitting, waiting
+	poll         time.Duration // between squeue calls; 0: pollInterval's choice
 	outputWait   time.Duration // how long a finished job's report may take to show up here
 	out          string        // directory for scripts and reports, shared with the nodes
 	slurmBin     string
 	slurmTimeout time.Duration // each Slurm command
 	env          []string
+	slow         slowRule // fleet-relative judgement
+	drainSlow    bool     // drain the slow nodes
+	dryRun       bool     // print the drains instead
+	maxDrained   drain.Limit
+	drainPrefix  string
+	multinode    multinodeOptions
 }
 
 // nodecheckArgs are the arguments every job gives nodecheck, before --args and --args-for:
@@ -40,9 +47,16 @@ type options struct {
 // as a JSON report on stdout.
 var nodecheckArgs = []string{"run", "--all", "--format", "json", "--mode", "manual"}
 
-// submitWorkers is how many sbatch run at once: enough to submit a thousand nodes in seconds,
-// few enough not to flood slurmctld's RPC queue.
-const submitWorkers = 4
+// submitWorkers is how many sbatch run at once. Measured on the test bed (README "Fleet
+// sweep"): 4,096 held jobs took 33 s one at a time, 14.8 s with 8 at once and 17.1 s with 16,
+// slurmctld being the bottleneck; 8 keeps a 4,096-node submission near a quarter of a minute
+// without queueing more RPCs than slurmctld's threads serve.
+const submitWorkers = 8
+
+// maxSubmitFailures stops the submission after that many sbatch failures in a row: a refusal
+// that is not about one node (an account limit, MaxJobCount, a controller that does not
+// answer) would otherwise cost one more call, and often a timeout, per node left.
+const maxSubmitFailures = 8
 
 // maxReport bounds a report read back: nodecheck's is tens of KiB.
 const maxReport = 16 << 20
@@ -51,11 +65,10 @@ const maxReport = 16 << 20
 // has not finished, and reads back each node's report. The error is for what stops the sweep
 // as a whole (no nodes, Slurm not answering, an unwritable --out): a usageError or a
 // slurmError; runs is then nil, or holds every node when only the submission failed.
-func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
+func sweep(ctx context.Context, s *slurm, o options, log io.Writer) ([]nodeRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	s := &slurm{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout}
 
 	nodes, err := resolveNodes(ctx, s, o)
 	if err != nil {
@@ -89,7 +102,12 @@ func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
 		}
 	}
 
-	submitAll(ctx, s, o, runs, perNode, deadline, log)
+	submitAll(ctx, s, runs, func(r *nodeRun) (jobSpec, error) {
+		script := filepath.Join(o.out, r.Node+".sh")
+		args := sbatchArgs(o, r.Node, deadline, script)
+		argv := append(append(append([]string{o.nodecheck}, nodecheckArgs...), o.args...), perNode[r.Node]...)
+		return jobSpec{args: args, script: script, body: batchScript("node "+r.Node, filepath.Join(s.bin, "sbatch"), args, argv)}, nil
+	}, log)
 	submitted, sbatchErrs := 0, 0
 	for _, r := range runs {
 		switch {
@@ -104,32 +122,11 @@ func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
 		return runs, slurmError{errors.New("no job could be submitted: " + firstSkip(runs))}
 	}
 
-	interrupted := wait(ctx, s, o, runs, log)
+	interrupted := wait(ctx, s, o.poll, runs, log)
+	cancelLeft(ctx, s, runs, interrupted, log)
 
-	// Cancel what is still queued or running, with a context of its own: the sweep's is done.
-	var left []string
-	for i := range runs {
-		if runs[i].JobID != "" && !runs[i].Gone && !finished(runs[i].State) {
-			left = append(left, runs[i].JobID)
-			runs[i].Cancelled = "deadline"
-			if interrupted {
-				runs[i].Cancelled = "interrupted"
-			}
-		}
-	}
-	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), o.slurmTimeout)
-	defer ccancel()
-	if err := s.cancel(cctx, left); err != nil {
-		fmt.Fprintf(log, "fleet-sweep: cancel the jobs left (%s): %v\n", strings.Join(left, ","), err)
-		for i := range runs {
-			if runs[i].Cancelled != "" {
-				runs[i].CancelErr = err.Error()
-			}
-		}
-	}
-
-	// Reading back gets its own budget too: the wait for late files, then a few commands.
-	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), o.outputWait+2*o.slurmTimeout)
+	// Reading back gets its own budget too: the wait for late files, then one sinfo.
+	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), o.outputWait+o.slurmTimeout)
 	defer rcancel()
 	collect(rctx, s, o, runs)
 	return runs, nil
@@ -189,11 +186,39 @@ func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error)
 	return nodes, nil
 }
 
-// submitAll writes each node's batch script and submits it, a few at a time, until the
-// deadline. A node whose submission fails is skipped with sbatch's error.
-func submitAll(ctx context.Context, s *slurm, o options, runs []nodeRun, perNode map[string][]string, deadline time.Time, log io.Writer) {
+// jobSpec is one batch job: its sbatch options (the script's path last) and the script.
+type jobSpec struct {
+	args   []string
+	script string // where the script is written
+	body   string
+}
+
+// submitAll writes each run's batch script and submits it, submitWorkers at a time, until the
+// context ends. A run whose submission fails is skipped with sbatch's error; after
+// maxSubmitFailures failures in a row the runs left are skipped without a call.
+func submitAll(ctx context.Context, s *slurm, runs []nodeRun, spec func(r *nodeRun) (jobSpec, error), log io.Writer) {
 	work := make(chan int)
-	var wg sync.WaitGroup
+	var (
+		wg       sync.WaitGroup
+		mu       sync.Mutex
+		failures int    // in a row
+		lastErr  string // the last of them
+	)
+	stopped := func() (bool, string) {
+		mu.Lock()
+		defer mu.Unlock()
+		return failures >= maxSubmitFailures, lastErr
+	}
+	note := func(err error) {
+		mu.Lock()
+		defer mu.Unlock()
+		if err == nil {
+			failures = 0
+			return
+		}
+		failures++
+		lastErr = err.Error()
+	}
 	for range submitWorkers {
 		wg.Add(1)
 		go func() {
@@ -204,14 +229,20 @@ func submitAll(ctx context.Context, s *slurm, o options, runs []nodeRun, perNode
 					r.Skipped = "sbatch not run: the sweep ended (deadline or interrupt) during submission"
 					continue
 				}
-				script := filepath.Join(o.out, r.Node+".sh")
-				args := sbatchArgs(o, r.Node, deadline, script)
-				argv := append(append(append([]string{o.nodecheck}, nodecheckArgs...), o.args...), perNode[r.Node]...)
-				if err := os.WriteFile(script, []byte(batchScript(r.Node, filepath.Join(s.bin, "sbatch"), args, argv)), 0o755); err != nil {
+				if stop, last := stopped(); stop {
+					r.Skipped = fmt.Sprintf("sbatch not run: the submission stopped after %d failures in a row (the last: %s)", maxSubmitFailures, last)
+					continue
+				}
+				js, err := spec(r)
+				if err == nil {
+					err = os.WriteFile(js.script, []byte(js.body), 0o755)
+				}
+				if err != nil {
 					r.Skipped = "sbatch not run: " + err.Error()
 					continue
 				}
-				id, err := s.submit(ctx, args)
+				id, err := s.submit(ctx, js.args)
+				note(err)
 				if err != nil {
 					r.Skipped = err.Error()
 					fmt.Fprintf(log, "fleet-sweep: %s: %v\n", r.Node, err)
@@ -252,9 +283,10 @@ func sbatchArgs(o options, node string, deadline time.Time, script string) []str
 	return append(args, script)
 }
 
-// batchScript is the job: nodecheck, exec'd so that its exit status is the job's. The sbatch
-// command line is kept in a comment, to resubmit one node by hand.
-func batchScript(node, sbatch string, sbatchArgs, argv []string) string {
+// batchScript is the job: argv, exec'd so that its exit status is the job's. The sbatch
+// command line is kept in a comment, to resubmit one job by hand. what names the job: "node
+// n1".
+func batchScript(what, sbatch string, sbatchArgs, argv []string) string {
 	q := func(ws []string) string {
 		out := make([]string, len(ws))
 		for i, w := range ws {
@@ -263,14 +295,25 @@ func batchScript(node, sbatch string, sbatchArgs, argv []string) string {
 		return strings.Join(out, " ")
 	}
 	return "#!/bin/sh\n" +
-		"# nodecheck fleet sweep (scripts/fleet-sweep), node " + node + ", submitted as:\n" +
+		"# nodecheck fleet sweep (scripts/fleet-sweep), " + what + ", submitted as:\n" +
 		"#   " + q(append([]string{sbatch}, sbatchArgs...)) + "\n" +
 		"exec " + q(argv) + "\n"
 }
 
-// wait polls squeue until every job has finished or left the queue, or the context ends.
-// It reports whether the context ended by interruption rather than the deadline.
-func wait(ctx context.Context, s *slurm, o options, runs []nodeRun, log io.Writer) bool {
+// pollInterval is the wait between squeue calls for n jobs: every 2 s, plus 2 ms per job, at
+// most 10 s. Each call lists every job waited for, so the interval grows with them: 4,096 jobs
+// cost slurmctld one 0.3 s listing every 10 s. A positive configured interval wins.
+func pollInterval(configured time.Duration, n int) time.Duration {
+	if configured > 0 {
+		return configured
+	}
+	return min(2*time.Second+time.Duration(n)*2*time.Millisecond, 10*time.Second)
+}
+
+// wait polls squeue, one call for all the jobs still active, until every job has finished or
+// left the queue, or the context ends. It reports whether the context ended by interruption
+// rather than the deadline.
+func wait(ctx context.Context, s *slurm, poll time.Duration, runs []nodeRun, log io.Writer) bool {
 	var lastErr string
 	for {
 		active := activeJobs(runs)
@@ -291,6 +334,9 @@ func wait(ctx context.Context, s *slurm, o options, runs []nodeRun, log io.Write
 					continue
 				}
 				r.State, r.StateReason = j.state, j.reason
+				if finished(j.state) {
+					r.ExitCode = j.exitCode
+				}
 			}
 			if len(activeJobs(runs)) == 0 {
 				return false
@@ -305,7 +351,32 @@ func wait(ctx context.Context, s *slurm, o options, runs []nodeRun, log io.Write
 		select {
 		case <-ctx.Done():
 			return !errors.Is(ctx.Err(), context.DeadlineExceeded)
-		case <-time.After(o.poll):
+		case <-time.After(pollInterval(poll, len(ids))):
+		}
+	}
+}
+
+// cancelLeft cancels, in one scancel, the jobs still queued or running when the wait ended,
+// with a context of its own: the wait's is done.
+func cancelLeft(ctx context.Context, s *slurm, runs []nodeRun, interrupted bool, log io.Writer) {
+	var left []string
+	for i := range runs {
+		if runs[i].JobID != "" && !runs[i].Gone && !finished(runs[i].State) {
+			left = append(left, runs[i].JobID)
+			runs[i].Cancelled = "deadline"
+			if interrupted {
+				runs[i].Cancelled = "interrupted"
+			}
+		}
+	}
+	cctx, ccancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
+	defer ccancel()
+	if err := s.cancel(cctx, left); err != nil {
+		fmt.Fprintf(log, "fleet-sweep: cancel the jobs left (%s): %v\n", strings.Join(left, ","), err)
+		for i := range runs {
+			if runs[i].Cancelled != "" {
+				runs[i].CancelErr = err.Error()
+			}
 		}
 	}
 }
@@ -323,8 +394,9 @@ func activeJobs(runs []nodeRun) []*nodeRun {
 
 // collect reads each job's report and stderr. A job that finished without a valid report gets
 // up to o.outputWait for one to appear (a shared filesystem may show a file written on another
-// host a moment late); then scontrol gives its exit code, and sinfo the node's state for every
-// node left without a report: a failed prolog, say, has drained the node with its reason.
+// host a moment late); then one sinfo gives the state of every node left without a report: a
+// failed prolog, say, has drained the node with its reason. The jobs' exit codes came with
+// their states from squeue: no per-job call.
 func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
 	read := func(r *nodeRun) bool {
 		r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
@@ -349,26 +421,14 @@ func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
 	}
 	bad = slices.DeleteFunc(bad, validReport)
 	var nodes []string
-	down := false
 	for _, r := range bad {
 		if r.State != "PENDING" {
 			errb, _ := readTail(filepath.Join(o.out, r.Node+".err"), 4<<10)
 			r.Stderr = lastLine(string(errb))
 		}
-		if r.Cancelled == "" && !down {
-			f, err := s.showJob(ctx, r.JobID)
-			if err == nil {
-				r.ExitCode = f["ExitCode"]
-				if r.State == "" {
-					r.State = f["JobState"]
-				}
-			}
-			// One command without an answer is enough: do not wait as long per node.
-			down = errors.Is(err, errNoAnswer)
-		}
 		nodes = append(nodes, r.Node)
 	}
-	if len(nodes) == 0 || down {
+	if len(nodes) == 0 {
 		return
 	}
 	if states, err := s.nodeStates(ctx, "", nodes); err == nil {

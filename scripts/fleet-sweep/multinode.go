@@ -1,0 +1,307 @@
+package main
+
+import (
+	"bytes"
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// multinodeOptions are the --multinode flags.
+type multinodeOptions struct {
+	enabled      bool
+	mpi          string   // srun --mpi=; "" leaves it to slurm.conf's MpiDefault
+	allreduce    string   // all_reduce_perf built with MPI=1, absolute
+	args         []string // all_reduce_perf's arguments
+	tasksPerNode int      // MPI ranks per node: one per GPU
+	group        int      // round 1's set size
+	crossLeaf    bool     // round 1's sets cross leaf switches
+	topology     string   // topology.conf; "" none
+	minBusBW     float64  // a set under this is bad; 0: relative only
+	timeout      time.Duration
+	drain        bool // drain the culprit nodes
+}
+
+// multinodeSummary is the multi-node phase in the sweep's summary.
+type multinodeSummary struct {
+	Nodes        []string  `json:"nodes"` // tested: the nodes whose reports were healthy
+	Group        int       `json:"group"`
+	CrossLeaf    bool      `json:"cross_leaf"`
+	Topology     string    `json:"topology,omitempty"` // the topology.conf followed
+	Rounds       int       `json:"rounds"`
+	Jobs         int       `json:"jobs"`
+	Threshold    float64   `json:"threshold_gbps"`
+	ThresholdWhy string    `json:"threshold_why"`
+	First        []setRun  `json:"first_round"` // round 1: per set (per pair) busbw
+	Culprits     []culprit `json:"culprits"`
+	Runs         []setRun  `json:"runs"`
+	Aborted      string    `json:"aborted,omitempty"`
+	Error        string    `json:"error,omitempty"` // why the phase could not run at all
+	ElapsedS     float64   `json:"elapsed_s"`
+}
+
+// multinode runs the multi-node phase over the healthy nodes: round 1 on sets of m.group in
+// topology order, then locate's narrowing down, each round's sets as one Slurm job each.
+func multinode(ctx context.Context, s *slurm, o options, nodes []string, log io.Writer) *multinodeSummary {
+	start := time.Now()
+	m := o.multinode
+	sum := &multinodeSummary{Nodes: nodes, Group: m.group, CrossLeaf: m.crossLeaf, Topology: m.topology, Culprits: []culprit{}, Runs: []setRun{}}
+	defer func() { sum.ElapsedS = float64(time.Since(start).Milliseconds()) / 1000 }()
+	var leaf map[string]string
+	if m.topology != "" {
+		b, err := readBounded(m.topology, 4<<20)
+		if err == nil {
+			leaf, err = parseTopologyLeaves(string(b))
+		}
+		if err != nil {
+			sum.Error = fmt.Sprintf("--topology %s: %v", m.topology, err)
+			return sum
+		}
+	}
+	dir := filepath.Join(o.out, "multinode")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		sum.Error = "--out: " + err.Error()
+		return sum
+	}
+	ctx, cancel := context.WithTimeout(ctx, m.timeout)
+	defer cancel()
+	deadline, _ := ctx.Deadline()
+	run := func(ctx context.Context, round int, sets [][]string) []setOutcome {
+		fmt.Fprintf(log, "fleet-sweep: multinode round %d: %d jobs\n", round, len(sets))
+		return runSets(ctx, s, o, dir, deadline, round, sets, log)
+	}
+	res := locate(ctx, arrange(nodes, leaf, m.crossLeaf), locateOptions{Group: m.group, MinBusBW: m.minBusBW, Slow: o.slow}, run)
+	sum.Rounds, sum.Jobs, sum.Threshold, sum.ThresholdWhy = res.Rounds, res.Jobs, res.Threshold, res.ThresholdWhy
+	sum.Culprits, sum.Runs, sum.Aborted = res.Culprits, res.Runs, res.Aborted
+	for _, r := range res.Runs {
+		if r.Round == 1 {
+			sum.First = append(sum.First, r)
+		}
+	}
+	return sum
+}
+
+// runSets runs one round: one exclusive batch job per set, `srun --mpi=M ALLREDUCE ARGS` over
+// the set's nodes, all submitted at once and waited for with one squeue call per poll, as the
+// per-node sweep does. Each job's stdout (rank 0's output) is parsed with nodecheck's nccl-tests
+// parser and judged as nccl_allreduce judges a node.
+func runSets(ctx context.Context, s *slurm, o options, dir string, deadline time.Time, round int, sets [][]string, log io.Writer) []setOutcome {
+	m := o.multinode
+	runs := make([]nodeRun, len(sets))
+	index := map[string]int{}
+	for i := range sets {
+		label := fmt.Sprintf("r%d-s%d", round, i+1)
+		index[label] = i
+		runs[i] = nodeRun{Node: label, OutputPath: filepath.Join(dir, label+".out")}
+		for _, ext := range []string{".out", ".err"} {
+			if err := os.Remove(filepath.Join(dir, label+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+				runs[i].Skipped = "sbatch not run: " + err.Error()
+			}
+		}
+	}
+	submitAll(ctx, s, runs, func(r *nodeRun) (jobSpec, error) {
+		i := index[r.Node]
+		script := filepath.Join(dir, r.Node+".sh")
+		args := multinodeSbatchArgs(o, sets[i], filepath.Join(dir, r.Node), deadline, script)
+		argv := []string{filepath.Join(s.bin, "srun")}
+		if m.mpi != "" {
+			argv = append(argv, "--mpi="+m.mpi)
+		}
+		argv = append(append(argv, m.allreduce), m.args...)
+		what := "all_reduce_perf over " + config.CompressHostlist(sets[i])
+		return jobSpec{args: args, script: script, body: batchScript(what, filepath.Join(s.bin, "sbatch"), args, argv)}, nil
+	}, log)
+	interrupted := wait(ctx, s, o.poll, runs, log)
+	cancelLeft(ctx, s, runs, interrupted, log)
+	out := make([]setOutcome, len(runs))
+	end := time.Now().Add(o.outputWait)
+	for i := range runs {
+		r := &runs[i]
+		out[i] = setOutcome{JobID: r.JobID}
+		switch {
+		case r.Skipped != "":
+			out[i].NotRun = r.Skipped
+			continue
+		case r.Cancelled != "":
+			out[i].NotRun = missingReason(*r, fs.ErrNotExist)
+			continue
+		}
+		for {
+			r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
+			if r.OutputErr == nil && len(bytes.TrimSpace(r.Output)) > 0 || time.Now().After(end) {
+				break
+			}
+			time.Sleep(250 * time.Millisecond)
+		}
+		errb, _ := readTail(filepath.Join(dir, r.Node+".err"), 4<<10)
+		out[i] = judgeMultinode(*r, lastLine(string(errb)))
+	}
+	return out
+}
+
+// multinodeSbatchArgs are one set's job options: those nodes whole, tasksPerNode ranks on each,
+// output beside the script, no requeue, a time limit that ends with the phase.
+func multinodeSbatchArgs(o options, set []string, stem string, deadline time.Time, script string) []string {
+	minutes := max(1, int((time.Until(deadline)+time.Minute-1)/time.Minute))
+	args := []string{"--parsable",
+		"--job-name=" + o.jobName + "-multinode",
+		"--nodelist=" + config.CompressHostlist(set), "--nodes=" + strconv.Itoa(len(set)),
+		"--ntasks-per-node=" + strconv.Itoa(o.multinode.tasksPerNode), "--exclusive",
+		"--output=" + stem + ".out", "--error=" + stem + ".err",
+		"--open-mode=truncate", "--no-requeue", "--chdir=/",
+		"--time=" + strconv.Itoa(minutes),
+	}
+	if o.partition != "" {
+		args = append(args, "--partition="+o.partition)
+	}
+	args = append(args, o.sbatchArgs...)
+	return append(args, script)
+}
+
+// judgeMultinode judges one finished job: wrong data, a failure line, a non-zero exit, output
+// that stops before nccl-tests' summary or cannot be parsed fail the set; otherwise its busbw
+// at large messages is the outcome.
+func judgeMultinode(r nodeRun, stderr string) setOutcome {
+	o := setOutcome{JobID: r.JobID}
+	fail := func(why string) setOutcome {
+		if stderr != "" && !strings.Contains(why, stderr) {
+			why += "; stderr: " + stderr
+		}
+		o.Failed = oneLine(why)
+		return o
+	}
+	exit := ""
+	if r.ExitCode != "" && r.ExitCode != "0:0" {
+		exit = " (exit " + r.ExitCode + ")"
+	}
+	if r.OutputErr != nil {
+		return fail(fmt.Sprintf("job %s %s%s, %s: %v", r.JobID, r.State, exit, filepath.Base(r.OutputPath), r.OutputErr))
+	}
+	run, err := checks.ParseNCCLTests(bytes.NewReader(r.Output))
+	if err != nil {
+		return fail(fmt.Sprintf("%s: %v", filepath.Base(r.OutputPath), err))
+	}
+	var wrong int64
+	for _, row := range run.Rows {
+		wrong += max(row.OutOfPlace.Wrong, 0) + max(row.InPlace.Wrong, 0)
+	}
+	bw, size := run.LargeBusBW()
+	switch {
+	case wrong > 0 || run.OutOfBounds > 0:
+		return fail(fmt.Sprintf("wrong data: %d wrong elements, %d out of bounds values%s", wrong, max(run.OutOfBounds, 0), exit))
+	case len(run.Failures) > 0:
+		return fail(run.Failures[0] + exit)
+	case exit != "":
+		return fail(fmt.Sprintf("job %s %s%s", r.JobID, r.State, exit))
+	case len(run.Rows) == 0:
+		return fail(fmt.Sprintf("job %s %s: no result rows in %s", r.JobID, r.State, filepath.Base(r.OutputPath)))
+	case !run.Completed():
+		return fail(fmt.Sprintf("job %s %s: output stops before nccl-tests' summary (after %d rows)", r.JobID, r.State, len(run.Rows)))
+	}
+	o.BusBW, o.At = bw, sizeText(size)
+	return o
+}
+
+// sizeText spells a message size: "4 GiB", "512 MiB", "8 B".
+func sizeText(n int64) string {
+	for _, u := range []struct {
+		unit string
+		size int64
+	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
+		if n >= u.size && n%u.size == 0 {
+			return strconv.FormatInt(n/u.size, 10) + " " + u.unit
+		}
+	}
+	return strconv.FormatInt(n, 10) + " B"
+}
+
+// multinodeCulpritDrains are the drains --drain-culprits asks for: culprit nodes only. A link
+// or a set is not one node's fault, and an unresolved suspect is not a verdict.
+func multinodeCulpritDrains(m *multinodeSummary) []drainItem {
+	var items []drainItem
+	if m == nil {
+		return nil
+	}
+	for _, c := range m.Culprits {
+		if c.Kind == "node" && len(c.Nodes) == 1 {
+			items = append(items, drainItem{Node: c.Nodes[0], Summary: "multinode: all_reduce_perf " + c.Why})
+		}
+	}
+	return items
+}
+
+// maxSetLines bounds the text summary's round-1 table: the bad and slowest sets come first.
+const maxSetLines = 20
+
+// writeMultinodeText prints the multi-node phase.
+func writeMultinodeText(b *strings.Builder, m *multinodeSummary) {
+	if m == nil {
+		return
+	}
+	kind := fmt.Sprintf("sets of %d", m.Group)
+	if m.Group == 2 {
+		kind = "pairs"
+	}
+	if m.CrossLeaf {
+		kind += " across leaf switches"
+	}
+	if m.Topology != "" {
+		kind += ", topology " + m.Topology
+	}
+	fmt.Fprintf(b, "multinode all_reduce_perf (%s): %d nodes, %d jobs in %d rounds, %.1fs\n", kind, len(m.Nodes), m.Jobs, m.Rounds, m.ElapsedS)
+	if m.Error != "" {
+		fmt.Fprintf(b, "  NOT RUN: %s\n", m.Error)
+		return
+	}
+	fmt.Fprintf(b, "  bad: a failed run, or busbw under %s (%s)\n", fmtValue(m.Threshold), m.ThresholdWhy)
+	first := slices.Clone(m.First)
+	slices.SortStableFunc(first, func(a, b setRun) int {
+		if a.Bad != b.Bad {
+			if a.Bad {
+				return -1
+			}
+			return 1
+		}
+		return cmp.Compare(a.Outcome.BusBW, b.Outcome.BusBW)
+	})
+	for i, r := range first {
+		if i == maxSetLines {
+			fmt.Fprintf(b, "  ... %d more sets (--format json lists them all)\n", len(first)-i)
+			break
+		}
+		fmt.Fprintf(b, "  %-24s %s\n", config.CompressHostlist(r.Nodes), setResultText(r))
+	}
+	if m.Aborted != "" {
+		fmt.Fprintf(b, "  STOPPED: %s\n", m.Aborted)
+	}
+	for _, c := range m.Culprits {
+		fmt.Fprintf(b, "  CULPRIT %s %s: %s\n", strings.ToUpper(c.Kind), config.CompressHostlist(c.Nodes), c.Why)
+	}
+	if len(m.Culprits) == 0 && m.Aborted == "" {
+		b.WriteString("  no culprit: every set passed\n")
+	}
+}
+
+// setResultText is one set's result: "468.5 GB/s at 16 GiB", "BAD: failed: ...".
+func setResultText(r setRun) string {
+	o := r.Outcome
+	switch {
+	case o.NotRun != "":
+		return "NOT RUN: " + o.NotRun
+	case r.Bad:
+		return "BAD: " + r.Why
+	}
+	return fmt.Sprintf("%s GB/s at %s", fmtValue(o.BusBW), o.At)
+}
