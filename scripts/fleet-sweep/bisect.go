@@ -318,17 +318,20 @@ func parts(p []string) [][]string {
 
 // schedule picks this round's tests: every test not yet run whose nodes (and reference) no
 // other test of the round uses, since each job takes its nodes whole. A test of one node gets
-// a reference node from good that no other test of the round uses; when good is empty there
-// is none to get, and the test is settled without a run.
+// a reference from good that no other test of the round uses, preferably from outside its
+// suspect's nodes: the suspect's fault lies among those, so a reference from elsewhere cannot
+// share a bad link with the tested node. A test that finds no reference waits while other
+// tests run (they may add good nodes); when nothing else can run it is settled without a run.
 func schedule(pending []*suspect, good map[string]bool, round int) []*test {
 	busy := map[string]bool{}
-	var batch []*test
+	var batch, waiting []*test
 	refs := make([]string, 0, len(good))
 	for n := range good {
 		refs = append(refs, n)
 	}
 	slices.Sort(refs)
 	for _, s := range pending {
+		own := s.all()
 		for _, t := range s.tests {
 			if t.run != nil || t.noRef != "" || slices.ContainsFunc(t.nodes, func(n string) bool { return busy[n] }) {
 				continue
@@ -336,13 +339,14 @@ func schedule(pending []*suspect, good map[string]bool, round int) []*test {
 			nodes := t.nodes
 			ref := ""
 			if t.needsRef {
-				if len(refs) == 0 {
-					t.noRef = "no node passed a test to serve as a reference for " + t.nodes[0]
-					continue
-				}
-				i := slices.IndexFunc(refs, func(n string) bool { return !busy[n] && !slices.Contains(t.nodes, n) })
+				free := func(n string) bool { return !busy[n] && !slices.Contains(t.nodes, n) }
+				i := slices.IndexFunc(refs, func(n string) bool { return free(n) && !slices.Contains(own, n) })
 				if i < 0 {
-					continue // every reference is busy this round: next round
+					i = slices.IndexFunc(refs, free)
+				}
+				if i < 0 {
+					waiting = append(waiting, t)
+					continue
 				}
 				ref = refs[i]
 				nodes = append(slices.Clone(t.nodes), ref)
@@ -352,6 +356,11 @@ func schedule(pending []*suspect, good map[string]bool, round int) []*test {
 			}
 			t.run = &setRun{Round: round, Nodes: nodes, Ref: ref}
 			batch = append(batch, t)
+		}
+	}
+	if len(batch) == 0 {
+		for _, t := range waiting {
+			t.noRef = "no node passed a test to serve as a reference for " + t.nodes[0]
 		}
 	}
 	return batch
