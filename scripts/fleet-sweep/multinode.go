@@ -265,7 +265,11 @@ func writeMultinodeText(b *strings.Builder, m *multinodeSummary) {
 		fmt.Fprintf(b, "  NOT RUN: %s\n", m.Error)
 		return
 	}
-	fmt.Fprintf(b, "  bad: a failed run, or busbw under %s (%s)\n", fmtValue(m.Threshold), m.ThresholdWhy)
+	if m.Threshold > 0 {
+		fmt.Fprintf(b, "  bad: a failed run, or busbw under %s GB/s (%s)\n", fmtValue(m.Threshold), m.ThresholdWhy)
+	} else {
+		fmt.Fprintf(b, "  bad: a failed run (%s)\n", m.ThresholdWhy)
+	}
 	first := slices.Clone(m.First)
 	slices.SortStableFunc(first, func(a, b setRun) int {
 		if a.Bad != b.Bad {
