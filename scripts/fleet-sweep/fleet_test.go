@@ -4,7 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -23,6 +25,9 @@ const repoRoot = "../.."
 // it skips, except in CI (CI=true), where a test bed that cannot start fails the test.
 func TestFleetSweepSlurm(t *testing.T) {
 	tb := startTestbed(t)
+	t.Cleanup(func() { // a node the drain test drained must not outlive its test bed's tests
+		tb.Reset(t)
+	})
 	healthy := tb.Snapshot(t, "h100-healthy")
 	ibDown := tb.Snapshot(t, "h100-ib-port-down")
 	ncclOK := tb.Snapshot(t, "h100-nccl-ok")
@@ -39,7 +44,7 @@ func TestFleetSweepSlurm(t *testing.T) {
 			t.Errorf("exit %d, want %d; stderr:\n%s", code, exitUnhealthy, stderr)
 		}
 		for _, want := range []string{
-			"nodecheck fleet sweep: 2 nodes, 1 healthy, 1 failing, 0 missing",
+			"nodecheck fleet sweep: 2 nodes, 1 healthy, 0 slow, 1 failing, 0 missing",
 			"\nHEALTHY  n1\n",
 			"\nFAILING  n2  " + ibSummary + "\n",
 		} {
@@ -147,6 +152,82 @@ func TestFleetSweepSlurm(t *testing.T) {
 			t.Errorf("the sweep's job %s is %q after the sweep, want CANCELLED", f[1], st)
 		}
 	})
+
+	t.Run("slow against the fleet: listed, then drained with --drain-slow (dry run first)", func(t *testing.T) {
+		tb.Reset(t)
+		slow := tb.slowSnapshot(t, 0.85)
+		// Two nodes make a fleet only with a lower bar: the median of two is their mean, so a
+		// MAD rule of 0.5 (and the default 5% floor) is what tells them apart here.
+		args := []string{"--partition", "debug", "--slow-min-nodes", "2", "--slow-mad", "0.5", "--drain-slow",
+			"--args-for", "n1=--snapshot " + shellQuote(ncclOK) + " --node n1",
+			"--args-for", "n2=--snapshot " + shellQuote(slow) + " --node n2"}
+		const line = "SLOW     n2  busbw 405.1 GB/s at 4 GiB, 8.1% below the h100 median 440.8 (robust z 0.7)\n"
+		const reason = "nodecheck: fleet: slow: busbw 405.1 GB/s at 4 GiB, 8.1% below the h100 median 440.8"
+		stdout, stderr, code := tb.sweep(t, append(args, "--out", t.TempDir(), "--dry-run")...)
+		if code != exitUnhealthy || !strings.Contains(stdout, line) || !strings.Contains(stdout, "\nHEALTHY  n1\n") ||
+			!strings.Contains(stdout, "  n2  DRAINED: dry run, would drain: "+reason+"\n    would run: /usr/bin/scontrol update NodeName=n2 State=DRAIN 'Reason="+reason+"'\n") {
+			t.Errorf("dry run: exit %d\n%s%s", code, stdout, stderr)
+		}
+		if st := tb.SinfoState(t, "n2"); st != "idle" {
+			t.Errorf("n2 is %s after a dry run", st)
+		}
+		stdout, stderr, code = tb.sweep(t, append(args, "--out", t.TempDir(), "--format", "json")...)
+		var s summary
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil || code != exitUnhealthy {
+			t.Fatalf("exit %d, %v\n%s%s", code, err, stdout, stderr)
+		}
+		if len(s.Slow) != 1 || s.Slow[0].Node != "n2" || len(s.Drains) != 1 || s.Drains[0].Action != "drained" || s.Drains[0].Reason != reason {
+			t.Errorf("slow %+v, drains %+v", s.Slow, s.Drains)
+		}
+		got := strings.TrimSpace(tb.Slurm(t, "sinfo", "-h", "-N", "-n", "n2", "-o", "%t|%E"))
+		if got != "drain|"+reason {
+			t.Errorf("n2 in sinfo: %q, want %q", got, "drain|"+reason)
+		}
+		// The cost: one sinfo to list, one sbatch per node, squeue polls, then drain's reads
+		// (scontrol show node, sinfo for max_drained) and its one update. No per-node scontrol
+		// beyond the drain.
+		if s.SlurmCalls["sbatch"] != 2 || s.SlurmCalls["scontrol"] != 2 || s.SlurmCalls["sinfo"] != 2 || s.SlurmCalls["squeue"] < 1 || s.SlurmCallsTotal > 2+2+2+60 {
+			t.Errorf("Slurm calls %v (%d)", s.SlurmCalls, s.SlurmCallsTotal)
+		}
+	})
+
+	t.Run("multinode on the test bed: all_reduce_perf stand-in over the pair", func(t *testing.T) {
+		standin := tb.standIn(t)
+		log2, _ := filepath.Abs(filepath.Join("testdata", "nccl", "nccltests-309-h100-2node-16gpu-mpi.log"))
+		failLog, _ := filepath.Abs(filepath.Join("testdata", "nccl", "nccltests-369-gh200-2node-wrong-nonzero-failed.log"))
+		base := []string{"--nodes", "n[1-2]", "--multinode", "--mpi", "none",
+			"--args-for", "n1=--snapshot " + shellQuote(healthy) + " --node n1", "--args-for", "n2=--snapshot " + shellQuote(healthy) + " --node n2",
+			"--tasks-per-node", "1", "--allreduce", standin, "--multinode-min-busbw", "300", "--multinode-timeout", "40s"}
+		for _, tc := range []struct {
+			name, standinArgs string
+			code              int
+			want              []string
+		}{
+			{"healthy", "", exitHealthy, []string{
+				"multinode all_reduce_perf (pairs): 2 nodes, 1 jobs in 1 rounds, ",
+				"  bad: a failed run, or busbw under 300.0 GB/s (--multinode-min-busbw 300.0 GB/s)\n  n[1-2]                   469.2 GB/s at 16 GiB\n  no culprit: every set passed\n"}},
+			{"slow: two nodes alone cannot be told apart", "-slow n2 -factor 0.5", exitUnhealthy, []string{
+				"  n[1-2]                   BAD: busbw 234.6 GB/s under 300.0\n",
+				"  CULPRIT UNRESOLVED n[1-2]: no node passed a test to serve as a reference for n1; no node passed a test to serve as a reference for n2\n"}},
+			{"wrong data", "-fail n1 -fail-log " + shellQuote(failLog), exitUnhealthy, []string{
+				"  n[1-2]                   BAD: failed: wrong data: 128 wrong elements, 4 out of bounds values (exit 1:0); stderr: srun: error: n1: task 0: Exited with exit code 1\n"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				tb.Reset(t)
+				args := append(append([]string(nil), base...), "--out", t.TempDir(),
+					"--allreduce-args", "-log "+shellQuote(log2)+" "+tc.standinArgs+" -- -b 1G -e 16G -f 2 -g 1")
+				stdout, stderr, code := tb.sweep(t, args...)
+				if code != tc.code {
+					t.Errorf("exit %d, want %d\n%s%s", code, tc.code, stdout, stderr)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(stdout, w) {
+						t.Errorf("summary lacks %q:\n%s%s", w, stdout, stderr)
+					}
+				}
+			})
+		}
+	})
 }
 
 // missingLines maps each MISSING node of a text summary to its reason.
@@ -191,4 +272,72 @@ func (tb bed) sweep(t *testing.T, args ...string) (stdout, stderr string, code i
 	code = run(ctx, args, []string{"SLURM_CONF=" + tb.Conf, "PATH=/usr/bin:/bin"}, &out, &errb)
 	t.Logf("fleet-sweep %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return out.String(), errb.String(), code
+}
+
+// standIn builds the all_reduce_perf stand-in (testdata/allreduce-standin) into the test bed's
+// directory, where slurmd can run it.
+func (tb bed) standIn(t *testing.T) string {
+	t.Helper()
+	bin := filepath.Join(tb.Tmp, "allreduce-standin")
+	if _, err := os.Stat(bin); err == nil {
+		return bin
+	}
+	if out, err := exec.Command("go", "build", "-o", bin, "./testdata/allreduce-standin").CombinedOutput(); err != nil {
+		t.Fatalf("build the stand-in: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// slowSnapshot derives a SIMULATED slow node from the real h100-nccl-ok snapshot: a copy whose
+// recorded all_reduce_perf stdout (a real 8x H100 log) has its bandwidth scaled by factor, by
+// the stand-in. Everything else is the real snapshot; the log's first line says it is a
+// stand-in's.
+func (tb bed) slowSnapshot(t *testing.T, factor float64) string {
+	t.Helper()
+	src := tb.Snapshot(t, "h100-nccl-ok")
+	dst := filepath.Join(tb.Tmp, fmt.Sprintf("h100-nccl-slow-%.2f", factor))
+	if _, err := os.Stat(dst); err == nil {
+		return dst
+	}
+	if out, err := exec.Command("cp", "-a", src, dst).CombinedOutput(); err != nil {
+		t.Fatalf("copy the snapshot: %v\n%s", err, out)
+	}
+	path := filepath.Join(dst, "commands.json")
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cmds []map[string]any
+	if err := json.Unmarshal(b, &cmds); err != nil {
+		t.Fatal(err)
+	}
+	found := false
+	for _, c := range cmds {
+		argv, _ := c["argv"].([]any)
+		if len(argv) == 0 || argv[0] != "/usr/bin/all_reduce_perf" {
+			continue
+		}
+		log := filepath.Join(tb.Tmp, "h100-nccl-ok.log")
+		if err := os.WriteFile(log, []byte(c["stdout"].(string)), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		cmd := exec.Command(tb.standIn(t), "-log", log, "-slow", "sim", "-factor", fmt.Sprint(factor))
+		cmd.Env = []string{"SLURM_JOB_NODELIST=sim"}
+		out, err := cmd.Output()
+		if err != nil {
+			t.Fatalf("stand-in: %v", err)
+		}
+		c["stdout"] = string(out)
+		found = true
+	}
+	if !found {
+		t.Fatalf("%s records no /usr/bin/all_reduce_perf", path)
+	}
+	if b, err = json.MarshalIndent(cmds, "", "  "); err == nil {
+		err = os.WriteFile(path, b, 0o644)
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return dst
 }
