@@ -101,8 +101,11 @@ func writeDrainsText(b *strings.Builder, drains []drainResult) {
 	b.WriteString("drains:\n")
 	for _, d := range drains {
 		line := fmt.Sprintf("  %s  %s: %s", d.Node, strings.ToUpper(d.Action), d.Message)
-		if d.DryRun && d.Command != "" {
-			line += "\n    would run: " + d.Command
+		if d.DryRun {
+			line = fmt.Sprintf("  %s  %s", d.Node, d.Message) // "dry run, would drain: ..."
+			if d.Command != "" {
+				line += "\n    would run: " + d.Command
+			}
 		}
 		b.WriteString(line + "\n")
 	}

@@ -165,7 +165,7 @@ func TestFleetSweepSlurm(t *testing.T) {
 		const reason = "nodecheck: fleet: slow: busbw 405.1 GB/s at 4 GiB, 8.1% below the h100 median 440.8"
 		stdout, stderr, code := tb.sweep(t, append(args, "--out", t.TempDir(), "--dry-run")...)
 		if code != exitUnhealthy || !strings.Contains(stdout, line) || !strings.Contains(stdout, "\nHEALTHY  n1\n") ||
-			!strings.Contains(stdout, "  n2  DRAINED: dry run, would drain: "+reason+"\n    would run: /usr/bin/scontrol update NodeName=n2 State=DRAIN 'Reason="+reason+"'\n") {
+			!strings.Contains(stdout, "  n2  dry run, would drain: "+reason+"\n    would run: /usr/bin/scontrol update NodeName=n2 State=DRAIN 'Reason="+reason+"'\n") {
 			t.Errorf("dry run: exit %d\n%s%s", code, stdout, stderr)
 		}
 		if st := tb.SinfoState(t, "n2"); st != "idle" {
@@ -265,10 +265,16 @@ func startTestbed(t *testing.T) bed {
 // would: the test bed's SLURM_CONF, quick polling.
 func (tb bed) sweep(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	return tb.sweepFor(t, time.Minute, append([]string{"--poll", "100ms", "--timeout", "45s"}, args...)...)
+}
+
+// sweepFor runs the command against the test bed within limit, with args as they are.
+func (tb bed) sweepFor(t *testing.T, limit time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), limit)
 	defer cancel()
 	var out, errb bytes.Buffer
-	args = append([]string{"--nodecheck", tb.Nodecheck, "--poll", "100ms", "--timeout", "45s"}, args...)
+	args = append([]string{"--nodecheck", tb.Nodecheck}, args...)
 	code = run(ctx, args, []string{"SLURM_CONF=" + tb.Conf, "PATH=/usr/bin:/bin"}, &out, &errb)
 	t.Logf("fleet-sweep %s: exit %d\n%s%s", strings.Join(args, " "), code, out.String(), errb.String())
 	return out.String(), errb.String(), code

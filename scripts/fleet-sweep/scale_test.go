@@ -1,0 +1,101 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/nodecheck/nodecheck/scripts/testbed"
+)
+
+// TestFleetSweepScale sweeps a test bed of N slurmd, set by NODECHECK_FLEET_SCALE=N (16, 64,
+// 256; unset: skipped): 5 nodes replay failing snapshots, 3 replay a SIMULATED slow NCCL result
+// (the real h100-nccl-ok log with its bandwidth x 0.85, see slowSnapshot: above the absolute
+// 390 GB/s, 15% under the fleet), every other node the real h100-nccl-ok. The summary must
+// name exactly the 5 failing and the 3 slow nodes, and call every other node healthy; the wall
+// time and the Slurm calls are logged for README "Fleet sweep".
+//
+// It needs a test bed of N nodes: scripts/slurm-testbed.sh takes any NODECHECK_TESTBED_NODES
+// today (one slurmd each, ports PORT+1..PORT+N), and scripts/testbed passes its Nodes; this test
+// sets Nodes for its own run. Until the test bed's --nodes N lands (with free ports checked for
+// every node and a start-up wait that grows with N) use it with N up to about 64.
+func TestFleetSweepScale(t *testing.T) {
+	n, _ := strconv.Atoi(os.Getenv("NODECHECK_FLEET_SCALE"))
+	if n == 0 {
+		t.Skip("set NODECHECK_FLEET_SCALE=N (16, 64, 256) to sweep a test bed of N nodes")
+	}
+	if n < 16 {
+		t.Fatalf("NODECHECK_FLEET_SCALE=%d: want at least 16 (5 failing and 3 slow nodes among healthy ones)", n)
+	}
+	all := make([]string, n)
+	for i := range all {
+		all[i] = "n" + strconv.Itoa(i+1)
+	}
+	saved := testbed.Nodes
+	testbed.Nodes = all
+	t.Cleanup(func() { testbed.Nodes = saved })
+	tb := startTestbed(t)
+	failing := map[string]string{ // spread over the fleet
+		all[2]:     "h100-ib-port-down",
+		all[n/4]:   "h100-pcie-x8",
+		all[n/2]:   "h100-gpu-lost",
+		all[3*n/4]: "h100-fm-down",
+		all[n-1]:   "h100-nccl-wrong",
+	}
+	slow := []string{all[n/8+1], all[n/2+2], all[n-3]}
+	slowSnap := tb.slowSnapshot(t, 0.85)
+	ok := tb.Snapshot(t, "h100-nccl-ok")
+	args := []string{"--partition", "debug", "--poll", "0", "--timeout", (2*time.Minute + time.Duration(n)*time.Second).String(),
+		"--format", "json", "--out", t.TempDir()}
+	for _, node := range all {
+		snap := ok
+		if f, bad := failing[node]; bad {
+			snap = tb.Snapshot(t, f)
+		} else if slices.Contains(slow, node) {
+			snap = slowSnap
+		}
+		args = append(args, "--args-for", node+"=--snapshot "+shellQuote(snap)+" --node "+node)
+	}
+	start := time.Now()
+	stdout, stderr, code := tb.sweepFor(t, 10*time.Minute, args...)
+	wall := time.Since(start)
+	var s summary
+	if err := json.Unmarshal([]byte(stdout), &s); err != nil || code != exitUnhealthy {
+		t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+	}
+	var gotFailing []string
+	for _, f := range s.Failing {
+		gotFailing = append(gotFailing, f.Node)
+	}
+	var wantFailing []string
+	for _, node := range all {
+		if _, bad := failing[node]; bad {
+			wantFailing = append(wantFailing, node)
+		}
+	}
+	gotSlow := s.slowNodes()
+	slices.Sort(gotSlow)
+	wantSlow := slices.Clone(slow)
+	slices.Sort(wantSlow)
+	if diff := cmp.Diff(wantFailing, gotFailing); diff != "" {
+		t.Errorf("failing (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(wantSlow, gotSlow); diff != "" {
+		t.Errorf("slow (-want +got):\n%s", diff)
+	}
+	if len(s.Missing) != 0 || len(s.Healthy) != n-8 {
+		t.Errorf("%d healthy (want %d), missing %+v", len(s.Healthy), n-8, s.Missing)
+	}
+	calls := make([]string, 0, len(s.SlurmCalls))
+	for k, v := range s.SlurmCalls {
+		calls = append(calls, fmt.Sprintf("%s %d", k, v))
+	}
+	slices.Sort(calls)
+	t.Logf("%d nodes: sweep wall time %.1fs (summary says %.1fs), Slurm calls %d (%s)", n, wall.Seconds(), s.ElapsedS, s.SlurmCallsTotal, strings.Join(calls, ", "))
+}
