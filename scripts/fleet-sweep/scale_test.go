@@ -3,7 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,7 +21,10 @@ import (
 // (the real h100-nccl-ok log with its bandwidth x 0.85, see slowSnapshot: above the absolute
 // 390 GB/s, 15% under the fleet), every other node the real h100-nccl-ok. The summary must
 // name exactly the 5 failing and the 3 slow nodes, and call every other node healthy; the wall
-// time and the Slurm calls are logged for README "Fleet sweep".
+// time and the Slurm calls are logged for README "Fleet sweep". Then --multinode over the
+// healthy nodes, with the all_reduce_perf stand-in halving the bandwidth of any job holding one
+// chosen node: in pairs, and in one set of all, it must name that node and only it, within 2
+// rounds (3 with an odd count) and 1 + ceil(log2 N) rounds.
 //
 // It needs a test bed of N nodes: scripts/slurm-testbed.sh takes any NODECHECK_TESTBED_NODES
 // today (one slurmd each, ports PORT+1..PORT+N), and scripts/testbed passes its Nodes; this test
@@ -52,7 +57,7 @@ func TestFleetSweepScale(t *testing.T) {
 	slowSnap := tb.slowSnapshot(t, 0.85)
 	ok := tb.Snapshot(t, "h100-nccl-ok")
 	args := []string{"--partition", "debug", "--poll", "0", "--timeout", (2*time.Minute + time.Duration(n)*time.Second).String(),
-		"--format", "json", "--out", t.TempDir()}
+		"--format", "json"}
 	for _, node := range all {
 		snap := ok
 		if f, bad := failing[node]; bad {
@@ -63,7 +68,7 @@ func TestFleetSweepScale(t *testing.T) {
 		args = append(args, "--args-for", node+"=--snapshot "+shellQuote(snap)+" --node "+node)
 	}
 	start := time.Now()
-	stdout, stderr, code := tb.sweepFor(t, 10*time.Minute, args...)
+	stdout, stderr, code := tb.sweepFor(t, 10*time.Minute, append(slices.Clone(args), "--out", t.TempDir())...)
 	wall := time.Since(start)
 	var s summary
 	if err := json.Unmarshal([]byte(stdout), &s); err != nil || code != exitUnhealthy {
@@ -98,4 +103,33 @@ func TestFleetSweepScale(t *testing.T) {
 	}
 	slices.Sort(calls)
 	t.Logf("%d nodes: sweep wall time %.1fs (summary says %.1fs), Slurm calls %d (%s)", n, wall.Seconds(), s.ElapsedS, s.SlurmCallsTotal, strings.Join(calls, ", "))
+
+	// Multi-node, over the healthy and slow nodes: the all_reduce_perf stand-in prints the real
+	// 2-node H100 log, at half the bandwidth in any job holding the chosen node.
+	bad := all[5]
+	log2, _ := filepath.Abs(filepath.Join("testdata", "nccl", "nccltests-309-h100-2node-16gpu-mpi.log"))
+	for _, group := range []int{2, n} {
+		t.Run(fmt.Sprintf("multinode, sets of %d, %s bad", group, bad), func(t *testing.T) {
+			margs := append(slices.Clone(args), "--out", t.TempDir(), "--multinode", "--mpi", "none", "--tasks-per-node", "1",
+				"--allreduce", tb.standIn(t), "--multinode-group", strconv.Itoa(group), "--multinode-min-busbw", "300",
+				"--allreduce-args", "-log "+shellQuote(log2)+" -slow "+bad+" -factor 0.5 -- -b 1G -e 16G -f 2 -g 1")
+			start := time.Now()
+			stdout, stderr, code := tb.sweepFor(t, 10*time.Minute, margs...)
+			var s summary
+			if err := json.Unmarshal([]byte(stdout), &s); err != nil || code != exitUnhealthy || s.Multinode == nil {
+				t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+			}
+			m := s.Multinode
+			tested := len(m.Nodes)
+			limit := 2 + tested%2
+			if group > 2 {
+				limit = 1 + int(math.Ceil(math.Log2(float64(tested))))
+			}
+			if diff := cmp.Diff([]string{"node " + bad}, culpritText(m.Culprits)); diff != "" || m.Rounds > limit {
+				t.Errorf("culprits (-want +got) %s; %d rounds (limit %d)", diff, m.Rounds, limit)
+			}
+			t.Logf("multinode over %d nodes in sets of %d: culprit %v in %d rounds, %d jobs, phase %.1fs, whole command %.1fs, Slurm calls %d",
+				tested, group, culpritText(m.Culprits), m.Rounds, m.Jobs, m.ElapsedS, time.Since(start).Seconds(), s.SlurmCallsTotal)
+		})
+	}
 }
