@@ -1,0 +1,122 @@
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+// The parsers of outside input: squeue's output, a node's report, topology.conf. Each must
+// return (never panic) on any input, and what it accepts must hold together.
+
+func FuzzParseSqueue(f *testing.F) {
+	f.Add("41|PENDING|0|Resources|\n44|FAILED|768|NonZeroExitCode|\n")
+	f.Add("45|PENDING|0|ReqNodeNotAvail, UnavailableNodes:n2|\n|||\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		for id, j := range parseSqueue(out) {
+			if id == "" || strings.Contains(id, "|") || j.state == "" && !strings.Contains(out, id+"||") {
+				t.Fatalf("job %q: %+v", id, j)
+			}
+		}
+	})
+}
+
+func FuzzParseReport(f *testing.F) {
+	f.Add([]byte(`{"schema": 1, "node": "n1", "healthy": true, "results": [{"check": "gpu_models", "observed": "8x NVIDIA H100 80GB HBM3 (h100)"}]}`), "n1")
+	f.Add([]byte(`{"schema": 2, "node": "n1", "healthy": true}`), "n1")
+	f.Add([]byte(`{"schema": 1, "node": "n1", "healthy": false, "results": [{"check": "nccl_allreduce", "status": "ok", "observed": "476.5 GB/s at 4 GiB"}, {"check": "ib_ports", "status": "ok", "details": [{"device": "mlx5_0/1", "observed": "ACTIVE/LinkUp 400 Gb/sec (4X NDR)"}]}]}`), "n1")
+	f.Fuzz(func(t *testing.T, b []byte, node string) {
+		r, err := parseReport(b, node)
+		if err != nil {
+			return
+		}
+		if r.Healthy == nil || r.Schema == nil || *r.Schema != reportSchema || node != "" && r.Node != node {
+			t.Fatalf("accepted %q as %+v", b, r)
+		}
+		for _, fg := range figuresOf(node, modelOf(r), r) {
+			if fg.Value < 0 || fg.Metric == "" {
+				t.Fatalf("figure %+v from %q", fg, b)
+			}
+		}
+	})
+}
+
+func FuzzParseTopologyLeaves(f *testing.F) {
+	f.Add("SwitchName=s0 Nodes=gpu[01-04]\nSwitchName=s1 Switches=s0 # spine\n")
+	f.Add("switchname=a nodes=n[1-3,7] linkspeed=100\n")
+	f.Fuzz(func(t *testing.T, text string) {
+		if len(text) > 4096 {
+			return // a hostlist can expand to many names: keep each case quick
+		}
+		leaf, err := parseTopologyLeaves(text)
+		if err != nil {
+			return
+		}
+		for n, l := range leaf {
+			if n == "" || l == "" {
+				t.Fatalf("%q -> %q", n, l)
+			}
+		}
+	})
+}
+
+// TestREADMEFlags: README's "Fleet sweep" section names every flag of the command.
+func TestREADMEFlags(t *testing.T) {
+	b, err := os.ReadFile(repoRoot + "/README.md")
+	if err != nil {
+		t.Skipf("no README here: %v", err)
+	}
+	text := string(b)
+	start := strings.Index(text, "\n## Fleet sweep\n")
+	if start < 0 {
+		t.Fatal(`README.md has no "## Fleet sweep" section`)
+	}
+	section := text[start+1:]
+	if end := strings.Index(section[3:], "\n## "); end >= 0 {
+		section = section[:end+3]
+	}
+	fs := flag.NewFlagSet("fleet-sweep", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	var o options
+	defineFlags(fs, &o, &rawFlags{})
+	fs.VisitAll(func(fl *flag.Flag) {
+		if !regexp.MustCompile(`--` + regexp.QuoteMeta(fl.Name) + `\b`).MatchString(section) {
+			t.Errorf("README's Fleet sweep section does not mention --%s (%s)", fl.Name, fl.Usage)
+		}
+	})
+}
+
+// BenchmarkSummarize4096 judges 4,096 reports: the sweep's own work after the jobs, which
+// grows linearly with the nodes.
+func BenchmarkSummarize4096(b *testing.B) {
+	var runs []nodeRun
+	for i := range 4096 {
+		n := fmt.Sprintf("gpu%04d", i)
+		runs = append(runs, nodeRun{Node: n, JobID: fmt.Sprint(i), State: "COMPLETED",
+			Output: rep(n, true, modelsH100, ibRates, ncclAt(476.5-float64(i%7)))})
+	}
+	b.ResetTimer()
+	for b.Loop() {
+		if s := summarize(runs, defaultRule); len(s.Healthy)+len(s.slowNodes()) != 4096 {
+			b.Fatal(len(s.Healthy))
+		}
+	}
+}
+
+// BenchmarkLocate4096 narrows down one bad node among 4,096 in pairs, without Slurm.
+func BenchmarkLocate4096(b *testing.B) {
+	nodes := nodeNames(4096)
+	opts := testOpts
+	opts.Group = 2
+	for b.Loop() {
+		f := &fakeNet{bad: map[string]bool{"n2049": true}}
+		if res := locate(context.Background(), nodes, opts, f.run); len(res.Culprits) != 1 {
+			b.Fatal(res.Culprits)
+		}
+	}
+}
