@@ -119,6 +119,26 @@ func locate(ctx context.Context, nodes []string, opts locateOptions, run roundRu
 	groups := chunk(nodes, max(opts.Group, 2))
 	first := run(ctx, 1, groups)
 	res.Rounds, res.Jobs = 1, len(groups)
+	good, pending := firstRound(&res, groups, first, opts)
+	for len(pending) > 0 && res.Aborted == "" {
+		if res.Rounds >= maxRounds || ctx.Err() != nil {
+			why := fmt.Sprintf("stopped after %d rounds", res.Rounds)
+			if ctx.Err() != nil {
+				why = "the multi-node deadline passed"
+			}
+			for _, s := range pending {
+				res.Culprits = append(res.Culprits, culprit{Kind: "unresolved", Nodes: s.all(), Why: why})
+			}
+			break
+		}
+		pending = nextRound(ctx, &res, pending, good, run)
+	}
+	return res
+}
+
+// firstRound judges round 1: the threshold from its busbw, the good nodes, the bad sets to
+// narrow down. When every set failed it aborts the search.
+func firstRound(res *locateResult, groups [][]string, first []setOutcome, opts locateOptions) (map[string]bool, []*suspect) {
 	var bw []float64
 	for _, o := range first {
 		if o.Failed == "" && o.NotRun == "" {
@@ -153,64 +173,56 @@ func locate(ctx context.Context, nodes []string, opts locateOptions, run roundRu
 		for _, s := range pending {
 			res.Culprits = append(res.Culprits, culprit{Kind: "unresolved", Nodes: s.nodes, Why: "failed with every other set"})
 		}
-		return res
+		return good, nil
 	}
-	for len(pending) > 0 {
-		if res.Rounds >= maxRounds || ctx.Err() != nil {
-			why := fmt.Sprintf("stopped after %d rounds", res.Rounds)
-			if ctx.Err() != nil {
-				why = "the multi-node deadline passed"
-			}
-			for _, s := range pending {
-				res.Culprits = append(res.Culprits, culprit{Kind: "unresolved", Nodes: s.all(), Why: why})
-			}
-			break
+	return good, pending
+}
+
+// nextRound runs one round of the suspects' tests and returns the suspects left.
+func nextRound(ctx context.Context, res *locateResult, pending []*suspect, good map[string]bool, run roundRunner) []*suspect {
+	for _, s := range pending {
+		if s.tests == nil {
+			s.expand()
 		}
-		for _, s := range pending {
-			if s.tests == nil {
-				s.expand()
-			}
+	}
+	batch := schedule(pending, good, res.Rounds+1)
+	if len(batch) > 0 {
+		res.Rounds++
+		sets := make([][]string, len(batch))
+		for i, t := range batch {
+			sets[i] = t.run.Nodes
 		}
-		batch := schedule(pending, good, res.Rounds+1)
-		if len(batch) > 0 {
-			res.Rounds++
-			sets := make([][]string, len(batch))
-			for i, t := range batch {
-				sets[i] = t.run.Nodes
-			}
-			outs := run(ctx, res.Rounds, sets)
-			res.Jobs += len(batch)
-			for i, t := range batch {
-				*t.run = judgeSet(res.Rounds, t.run.Nodes, t.run.Ref, outcomeAt(outs, i), res.Threshold)
-				res.Runs = append(res.Runs, *t.run)
-				if !t.run.Bad && t.run.Outcome.NotRun == "" {
-					for _, n := range t.run.Nodes {
-						good[n] = true
-					}
+		outs := run(ctx, res.Rounds, sets)
+		res.Jobs += len(batch)
+		for i, t := range batch {
+			*t.run = judgeSet(res.Rounds, t.run.Nodes, t.run.Ref, outcomeAt(outs, i), res.Threshold)
+			res.Runs = append(res.Runs, *t.run)
+			if !t.run.Bad && t.run.Outcome.NotRun == "" {
+				for _, n := range t.run.Nodes {
+					good[n] = true
 				}
 			}
 		}
-		var next []*suspect
-		for _, s := range pending {
-			if !s.resolved() {
-				next = append(next, s)
-				continue
-			}
-			more, found := s.resolve()
-			next = append(next, more...)
-			res.Culprits = append(res.Culprits, found...)
-		}
-		if len(batch) == 0 && len(next) == len(pending) {
-			// Nothing could run and nothing changed (cannot happen: a test either runs or is
-			// settled without a reference), but never loop.
-			for _, s := range next {
-				res.Culprits = append(res.Culprits, culprit{Kind: "unresolved", Nodes: s.all(), Why: "no test could be scheduled"})
-			}
-			break
-		}
-		pending = next
 	}
-	return res
+	var next []*suspect
+	for _, s := range pending {
+		if !s.resolved() {
+			next = append(next, s)
+			continue
+		}
+		more, found := s.resolve()
+		next = append(next, more...)
+		res.Culprits = append(res.Culprits, found...)
+	}
+	if len(batch) == 0 && len(next) == len(pending) {
+		// Nothing could run and nothing changed (cannot happen: a test either runs or is
+		// settled without a reference), but never loop.
+		for _, s := range next {
+			res.Culprits = append(res.Culprits, culprit{Kind: "unresolved", Nodes: s.all(), Why: "no test could be scheduled"})
+		}
+		return nil
+	}
+	return next
 }
 
 // setThreshold is the busbw under which a set is bad: the absolute minimum, raised to the

@@ -1,21 +1,24 @@
 // Command fleet-sweep runs nodecheck on every node of a Slurm partition, or on a list of
-// nodes, as Slurm jobs, and prints one summary: the healthy nodes, each failing node with its
-// first failing check, the nodes that gave no report and why, and the NCCL bus bandwidth per
-// node, slowest first.
+// nodes, as Slurm jobs, and prints one summary: the nodes slow against the fleet's median for
+// their GPU model, the healthy nodes, each failing node with its first failing check, the nodes
+// that gave no report and why, the NCCL bus bandwidth per node, and the Slurm calls it took.
+// With --multinode it then runs all_reduce_perf across the healthy nodes, in pairs, and narrows
+// every bad run down to the node or link at fault (see bisect.go).
 //
 //	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./scripts/fleet-sweep
 //	nodecheck-fleet-sweep --partition gpu --out /shared/sweeps/$(date +%F) --timeout 20m
-//	nodecheck-fleet-sweep --nodes 'gpu[001-016]' --format json
+//	nodecheck-fleet-sweep --nodes 'gpu[001-016]' --format json --drain-slow --dry-run
 //
 // Slurm is the engine: one exclusive batch job per node (sbatch --nodelist=NODE --exclusive
 // --no-requeue), running `nodecheck run --all --format json --mode manual` with its stdout in
 // OUT/NODE.json and stderr in OUT/NODE.err, so OUT must be a directory the nodes and this host
-// share. The sweep polls squeue until every job has ended or the --timeout passes, cancels
-// the jobs still pending or running, and reads the reports. Nodes that are down, drained or
-// not responding get no job: their state is the reason they are missing. No SSH.
+// share. The sweep polls squeue, one call for all its jobs, until every job has ended or the
+// --timeout passes, cancels the jobs still pending or running in one scancel, and reads the
+// reports. Nodes that are down, drained or not responding get no job: their state is the
+// reason they are missing. No SSH. README "Fleet sweep" has the costs, measured.
 //
-// Exit status: 0 every node healthy; 1 a node failing or missing; 2 usage error, or Slurm
-// could not list the nodes or take any job.
+// Exit status: 0 every node healthy; 1 a node slow, failing or missing, or a multi-node
+// culprit; 2 usage error, or Slurm could not list the nodes or take any job.
 package main
 
 import (
