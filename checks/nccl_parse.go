@@ -360,3 +360,6 @@ func (r NCCLRun) LargeBusBW() (gbps float64, size int64) {
 	bw, size, _ := ncclLargeBusBW(r.Rows)
 	return bw, size
 }
+
+// NCCLSize spells a message size as nodecheck's summaries do: "4 GiB", "128 MiB", "8 B".
+func NCCLSize(n int64) string { return ncclSize(n) }

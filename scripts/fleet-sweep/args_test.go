@@ -130,6 +130,17 @@ func TestUsage(t *testing.T) {
 		{"percent in out", []string{"--partition", "gpu", "--out", "/tmp/%j"}, 2, "sbatch expands % in file names"},
 		{"bad hostlist", []string{"--nodes", "gpu[01-", "--slurm-bin", "/nonexistent"}, 2, "--nodes: "},
 		{"slurm missing", []string{"--partition", "gpu", "--slurm-bin", "/nonexistent"}, 2, "sinfo: fork/exec /nonexistent/sinfo: no such file or directory"},
+		{"slow floor", []string{"--partition", "gpu", "--slow-floor", "120%"}, 2, `--slow-floor "120%": want a percentage from 0 to 99`},
+		{"slow mad", []string{"--partition", "gpu", "--slow-mad", "-1"}, 2, "--slow-mad -1: want 0 or more"},
+		{"slow min nodes", []string{"--partition", "gpu", "--slow-min-nodes", "1"}, 2, "--slow-min-nodes 1: want at least 2"},
+		{"dry run alone", []string{"--partition", "gpu", "--dry-run"}, 2, "--dry-run: give --drain-slow or --drain-culprits"},
+		{"max drained", []string{"--partition", "gpu", "--max-drained", "0"}, 2, `--max-drained: "0" would hold back every drain`},
+		{"reason prefix", []string{"--partition", "gpu", "--reason-prefix", "node check "}, 2, `--reason-prefix "node check ": want printable ASCII`},
+		{"culprits without multinode", []string{"--partition", "gpu", "--drain-culprits"}, 2, "--drain-culprits and --multinode-min-busbw need --multinode"},
+		{"mpi", []string{"--partition", "gpu", "--multinode", "--mpi", "pmix;rm"}, 2, `--mpi "pmix;rm": want a plugin name`},
+		{"group", []string{"--partition", "gpu", "--multinode", "--multinode-group", "1"}, 2, "--multinode-group 1"},
+		{"relative allreduce", []string{"--partition", "gpu", "--allreduce", "all_reduce_perf"}, 2, `--allreduce "all_reduce_perf": want an absolute path`},
+		{"relative topology", []string{"--partition", "gpu", "--multinode", "--topology", "topology.conf"}, 2, `--topology "topology.conf": want an absolute path`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

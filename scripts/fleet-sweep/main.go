@@ -90,7 +90,7 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 	if o.multinode.drain {
 		drains = append(drains, multinodeCulpritDrains(sum.Multinode)...)
 	}
-	if len(drains) > 0 {
+	if len(drains) > 0 && ctx.Err() == nil { // an interrupted sweep drains nothing
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(len(drains)*3+1)*o.slurmTimeout)
 		sum.Drains = drainNodes(dctx, s, o, len(runs), drains, stderr)
 		cancel()

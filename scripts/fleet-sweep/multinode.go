@@ -210,21 +210,8 @@ func judgeMultinode(r nodeRun, stderr string) setOutcome {
 	case !run.Completed():
 		return fail(fmt.Sprintf("job %s %s: output stops before nccl-tests' summary (after %d rows)", r.JobID, r.State, len(run.Rows)))
 	}
-	o.BusBW, o.At = bw, sizeText(size)
+	o.BusBW, o.At = bw, checks.NCCLSize(size)
 	return o
-}
-
-// sizeText spells a message size: "4 GiB", "512 MiB", "8 B".
-func sizeText(n int64) string {
-	for _, u := range []struct {
-		unit string
-		size int64
-	}{{"GiB", 1 << 30}, {"MiB", 1 << 20}, {"KiB", 1 << 10}} {
-		if n >= u.size && n%u.size == 0 {
-			return strconv.FormatInt(n/u.size, 10) + " " + u.unit
-		}
-	}
-	return strconv.FormatInt(n, 10) + " B"
 }
 
 // multinodeCulpritDrains are the drains --drain-culprits asks for: culprit nodes only. A link

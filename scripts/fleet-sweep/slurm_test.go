@@ -1,6 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -99,5 +106,45 @@ func TestOneLine(t *testing.T) {
 	}
 	if got := lastLine("first\nsecond\n\n  "); got != "second" {
 		t.Errorf("lastLine = %q", got)
+	}
+}
+
+// TestSubmitStops: sbatch refusing every job (an account limit, say) costs at most a few calls
+// beyond maxSubmitFailures, not one per node; the nodes left say why they got no job. The Slurm
+// commands are tiny shell scripts standing in for a controller.
+func TestSubmitStops(t *testing.T) {
+	bin := t.TempDir()
+	var nodes strings.Builder
+	for i := 1; i <= 100; i++ {
+		fmt.Fprintf(&nodes, "g%d|idle|none\n", i)
+	}
+	scripts := map[string]string{
+		"sinfo":  "#!/bin/sh\ncat <<'EOF'\n" + nodes.String() + "EOF\n",
+		"sbatch": "#!/bin/sh\necho x >>" + bin + "/sbatch.calls\necho 'sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job submit limit, user'\"'\"'s size and/or time limits)' >&2\nexit 1\n",
+	}
+	for name, body := range scripts {
+		if err := os.WriteFile(filepath.Join(bin, name), []byte(body), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), []string{"--partition", "gpu", "--slurm-bin", bin, "--out", t.TempDir(), "--format", "json"}, nil, &stdout, &stderr)
+	calls, _ := os.ReadFile(filepath.Join(bin, "sbatch.calls"))
+	n := strings.Count(string(calls), "x")
+	if code != exitError || n < maxSubmitFailures || n >= 2*maxSubmitFailures {
+		t.Fatalf("exit %d, %d sbatch calls (want %d to %d)\n%s", code, n, maxSubmitFailures, 2*maxSubmitFailures-1, stderr.String())
+	}
+	var s summary
+	if err := json.Unmarshal(stdout.Bytes(), &s); err != nil || len(s.Missing) != 100 || s.SlurmCalls["sbatch"] != n {
+		t.Fatalf("%v: %d missing, calls %v", err, len(s.Missing), s.SlurmCalls)
+	}
+	stopped := 0
+	for _, m := range s.Missing {
+		if strings.HasPrefix(m.Reason, "not submitted: sbatch not run: the submission stopped after 8 failures in a row (the last: sbatch: error: Batch job submission failed: Job violates accounting/QOS policy") {
+			stopped++
+		}
+	}
+	if stopped != 100-n {
+		t.Errorf("%d nodes say the submission stopped, want %d", stopped, 100-n)
 	}
 }

@@ -151,7 +151,8 @@ type busBW struct {
 }
 
 // schemaVersion is the JSON summary's "schema" key; it changes only if a key changes meaning.
-const schemaVersion = 1
+// 2: "healthy" no longer holds the slow nodes ("slow"); "all_healthy" is false when one is slow.
+const schemaVersion = 2
 
 // summarize judges every node's run. A node whose job left a valid report is healthy or
 // failing by that report, whatever the job's state, and a healthy one is slow when a figure is
