@@ -198,23 +198,30 @@ func TestFleetSweepSlurm(t *testing.T) {
 		base := []string{"--nodes", "n[1-2]", "--multinode", "--mpi", "none",
 			"--args-for", "n1=--snapshot " + shellQuote(healthy) + " --node n1", "--args-for", "n2=--snapshot " + shellQuote(healthy) + " --node n2",
 			"--tasks-per-node", "1", "--allreduce", standin, "--multinode-min-busbw", "300", "--multinode-timeout", "40s"}
+		topo := filepath.Join(t.TempDir(), "topology.conf")
+		if err := os.WriteFile(topo, []byte("SwitchName=leaf1 Nodes=n1\nSwitchName=leaf2 Nodes=n2\nSwitchName=spine Switches=leaf[1-2]\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
 		for _, tc := range []struct {
 			name, standinArgs string
+			extra             []string
 			code              int
 			want              []string
 		}{
-			{"healthy", "", exitHealthy, []string{
+			{"healthy", "", nil, exitHealthy, []string{
 				"multinode all_reduce_perf (pairs): 2 nodes, 1 jobs in 1 rounds, ",
 				"  bad: a failed run, or busbw under 300.0 GB/s (--multinode-min-busbw 300.0 GB/s)\n  n[1-2]                   469.2 GB/s at 16 GiB\n  no culprit: every set passed\n"}},
-			{"slow: two nodes alone cannot be told apart", "-slow n2 -factor 0.5", exitUnhealthy, []string{
+			{"across leaf switches", "", []string{"--topology", topo, "--cross-leaf"}, exitHealthy, []string{
+				"multinode all_reduce_perf (pairs across leaf switches, topology " + topo + "): 2 nodes, 1 jobs in 1 rounds, "}},
+			{"slow: two nodes alone cannot be told apart", "-slow n2 -factor 0.5", nil, exitUnhealthy, []string{
 				"  n[1-2]                   BAD: busbw 234.6 GB/s under 300.0\n",
 				"  CULPRIT UNRESOLVED n[1-2]: no node passed a test to serve as a reference for n1; no node passed a test to serve as a reference for n2\n"}},
-			{"wrong data", "-fail n1 -fail-log " + shellQuote(failLog), exitUnhealthy, []string{
+			{"wrong data", "-fail n1 -fail-log " + shellQuote(failLog), nil, exitUnhealthy, []string{
 				"  n[1-2]                   BAD: failed: wrong data: 128 wrong elements, 4 out of bounds values (exit 1:0); stderr: srun: error: n1: task 0: Exited with exit code 1\n"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				tb.Reset(t)
-				args := append(append([]string(nil), base...), "--out", t.TempDir(),
+				args := append(append(append([]string(nil), base...), tc.extra...), "--out", t.TempDir(),
 					"--allreduce-args", "-log "+shellQuote(log2)+" "+tc.standinArgs+" -- -b 1G -e 16G -f 2 -g 1")
 				stdout, stderr, code := tb.sweep(t, args...)
 				if code != tc.code {

@@ -81,7 +81,7 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 	sum := summarize(runs, o.slow)
 	sum.OutDir = o.out
 	if err == nil && o.multinode.enabled && ctx.Err() == nil {
-		sum.Multinode = multinode(ctx, s, o, append(append([]string(nil), sum.Healthy...), sum.slowNodes()...), stderr)
+		sum.Multinode = multinode(ctx, s, o, sum.reported(runs), stderr)
 	}
 	var drains []drainItem
 	if o.drainSlow {

@@ -230,6 +230,22 @@ func summarize(runs []nodeRun, rule slowRule) summary {
 	return s
 }
 
+// reported lists the nodes whose reports were healthy, slow ones included, in the sweep's
+// order: the nodes the multi-node phase tests.
+func (s summary) reported(runs []nodeRun) []string {
+	ok := map[string]bool{}
+	for _, n := range append(slices.Clone(s.Healthy), s.slowNodes()...) {
+		ok[n] = true
+	}
+	var out []string
+	for _, r := range runs {
+		if ok[r.Node] {
+			out = append(out, r.Node)
+		}
+	}
+	return out
+}
+
 // slowNodes lists the nodes of the slow findings, each once, in their order.
 func (s summary) slowNodes() []string {
 	var out []string
