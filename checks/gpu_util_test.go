@@ -170,26 +170,6 @@ func TestPCIKinds(t *testing.T) {
 	}
 }
 
-func TestClipLine(t *testing.T) {
-	tests := []struct {
-		name, in string
-		limit    int
-		want     string
-	}{
-		{"blanks collapse", "\n\n\tFabric  Manager\n", 80, "Fabric Manager"},
-		{"cut", "abcdefghij", 4, "abcd..."},
-		{"non-ASCII and control characters", "ab\u00e9c\x18d\xff", 80, "ab?c?d?"},
-		{"empty", "", 5, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, clipLine(tc.in, tc.limit)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
 func TestContainsWords(t *testing.T) {
 	tests := []struct {
 		name, words string

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idJobLeftovers = "job_leftovers"
@@ -86,7 +87,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	}
 	indices, err := parseJobGPUs(env.Job.GPUs)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 200), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 200), Err: err}
 	}
 	gpus, res, done := mapJobGPUs(ctx, env, indices)
 	if done {
@@ -385,13 +386,13 @@ func describeProcess(p node.Process, jobsOwnUser bool) string {
 	owner := "owner unknown"
 	switch {
 	case p.User != "":
-		owner = clipLine(p.User, 32)
+		owner = text.OneLine(p.User, 32)
 	case p.UID >= 0:
 		owner = "uid " + strconv.Itoa(p.UID)
 	}
 	parts := []string{owner}
 	if p.Command != "" {
-		parts = append(parts, clipLine(p.Command, 32))
+		parts = append(parts, text.OneLine(p.Command, 32))
 	}
 	if jobsOwnUser {
 		parts = append(parts, "the job's own user")

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idNVLink = "nvlink"
@@ -120,11 +121,11 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.NVLink
 	table, err := newNVLinkTable(cfg.ExpectedLinks)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 160), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 160), Err: err}
 	}
 	excl, err := newNVLinkExclusions(cfg.Exclude)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 160), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 160), Err: err}
 	}
 	inv, res, ok := nvmlGPUs(ctx, env, "NVLinks")
 	if !ok {
@@ -268,7 +269,7 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 			res.Summary += " (" + strings.Join(expect, ", ") + " per GPU)"
 		}
 	}
-	res.Summary = clipLine(res.Summary, 160)
+	res.Summary = text.OneLine(res.Summary, 160)
 	return res
 }
 

@@ -203,7 +203,7 @@ func (p *gresParser) line(l confLine) {
 		key, ok := gresKeys[strings.ToLower(f.Key)]
 		if !ok {
 			hint := ""
-			if s := confClosestKey(f.Key, gresKeyList); s != "" {
+			if s := confSuggest(f.Key, gresKeyList); s != "" {
 				hint = fmt.Sprintf(" (did you mean %s=?)", s)
 			}
 			p.problem(SeverityError, l.Pos, nodes, "unknown key %s=%s: Slurm refuses gres.conf with it; the keys are %s", f.Key, hint, strings.Join(gresKeyList, ", "))

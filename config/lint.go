@@ -21,6 +21,8 @@ import (
 	"strconv"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // Report is the result of Lint. Its JSON form is the documented output of `nodecheck lint
@@ -292,15 +294,8 @@ func (l *linter) expandNodes() {
 	for _, k := range dupOrder {
 		first, again := l.sc.Nodes[k.first], l.sc.Nodes[k.again]
 		l.emit(SeverityError, again.Pos, "%s defined again: %s already defines %s; slurmctld refuses duplicate node names: remove one definition",
-			nodesPlaceholder, ref(first.Pos), pluralIt(len(dups[k]))).fixedNodes = CompressHostlist(dups[k])
+			nodesPlaceholder, ref(first.Pos), text.Plural(len(dups[k]), "it", "them")).fixedNodes = CompressHostlist(dups[k])
 	}
-}
-
-func pluralIt(n int) string {
-	if n == 1 {
-		return "it"
-	}
-	return "them"
 }
 
 // addLine adds every node of slurm.conf line li to g.
@@ -418,20 +413,13 @@ func (l *linter) checkPartitions() {
 		}
 		if count > 0 {
 			l.emit(SeverityError, p.Pos, "PartitionName=%s Nodes= names %d %s that slurm.conf does not define%s: slurmctld refuses to start (Invalid node names in partition): define them with NodeName= or fix Nodes=",
-				p.Name, count, plural(count, "host", "hosts"), listed(unknown, count)).fixedNodes = CompressHostlist(unknown)
+				p.Name, count, text.Plural(count, "host", "hosts"), listed(unknown, count)).fixedNodes = CompressHostlist(unknown)
 		}
 	}
 }
 
 // maxListed bounds the names collected for a message about hosts that are not nodes.
 const maxListed = 4096
-
-func plural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
-}
 
 // listed formats names collected for a message, saying when the list was cut.
 func listed(names []string, count int) string {
@@ -556,7 +544,7 @@ func (l *linter) reportUnmatched(pos Pos, h *Hostlist, matched int, unknown []st
 		l.emit(SeverityWarning, pos, "NodeName=%s matches no node in slurm.conf: no node uses this line; fix the names or remove the line", h.String()).fixedNodes = h.String()
 	case unknownCount > 0:
 		l.emit(SeverityWarning, pos, "NodeName=%s names %d %s that slurm.conf does not define%s: the line does nothing there; check for typos",
-			h.String(), unknownCount, plural(unknownCount, "host", "hosts"), listed(unknown, unknownCount)).fixedNodes = CompressHostlist(unknown)
+			h.String(), unknownCount, text.Plural(unknownCount, "host", "hosts"), listed(unknown, unknownCount)).fixedNodes = CompressHostlist(unknown)
 	}
 }
 
@@ -977,7 +965,7 @@ func givenText(took []*GresLine, given uint64) string {
 		files = files && len(g.Files) > 0 && !g.CountSet
 	}
 	if files {
-		return fmt.Sprintf("%d %s", given, plural(int(given), "file", "files"))
+		return fmt.Sprintf("%d %s", given, text.Plural(int(given), "file", "files"))
 	}
 	return "a count of " + formatGresCount(given)
 }
@@ -1211,7 +1199,7 @@ func (r Report) WriteText(w io.Writer) error {
 	}
 	errs, warns := r.Errors(), r.Warnings()
 	fmt.Fprintf(bw, "nodes       %d\n", len(r.Nodes))
-	fmt.Fprintf(bw, "result      %d %s, %d %s\n", errs, plural(errs, "error", "errors"), warns, plural(warns, "warning", "warnings"))
+	fmt.Fprintf(bw, "result      %d %s, %d %s\n", errs, text.Plural(errs, "error", "errors"), warns, text.Plural(warns, "warning", "warnings"))
 	if len(r.Problems) > 0 {
 		fmt.Fprintf(bw, "\nProblems:\n")
 		for _, p := range r.Problems {

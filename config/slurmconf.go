@@ -14,6 +14,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // ReadFileFunc reads a whole file. Parsers take one instead of opening files themselves, so
@@ -460,7 +462,7 @@ func (p *slurmParser) line(l confLine) {
 			p.c.GresTypesPos = l.Pos
 			continue
 		}
-		if s := confClosestKey(f.Key, slurmTopKeys); s != "" {
+		if s := confSuggest(f.Key, slurmTopKeys); s != "" {
 			p.problem(SeverityError, l.Pos, "", "unknown key %s= (did you mean %s=?): Slurm refuses it, and nodecheck ignores the whole line", f.Key, s)
 			return
 		}
@@ -558,7 +560,7 @@ func (p *slurmParser) nodeField(n *NodeLine, f confField, pos Pos, nodeName stri
 	}
 	key, ok := nodeKeys[strings.ToLower(f.Key)]
 	if !ok {
-		if s := confClosestKey(f.Key, nodeKeyList); s != "" {
+		if s := confSuggest(f.Key, nodeKeyList); s != "" {
 			p.problem(SeverityError, pos, nodes, "unknown key %s= on a NodeName line (did you mean %s=?): Slurm refuses the line", f.Key, s)
 		} else {
 			p.problem(SeverityWarning, pos, nodes, "unknown key %s= on a NodeName line: Slurm versions that do not know it refuse the line; nodecheck ignores it", f.Key)
@@ -707,50 +709,13 @@ func confHostlistReason(err error) string {
 	return err.Error()
 }
 
-// confClosestKey returns the key of keys that key is probably a typo of (edit distance 1 or 2,
-// ignoring case), or "" when there is none or key is one of them.
-func confClosestKey(key string, keys []string) string {
-	k := strings.ToLower(key)
-	best, bestD := "", 3
-	for _, c := range keys {
-		lc := strings.ToLower(c)
-		if lc == k {
-			return ""
-		}
-		if d := confEditDistance(k, lc, bestD); d < bestD {
-			best, bestD = c, d
-		}
+// confSuggest returns the key of keys that key is probably a typo of (text.DidYouMean), or ""
+// when there is none or key is one of them in another case: Slurm's keys ignore case.
+func confSuggest(key string, keys []string) string {
+	if confContainsFold(keys, key) {
+		return ""
 	}
-	return best
-}
-
-// confEditDistance is the Levenshtein distance of a and b, or limit when it is at least limit.
-func confEditDistance(a, b string, limit int) int {
-	if d := len(a) - len(b); d >= limit || -d >= limit {
-		return limit
-	}
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		rowMin := cur[0]
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-			rowMin = min(rowMin, cur[j])
-		}
-		if rowMin >= limit {
-			return limit
-		}
-		prev, cur = cur, prev
-	}
-	return min(prev[len(b)], limit)
+	return text.DidYouMean(key, keys)
 }
 
 // Default places of slurm.conf, in the order FindSlurmConf tries them.

@@ -14,10 +14,10 @@ import (
 	"strings"
 	"syscall"
 	"time"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/BurntSushi/toml"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // DefaultConfigPath is where nodecheck looks for its own configuration.
@@ -264,9 +264,9 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 	if _, err := toml.Decode(src, &raw); err != nil {
 		var pe toml.ParseError
 		if errors.As(err, &pe) {
-			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, tomlOneLine(pe.Message))
+			return nil, fmt.Errorf("%s:%d: %s", name, pe.Position.Line, text.EscapeLine(pe.Message))
 		}
-		return nil, fmt.Errorf("%s: parse TOML: %s", name, tomlOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: parse TOML: %s", name, text.EscapeLine(err.Error()))
 	}
 	lines := scanTOMLKeyLines(src)
 
@@ -282,7 +282,7 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 	cfg := Default()
 	md, err := toml.Decode(src, cfg)
 	if err != nil {
-		return nil, fmt.Errorf("%s: decode: %s", name, tomlOneLine(err.Error()))
+		return nil, fmt.Errorf("%s: decode: %s", name, text.EscapeLine(err.Error()))
 	}
 	// Unreachable while tomlCheckTable mirrors the decoder; kept so that strictness never rests
 	// on one mechanism alone.
@@ -891,62 +891,13 @@ func tomlUnknownHint(key string, known []string) string {
 	return " (keys allowed here: " + strings.Join(known, ", ") + ")"
 }
 
-// tomlDidYouMean returns ` (did you mean "x"?)` for the candidate closest to s, if close enough
-// to be a typo: same letters in another case, a prefix, or at most two edits (one for short
-// words), a swap of neighbours counting as one.
+// tomlDidYouMean returns ` (did you mean "x"?)` for the candidate s is probably a typo of
+// (text.DidYouMean), or "".
 func tomlDidYouMean(s string, candidates []string) string {
-	best, bestD := "", math.MaxInt
-	for _, c := range candidates {
-		d := tomlEditDistance(strings.ToLower(s), strings.ToLower(c))
-		if d < bestD {
-			best, bestD = c, d
-		}
-	}
-	if best == "" || best == s {
-		return ""
-	}
-	limit := 2
-	if len(s) < 5 {
-		limit = 1
-	}
-	ls, lb := strings.ToLower(s), strings.ToLower(best)
-	prefix := len(s) >= 4 && (strings.HasPrefix(lb, ls) || strings.HasPrefix(ls, lb))
-	if bestD <= limit || prefix {
+	if best := text.DidYouMean(s, candidates); best != "" {
 		return fmt.Sprintf(" (did you mean %q?)", best)
 	}
 	return ""
-}
-
-// tomlEditDistance is the optimal string alignment distance: insertions, deletions,
-// substitutions and swaps of adjacent bytes each cost one.
-func tomlEditDistance(a, b string) int {
-	if len(a) > 64 || len(b) > 64 { // keys are short; this bounds the work on hostile input
-		if a == b {
-			return 0
-		}
-		return math.MaxInt / 2
-	}
-	d := make([][]int, len(a)+1)
-	for i := range d {
-		d[i] = make([]int, len(b)+1)
-		d[i][0] = i
-	}
-	for j := range d[0] {
-		d[0][j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			d[i][j] = min(d[i-1][j]+1, d[i][j-1]+1, d[i-1][j-1]+cost)
-			if i > 1 && j > 1 && a[i-1] == b[j-2] && a[i-2] == b[j-1] {
-				d[i][j] = min(d[i][j], d[i-2][j-2]+1)
-			}
-		}
-	}
-	return d[len(a)][len(b)]
 }
 
 func tomlOrList(words []string) string {
@@ -998,7 +949,7 @@ func tomlErrors(name string, lines tomlKeyLines, errs []tomlKeyError) error {
 			out = append(out, fmt.Errorf("%s: and %d more problems", name, len(ls)-tomlMaxErrors))
 			break
 		}
-		text := tomlOneLine(l.text)
+		text := text.EscapeLine(l.text)
 		switch {
 		case name == "":
 			out = append(out, errors.New(text))
@@ -1012,25 +963,6 @@ func tomlErrors(name string, lines tomlKeyLines, errs []tomlKeyError) error {
 		return out[0]
 	}
 	return errors.Join(out...)
-}
-
-// tomlOneLine escapes control characters and invalid UTF-8 in a message that quotes the input
-// (the TOML parser's do, raw), so that each problem stays on one line of a log.
-func tomlOneLine(s string) string {
-	var b strings.Builder
-	for len(s) > 0 {
-		r, size := utf8.DecodeRuneInString(s)
-		switch {
-		case r == utf8.RuneError && size == 1:
-			fmt.Fprintf(&b, `\x%02x`, s[0])
-		case unicode.IsControl(r):
-			b.WriteString(strings.Trim(strconv.QuoteRune(r), "'"))
-		default:
-			b.WriteRune(r)
-		}
-		s = s[size:]
-	}
-	return b.String()
 }
 
 func tomlIndex(i int) string { return "[" + strconv.Itoa(i) + "]" }

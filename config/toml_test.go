@@ -1028,29 +1028,17 @@ func TestScanTOMLKeyLines(t *testing.T) {
 	}
 }
 
+// TestDidYouMean: toml's hint wraps text.DidYouMean, whose own tests hold the algorithm.
 func TestDidYouMean(t *testing.T) {
-	keys := []string{"enabled", "timeout", "modes", "min_rate_gbps", "expected_ports", "devices", "exclude_devices"}
-	tests := []struct {
-		in, want string
-	}{
-		{"min_rate_gpbs", `min_rate_gbps`},
-		{"timout", "timeout"},
-		{"Timeout", "timeout"},
-		{"mode", "modes"},
-		{"enable", "enabled"},
-		{"min_rate", "min_rate_gbps"},
-		{"exclude_device", "exclude_devices"},
-		{"xyz", ""},
+	keys := []string{"enabled", "timeout", "modes"}
+	tests := []struct{ in, want string }{
+		{"timout", ` (did you mean "timeout"?)`},
+		{"timeout", ""},
 		{"colour", ""},
-		{strings.Repeat("a", 100), ""},
 	}
 	for _, tc := range tests {
-		want := ""
-		if tc.want != "" {
-			want = fmt.Sprintf(" (did you mean %q?)", tc.want)
-		}
-		if got := tomlDidYouMean(tc.in, keys); got != want {
-			t.Errorf("tomlDidYouMean(%q) = %q, want %q", tc.in, got, want)
+		if got := tomlDidYouMean(tc.in, keys); got != tc.want {
+			t.Errorf("tomlDidYouMean(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // slurm runs the Slurm client commands, each by absolute path (bin/sbatch, ...) and under its
@@ -70,20 +71,15 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// maxLine is what text.OneLine keeps of one line of outside text in the sweep's summary; with
+// the "..." of a cut, at most 200 bytes.
+const maxLine = 197
+
 // lastLine is the last non-blank line of s, trimmed and cut to 200 bytes: what goes into a
 // one-line reason.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return oneLine(lines[len(lines)-1])
-}
-
-// oneLine turns control characters into spaces, squeezes blanks and cuts s to 200 bytes.
-func oneLine(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' }), " ")
-	if len(s) > 200 {
-		s = strings.ToValidUTF8(s[:197], "") + "..."
-	}
-	return s
+	return text.OneLine(lines[len(lines)-1], maxLine)
 }
 
 // nodeState is one node as sinfo lists it.
@@ -165,7 +161,7 @@ func (n nodeState) unavailable() string {
 func parseJobID(out string) (string, error) {
 	id, _, _ := strings.Cut(strings.TrimSpace(out), ";")
 	if id == "" || strings.Trim(id, "0123456789") != "" {
-		return "", fmt.Errorf("sbatch --parsable printed %q, not a job id", oneLine(out))
+		return "", fmt.Errorf("sbatch --parsable printed %q, not a job id", text.OneLine(out, maxLine))
 	}
 	return id, nil
 }

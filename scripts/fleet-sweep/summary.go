@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // nodeRun is everything the sweep learnt about one node: its job and what the job left.
@@ -172,7 +173,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 				continue
 			}
 			if n == 0 {
-				f.Check, f.Status, f.Summary = c.Check, c.Status, oneLine(c.Summary)
+				f.Check, f.Status, f.Summary = c.Check, c.Status, text.OneLine(c.Summary, maxLine)
 			}
 			n++
 		}
@@ -184,7 +185,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 	f.Status = "unhealthy"
 	f.Summary = "report says unhealthy, with no failing check"
 	if rep.ConfigError != "" {
-		f.Summary += "; config error: " + oneLine(rep.ConfigError)
+		f.Summary += "; config error: " + text.OneLine(rep.ConfigError, maxLine)
 	}
 	return f
 }

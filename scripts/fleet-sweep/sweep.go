@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // options is the sweep as the command line asked for it.
@@ -378,7 +379,7 @@ func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
 		}
 		for _, r := range bad {
 			if why := by[r.Node].unavailable(); why != "" {
-				r.NodeNow = "now " + oneLine(why)
+				r.NodeNow = "now " + text.OneLine(why, maxLine)
 			}
 		}
 	}
