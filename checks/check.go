@@ -82,7 +82,7 @@ type Check interface {
 type Env struct {
 	Facts  node.Facts
 	Config *config.Config // effective for this node (groups applied)
-	Mode   Mode
+	Mode   config.Mode
 	Node   string // the node's Slurm name
 	Job    Job
 	Slurm  *SlurmFiles

@@ -87,7 +87,7 @@ func gpuEnv(f node.Facts, name string, cfg *config.Config) *Env {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	return &Env{Facts: f, Config: cfg, Mode: ModeHealth, Node: name, ReadOnly: true,
+	return &Env{Facts: f, Config: cfg, Mode: config.ModeHealth, Node: name, ReadOnly: true,
 		Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 }
 

@@ -79,7 +79,7 @@ func (t *jobGPU) stop(status Status, format string, args ...any) {
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.JobLeftovers
-	if env.Mode != ModeProlog && env.Mode != ModeEpilog {
+	if env.Mode != config.ModeProlog && env.Mode != config.ModeEpilog {
 		return Result{Status: StatusSkip, Summary: summaryNotInJob + " (mode " + string(env.Mode) + ")"}
 	}
 	if strings.TrimSpace(env.Job.GPUs) == "" {
@@ -159,7 +159,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 		return res
 	}
 	gpusText := countNoun(len(labels), "GPU", "GPUs") + " (" + strings.Join(labels, ", ") + ")"
-	if env.Mode == ModeEpilog {
+	if env.Mode == config.ModeEpilog {
 		res.Summary = "no compute process left and memory released on the job's " + gpusText
 	} else {
 		res.Summary = "no process and no held memory on the job's " + gpusText + " before it starts"
@@ -322,7 +322,7 @@ func findNVMLDevices(gpus []jobGPU, inv node.GPUInventory) {
 }
 
 // judgeJobGPU is the verdict on one of the job's GPUs.
-func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail {
+func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string) Detail {
 	g := t.gpu
 	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK,
 		Expected: fmt.Sprintf("no process, at most %d MiB used", maxMiB)}
@@ -346,11 +346,11 @@ func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail
 	if len(procs) > 0 {
 		descs := make([]string, len(procs))
 		for k, p := range procs {
-			descs[k] = describeProcess(p, mode == ModeProlog && ownedByJobUser(p, jobUID, jobUser))
+			descs[k] = describeProcess(p, mode == config.ModeProlog && ownedByJobUser(p, jobUID, jobUser))
 		}
 		d.Status = StatusFail
 		what := "left"
-		if mode == ModeProlog {
+		if mode == config.ModeProlog {
 			// Nothing of this job runs yet: whoever owns it, the process would share the GPU.
 			what = "before the job starts"
 		}
@@ -365,7 +365,7 @@ func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail
 	if g.Memory.UsedMiB > uint64(max(maxMiB, 0)) {
 		d.Status = StatusFail
 		verb := "memory not released"
-		if mode == ModeProlog {
+		if mode == config.ModeProlog {
 			verb = "memory held before the job starts"
 		}
 		d.Message = fmt.Sprintf("%s: %d MiB used with no process, max %d MiB", verb, g.Memory.UsedMiB, maxMiB)

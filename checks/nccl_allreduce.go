@@ -110,11 +110,11 @@ func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.NCCLAllReduce
 	var notes []Detail
 	switch env.Mode {
-	case ModeProlog:
+	case config.ModeProlog:
 		// Config validation refuses "prolog" in modes; a config built in code could still
 		// ask, and the answer is the same.
 		return c.notRun(ctx, env, ncclPrologSummary)
-	case ModeHealth, ModeEpilog:
+	case config.ModeHealth, config.ModeEpilog:
 		busy, unsure := c.busy(ctx, env, cfg, true)
 		if busy == "" && unsure != "" {
 			busy = "cannot tell whether the node is idle (" + unsure + "): not running all_reduce_perf in " + string(env.Mode) + " mode"

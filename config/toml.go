@@ -62,7 +62,7 @@ type LogConfig struct {
 type CheckCommon struct {
 	Enabled bool          `toml:"enabled"`
 	Timeout time.Duration `toml:"timeout"`
-	// Modes lists the modes the check runs in (prolog, epilog, health, manual); in the others it skips.
+	// Modes lists the modes the check runs in, by name (Modes); in the others it skips.
 	Modes []string `toml:"modes"`
 }
 
@@ -108,9 +108,6 @@ type Group struct {
 	Checks map[string]map[string]any `toml:"checks"`
 }
 
-// Modes nodecheck runs in; the checks package has the typed twin (checks.Mode).
-var configModes = []string{"prolog", "epilog", "health", "manual"}
-
 // configLogLevels are the levels zerolog is configured with.
 var configLogLevels = []string{"debug", "info", "warn", "error"}
 
@@ -142,7 +139,7 @@ func Default() *Config {
 }
 
 // allModes is a fresh slice of every mode for each check's default.
-func allModes() []string { return slices.Clone(configModes) }
+func allModes() []string { return modeNames() }
 
 // maxConfigSize bounds what LoadConfig reads: a real nodecheck.toml is a few KiB, and a
 // file of megabytes is a wrong --config (a log, a core file) better refused than parsed.
@@ -357,9 +354,9 @@ func (c *Config) validate() []tomlKeyError {
 	if c.Log.File != "" && !strings.HasPrefix(c.Log.File, "/") {
 		add([]string{"log", "file"}, " = %q: give an absolute path: Slurm hooks run in slurmd's working directory", c.Log.File)
 	}
-	for _, m := range configModes {
+	for _, m := range Modes() {
 		if b := c.Budget.For(m); b < 0 {
-			add([]string{"budget", m}, " = %q: must not be negative; \"0s\" means no limit", b)
+			add([]string{"budget", string(m)}, " = %q: must not be negative; \"0s\" means no limit", b)
 		}
 	}
 
@@ -393,21 +390,6 @@ func (c *Config) validate() []tomlKeyError {
 		}
 	}
 	return errs
-}
-
-// For returns the budget of a mode by name; zero (no limit) for an unknown one.
-func (b Budget) For(mode string) time.Duration {
-	switch mode {
-	case "prolog":
-		return b.Prolog
-	case "epilog":
-		return b.Epilog
-	case "health":
-		return b.Health
-	case "manual":
-		return b.Manual
-	}
-	return 0
 }
 
 // commoner is implemented by every check section through its embedded CheckCommon.
@@ -450,16 +432,17 @@ func (cc *CheckCommon) validateCommon(p []string, b Budget) []tomlKeyError {
 	if cc.Enabled && len(cc.Modes) == 0 {
 		add("modes", " is empty: list the modes the check runs in, such as [\"health\", \"manual\"]; to turn the check off set enabled = false")
 	}
+	names := modeNames()
 	seen := map[string]bool{}
 	for _, m := range cc.Modes {
-		switch {
-		case !slices.Contains(configModes, m):
-			add("modes", ": %q is not a mode; use %s%s", m, tomlOrList(configModes), tomlDidYouMean(m, configModes))
+		switch budget := b.For(Mode(m)); {
+		case !slices.Contains(names, m):
+			add("modes", ": %q is not a mode; use %s%s", m, tomlOrList(names), tomlDidYouMean(m, names))
 		case seen[m]:
 			add("modes", ": %q is listed twice", m)
-		case cc.Enabled && b.For(m) > 0 && cc.Timeout > b.For(m):
+		case cc.Enabled && budget > 0 && cc.Timeout > budget:
 			add("timeout", " = %q is longer than budget.%s = %q, and the check runs in %s; lower the timeout or take %q out of modes",
-				cc.Timeout, m, b.For(m), m, m)
+				cc.Timeout, m, budget, m, m)
 		}
 		seen[m] = true
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // SchemaVersion is the "schema" key of the JSON output. It changes only if a key changes
@@ -19,7 +20,7 @@ const SchemaVersion = 1
 type jsonReport struct {
 	Schema      int          `json:"schema"`
 	Node        string       `json:"node"`
-	Mode        checks.Mode  `json:"mode"`
+	Mode        config.Mode  `json:"mode"`
 	Healthy     bool         `json:"healthy"`
 	StartedAt   string       `json:"started_at"`
 	DurationMS  float64      `json:"duration_ms"`
