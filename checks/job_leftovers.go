@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
@@ -167,33 +168,38 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	return res
 }
 
-// parseJobGPUs reads SLURM_JOB_GPUS: a comma-separated list of indices. Slurm 22.05's slurmd
-// writes "0" and "0,1" (observed in the test bed, with --gres=gpu:1 and gpu:2); ranges
-// ("0-3"), which Slurm's bitmap printer writes elsewhere, are read too. Duplicates are
-// dropped; the order is kept.
+// parseJobGPUs reads SLURM_JOB_GPUS: a comma-separated list of indices (slurm.ParseRangeList).
+// Slurm 22.05's slurmd writes "0" and "0,1" (observed in the test bed, with --gres=gpu:1 and
+// gpu:2); ranges ("0-3"), which Slurm's bitmap printer writes elsewhere, are read too.
+// Duplicates are dropped; the order is kept.
 func parseJobGPUs(s string) ([]int, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("SLURM_JOB_GPUS=%q: %s; want indices into gres.conf's GPU files such as \"0,1\"", s, why)
 	}
-	if strings.TrimSpace(s) == "NoDevFiles" {
+	// slurmd writes no blanks; blanks around an index (a variable set by hand) are forgiven.
+	parts := strings.Split(strings.TrimSpace(s), ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	list := strings.Join(parts, ",")
+	if list == "NoDevFiles" {
 		// What Slurm writes when gres.conf gives the GPUs no File=.
 		return nil, bad("Slurm knows no device files for the job's GPUs (gres.conf has no File= for them)")
 	}
+	ranges, err := slurm.ParseRangeList(list, maxJobGPUIndex-1)
+	var re *slurm.RangeListError
+	switch {
+	case errors.As(err, &re):
+		return nil, bad(fmt.Sprintf("%q is not an index", re.Elem))
+	case err != nil:
+		return nil, bad(err.Error())
+	case len(ranges) == 0:
+		return nil, bad(`"" is not an index`)
+	}
 	var out []int
 	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		first, err1 := strconv.Atoi(lo)
-		last := first
-		var err2 error
-		if isRange {
-			last, err2 = strconv.Atoi(hi)
-		}
-		if part == "" || err1 != nil || err2 != nil || first < 0 || last < first || last >= maxJobGPUIndex {
-			return nil, bad(fmt.Sprintf("%q is not an index", part))
-		}
-		for i := first; i <= last; i++ {
+	for _, r := range ranges {
+		for i := r.First; i <= r.Last; i++ {
 			if !seen[i] {
 				seen[i] = true
 				out = append(out, i)

@@ -17,6 +17,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
@@ -369,7 +370,7 @@ func (c *Config) validate() []tomlKeyError {
 		gp := []string{"group", tomlIndex(i)}
 		if strings.TrimSpace(g.Nodes) == "" {
 			add(gp, ": no nodes; set nodes to the Slurm hostlist the group applies to, such as \"gpu[01-32]\"")
-		} else if hl, err := ParseHostlist(g.Nodes); err != nil {
+		} else if hl, err := slurm.ParseHostlist(g.Nodes); err != nil {
 			add(append(slices.Clip(gp), "nodes"), ": %v", err)
 		} else if hl.Len() == 0 {
 			add(append(slices.Clip(gp), "nodes"), " = %q names no node; give a Slurm hostlist such as \"gpu[01-32]\"", g.Nodes)
@@ -501,7 +502,7 @@ func (c *Config) ForNode(name string) (*Config, error) {
 	out.Groups = nil
 	var applied []string
 	for i, g := range c.Groups {
-		hl, err := ParseHostlist(g.Nodes)
+		hl, err := slurm.ParseHostlist(g.Nodes)
 		if err != nil {
 			return nil, fmt.Errorf("config for node %s: group[%d].nodes: %w", name, i, err)
 		}

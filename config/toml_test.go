@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,14 +16,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // tomlExampleFile is the commented example shipped for admins (repo-root testdata).
 const tomlExampleFile = "../testdata/nodecheck.toml"
 
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ instead of comparing with them")
+
 // tomlHostlistError is ParseHostlist's error for expr, which hostlist_test.go pins down.
 func tomlHostlistError(expr string) string {
-	_, err := ParseHostlist(expr)
+	_, err := slurm.ParseHostlist(expr)
 	if err == nil {
 		panic("hostlist " + expr + " is valid")
 	}
@@ -889,7 +894,7 @@ func TestEncodeDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "toml", "default.golden")
-	if updateGoldens() {
+	if *update {
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -1088,7 +1093,7 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 		for _, g := range cfg.Groups {
-			if h, err := ParseHostlist(g.Nodes); err == nil && h.Len() > 0 {
+			if h, err := slurm.ParseHostlist(g.Nodes); err == nil && h.Len() > 0 {
 				var first string
 				h.Each(func(name string) bool { first = name; return false }) // a range may hold millions
 				if _, err := cfg.ForNode(first); err != nil {

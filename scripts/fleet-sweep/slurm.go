@@ -10,13 +10,13 @@ import (
 	"strings"
 	"time"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
-// slurm runs the Slurm client commands, each by absolute path (bin/sbatch, ...) and under its
+// slurmClient runs the Slurm client commands, each by absolute path (bin/sbatch, ...) and under its
 // own deadline: a controller that does not answer stalls a client for minutes otherwise.
-type slurm struct {
+type slurmClient struct {
 	bin     string        // directory of sbatch, squeue, sinfo, scontrol, scancel: /usr/bin
 	env     []string      // environment of every command (SLURM_CONF comes from here)
 	timeout time.Duration // each command's limit
@@ -28,7 +28,7 @@ const maxSlurmOutput = 16 << 20
 
 // cmd runs bin/prog args and returns its stdout. An error names the command and carries the
 // last line of its stderr ("sbatch: error: Invalid partition name specified").
-func (s *slurm) cmd(ctx context.Context, prog string, args ...string) (string, error) {
+func (s *slurmClient) cmd(ctx context.Context, prog string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	path := filepath.Join(s.bin, prog)
@@ -96,13 +96,13 @@ const sinfoFormat = "%N|%T|%E"
 // nodeStates lists the nodes of a partition, or the given nodes (in the partition, when one
 // is given), with their states. sinfo lists nothing, without an error, for an unknown
 // partition or node: the caller checks what is missing.
-func (s *slurm) nodeStates(ctx context.Context, partition string, nodes []string) ([]nodeState, error) {
+func (s *slurmClient) nodeStates(ctx context.Context, partition string, nodes []string) ([]nodeState, error) {
 	args := []string{"-h", "-N", "-o", sinfoFormat}
 	if partition != "" {
 		args = append(args, "-p", partition)
 	}
 	if len(nodes) > 0 {
-		args = append(args, "-n", config.CompressHostlist(nodes))
+		args = append(args, "-n", slurm.CompressHostlist(nodes))
 	}
 	out, err := s.cmd(ctx, "sinfo", args...)
 	if err != nil {
@@ -167,7 +167,7 @@ func parseJobID(out string) (string, error) {
 }
 
 // submit submits a batch job and returns its id.
-func (s *slurm) submit(ctx context.Context, args []string) (string, error) {
+func (s *slurmClient) submit(ctx context.Context, args []string) (string, error) {
 	out, err := s.cmd(ctx, "sbatch", args...)
 	if err != nil {
 		return "", err
@@ -187,7 +187,7 @@ const squeueFormat = "%i|%T|%r"
 // queue returns the states of the given jobs that squeue still knows, finished ones included
 // (-t all) until MinJobAge (300 s by default) after their end. A job missing from the map is
 // gone from the controller.
-func (s *slurm) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
+func (s *slurmClient) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
 	out, err := s.cmd(ctx, "squeue", "-h", "-t", "all", "-o", squeueFormat, "-j", strings.Join(ids, ","))
 	if err != nil {
 		// squeue -j with only unknown ids fails: "slurm_load_jobs error: Invalid job id specified".
@@ -228,7 +228,7 @@ func finished(state string) bool {
 }
 
 // showJob returns the fields of `scontrol show job -o ID` (JobState, Reason, ExitCode, ...).
-func (s *slurm) showJob(ctx context.Context, id string) (map[string]string, error) {
+func (s *slurmClient) showJob(ctx context.Context, id string) (map[string]string, error) {
 	out, err := s.cmd(ctx, "scontrol", "show", "job", "-o", id)
 	if err != nil {
 		return nil, err
@@ -252,7 +252,7 @@ func parseShowJob(out string) map[string]string {
 }
 
 // cancel cancels jobs.
-func (s *slurm) cancel(ctx context.Context, ids []string) error {
+func (s *slurmClient) cancel(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

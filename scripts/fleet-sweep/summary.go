@@ -13,7 +13,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
@@ -140,7 +140,7 @@ func summarize(runs []nodeRun) summary {
 		}
 		s.Failing = append(s.Failing, firstFailure(r, rep))
 	}
-	s.HealthyHostlist = config.CompressHostlist(s.Healthy)
+	s.HealthyHostlist = slurm.CompressHostlist(s.Healthy)
 	s.AllHealthy = len(runs) > 0 && len(s.Healthy) == len(runs)
 	slices.SortStableFunc(s.BusBW, func(a, b busBW) int {
 		if a.GBps != b.GBps {

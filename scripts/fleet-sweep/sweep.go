@@ -14,7 +14,7 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
@@ -56,7 +56,7 @@ func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
-	s := &slurm{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout}
+	s := &slurmClient{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout}
 
 	nodes, err := resolveNodes(ctx, s, o)
 	if err != nil {
@@ -66,7 +66,7 @@ func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
 	for _, a := range o.argsFor {
 		for _, n := range a.nodes {
 			if !slices.ContainsFunc(nodes, func(st nodeState) bool { return st.name == n }) {
-				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, config.CompressHostlist(names(nodes)))
+				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, slurm.CompressHostlist(names(nodes)))
 			}
 			perNode[n] = append(perNode[n], a.args...)
 		}
@@ -138,10 +138,10 @@ func sweep(ctx context.Context, o options, log io.Writer) ([]nodeRun, error) {
 
 // resolveNodes lists the nodes to sweep with their states: the --nodes hostlist (each must be
 // known to Slurm, in --partition when given), or every node of --partition.
-func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error) {
+func resolveNodes(ctx context.Context, s *slurmClient, o options) ([]nodeState, error) {
 	var want []string
 	if o.nodes != "" {
-		all, err := config.ExpandHostlist(o.nodes)
+		all, err := slurm.ExpandHostlist(o.nodes)
 		if err != nil {
 			return nil, usagef("--nodes: %v", err)
 		}
@@ -185,14 +185,14 @@ func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error)
 		if o.partition != "" {
 			where = "partition " + o.partition
 		}
-		return nil, usagef("--nodes: %s not in %s (sinfo lists no such node)", config.CompressHostlist(unknown), where)
+		return nil, usagef("--nodes: %s not in %s (sinfo lists no such node)", slurm.CompressHostlist(unknown), where)
 	}
 	return nodes, nil
 }
 
 // submitAll writes each node's batch script and submits it, a few at a time, until the
 // deadline. A node whose submission fails is skipped with sbatch's error.
-func submitAll(ctx context.Context, s *slurm, o options, runs []nodeRun, perNode map[string][]string, deadline time.Time, log io.Writer) {
+func submitAll(ctx context.Context, s *slurmClient, o options, runs []nodeRun, perNode map[string][]string, deadline time.Time, log io.Writer) {
 	work := make(chan int)
 	var wg sync.WaitGroup
 	for range submitWorkers {
@@ -271,7 +271,7 @@ func batchScript(node, sbatch string, sbatchArgs, argv []string) string {
 
 // wait polls squeue until every job has finished or left the queue, or the context ends.
 // It reports whether the context ended by interruption rather than the deadline.
-func wait(ctx context.Context, s *slurm, o options, runs []nodeRun, log io.Writer) bool {
+func wait(ctx context.Context, s *slurmClient, o options, runs []nodeRun, log io.Writer) bool {
 	var lastErr string
 	for {
 		active := activeJobs(runs)
@@ -326,7 +326,7 @@ func activeJobs(runs []nodeRun) []*nodeRun {
 // up to o.outputWait for one to appear (a shared filesystem may show a file written on another
 // host a moment late); then scontrol gives its exit code, and sinfo the node's state for every
 // node left without a report: a failed prolog, say, has drained the node with its reason.
-func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
+func collect(ctx context.Context, s *slurmClient, o options, runs []nodeRun) {
 	read := func(r *nodeRun) bool {
 		r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
 		_, perr := reportOf(*r)

@@ -1,4 +1,4 @@
-package config
+package slurm
 
 // Lint: slurm.conf and gres.conf checked against each other for every node, the way slurmd
 // and slurmctld will judge them (src/interfaces/gres.c: _check_conf_mismatch, _merge_gres2),
@@ -1009,20 +1009,9 @@ func (e *evalCtx) checkCores(ls []*GresLine) {
 	for _, g := range ls {
 		if m := g.MaxCore(); m >= cpus {
 			e.emit(SeverityError, g.Pos, "Cores=%s names CPU %d, but %s gives %s %d CPUs (%s): slurmd refuses the line (fatal: Invalid GRES data ... only %d CPUs are available): fix Cores=",
-				coresText(g.Cores), m, ref(topologyPos(e.nl)), nodesPlaceholder, cpus, topologyText(e.nl), cpus)
+				FormatRangeList(g.Cores), m, ref(topologyPos(e.nl)), nodesPlaceholder, cpus, topologyText(e.nl), cpus)
 		}
 	}
-}
-
-func coresText(cs []CoreRange) string {
-	parts := make([]string, len(cs))
-	for i, c := range cs {
-		parts[i] = strconv.Itoa(c.First)
-		if c.Last != c.First {
-			parts[i] += "-" + strconv.Itoa(c.Last)
-		}
-	}
-	return strings.Join(parts, ",")
 }
 
 func topologyPos(n NodeLine) Pos {

@@ -1,10 +1,11 @@
-package config
+package slurm
 
 // gres.conf: which generic resources (GPUs, MPS, shards, bandwidth, ...) each node has, and
 // through which device files. The syntax is slurm.conf's (see slurmconf.go); the keys and their
 // meaning follow Slurm's src/interfaces/gres.c (_parse_gres_config) and gres.conf(5).
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,11 +34,6 @@ const maxGresFiles = 1 << 16
 // maxCore bounds core indices in Cores=; Slurm keeps CPU counts in 16 bits.
 const maxCore = 1<<16 - 1
 
-// CoreRange is one element of Cores=: the cores First through Last, inclusive.
-type CoreRange struct {
-	First, Last int
-}
-
 // GresLine is one gres.conf line with Name= (a GRES definition), as written.
 type GresLine struct {
 	Pos Pos
@@ -56,7 +52,7 @@ type GresLine struct {
 	AutoDetect string
 	// Cores is Cores= (or the older CPUs=), brackets removed: Cores=[0-3] and Cores=0-3 are
 	// both {0, 3}. Nil when not given.
-	Cores []CoreRange
+	Cores []Range
 	// Links is Links= (or Link=): one number per GPU of the node, -1 for this GPU itself.
 	// Nil when not given or when Slurm would ignore it (see Problems).
 	Links []int
@@ -378,29 +374,17 @@ func gresPerFileCount(name string) bool {
 }
 
 // cores parses Cores= (or CPUs=): "0-15", "0,1", "[0-3]", "0,2-3".
-func (p *gresParser) cores(pos Pos, nodes, key, v string) []CoreRange {
+func (p *gresParser) cores(pos Pos, nodes, key, v string) []Range {
 	s := strings.TrimSpace(v)
 	// Cores=[0-3] is the "semi compact" form of Slurm's own tests (test7.17.1).
 	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
 		s = s[1 : len(s)-1]
 	}
-	if s == "" {
+	out, err := ParseRangeList(s, maxCore)
+	var re *RangeListError
+	if errors.As(err, &re) {
+		p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, re.Elem, key, key)
 		return nil
-	}
-	var out []CoreRange
-	for _, e := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(e, "-")
-		a, errA := strconv.Atoi(lo)
-		b := a
-		var errB error
-		if isRange {
-			b, errB = strconv.Atoi(hi)
-		}
-		if errA != nil || errB != nil || a < 0 || b < a || b > maxCore {
-			p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, e, key, key)
-			return nil
-		}
-		out = append(out, CoreRange{First: a, Last: b})
 	}
 	return out
 }

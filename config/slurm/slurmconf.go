@@ -1,4 +1,4 @@
-package config
+package slurm
 
 // slurm.conf, the node-related parts: NodeName=, PartitionName=, GresTypes= and Include.
 //

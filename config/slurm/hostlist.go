@@ -1,4 +1,4 @@
-package config
+package slurm
 
 // Slurm hostlist expressions, as src/common/hostlist.c reads and prints them.
 //
