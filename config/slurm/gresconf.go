@@ -1,7 +1,7 @@
 package slurm
 
 // gres.conf: which generic resources (GPUs, MPS, shards, bandwidth, ...) each node has, and
-// through which device files. The syntax is slurm.conf's (see slurmconf.go); the keys and their
+// through which device files. The syntax is slurm.conf's (confscan.go); the keys and their
 // meaning follow Slurm's src/interfaces/gres.c (_parse_gres_config) and gres.conf(5).
 
 import (
@@ -184,8 +184,33 @@ type gresRaw struct {
 }
 
 func (p *gresParser) line(l confLine) {
-	raw := gresRaw{set: map[string]string{}, spelt: map[string]string{}}
-	nodes := ""
+	raw, nodes := p.fields(l)
+	line := p.head(l.Pos, &raw, nodes)
+	name, hasName := raw.set["Name"]
+	if !hasName || name == "" {
+		p.autoDetectOnly(l, raw, line, nodes)
+		return
+	}
+	line.Name = name
+	line.Type = raw.set["Type"]
+	if line.AutoDetect != "" {
+		if _, hasNode := raw.set["NodeName"]; !hasNode {
+			p.problem(SeverityWarning, l.Pos, nodes, "AutoDetect= on a Name= line without NodeName= has no effect (Slurm: In-line AutoDetect requires NodeName to take effect): put AutoDetect=%s on a line of its own", line.AutoDetect)
+		} else if line.NodeNames != nil {
+			p.g.NodeAutoDetect = append(p.g.NodeAutoDetect, AutoDetectLine{Pos: l.Pos, NodeNames: line.NodeNames, Value: line.AutoDetect})
+		}
+	}
+	p.values(&line, &raw, nodes)
+	if raw.broken {
+		return
+	}
+	p.g.Lines = append(p.g.Lines, line)
+}
+
+// fields collects a line's keys in Slurm's spelling, reporting what is not key=value, unknown
+// keys and keys given twice. nodes is NodeName= as written, for messages.
+func (p *gresParser) fields(l confLine) (raw gresRaw, nodes string) {
+	raw = gresRaw{set: map[string]string{}, spelt: map[string]string{}}
 	for _, f := range l.Fields {
 		if strings.EqualFold(f.Key, "nodename") && f.HasEq {
 			nodes = f.Value
@@ -211,17 +236,20 @@ func (p *gresParser) line(l confLine) {
 		raw.set[key] = f.Value
 		raw.spelt[key] = f.Key
 	}
+	return raw, nodes
+}
 
-	var line GresLine
-	line.Pos = l.Pos
+// head reads what every line may have, with or without Name=: NodeName= and AutoDetect=.
+func (p *gresParser) head(pos Pos, raw *gresRaw, nodes string) GresLine {
+	line := GresLine{Pos: pos}
 	if v, ok := raw.set["NodeName"]; ok {
 		h, err := ParseHostlist(v)
 		switch {
 		case err != nil:
-			p.problem(SeverityError, l.Pos, "", "NodeName=%s: %s; Slurm skips this line on every node", v, confHostlistReason(err))
+			p.problem(SeverityError, pos, "", "NodeName=%s: %s; Slurm skips this line on every node", v, confHostlistReason(err))
 			raw.broken = true
 		case h.Len() == 0:
-			p.problem(SeverityError, l.Pos, "", "NodeName= is empty: name the nodes, or drop NodeName= to apply the line to every node")
+			p.problem(SeverityError, pos, "", "NodeName= is empty: name the nodes, or drop NodeName= to apply the line to every node")
 			raw.broken = true
 		default:
 			line.NodeNames = h
@@ -230,25 +258,18 @@ func (p *gresParser) line(l confLine) {
 	if v, ok := raw.set["AutoDetect"]; ok {
 		line.AutoDetect = strings.ToLower(v)
 		if !confContainsFold(autoDetectValues, v) {
-			p.problem(SeverityWarning, l.Pos, nodes, "AutoDetect=%s is not one of %s; Slurm treats it as unset", v, strings.Join(autoDetectValues, ", "))
+			p.problem(SeverityWarning, pos, nodes, "AutoDetect=%s is not one of %s; Slurm treats it as unset", v, strings.Join(autoDetectValues, ", "))
 		}
 	}
-	name, hasName := raw.set["Name"]
-	if !hasName || name == "" {
-		p.autoDetectOnly(l, raw, line, nodes)
-		return
-	}
-	line.Name = name
-	line.Type = raw.set["Type"]
-	if line.AutoDetect != "" {
-		if _, hasNode := raw.set["NodeName"]; !hasNode {
-			p.problem(SeverityWarning, l.Pos, nodes, "AutoDetect= on a Name= line without NodeName= has no effect (Slurm: In-line AutoDetect requires NodeName to take effect): put AutoDetect=%s on a line of its own", line.AutoDetect)
-		} else if line.NodeNames != nil {
-			p.g.NodeAutoDetect = append(p.g.NodeAutoDetect, AutoDetectLine{Pos: l.Pos, NodeNames: line.NodeNames, Value: line.AutoDetect})
-		}
-	}
+	return line
+}
+
+// values reads the keys of a GRES definition (a line with Name=): its files, count, cores,
+// links and flags.
+func (p *gresParser) values(line *GresLine, raw *gresRaw, nodes string) {
+	pos := line.Pos
 	if v, ok := raw.set["File"]; ok {
-		files, ok := p.files(l.Pos, nodes, raw.spelt["File"], v)
+		files, ok := p.files(pos, nodes, raw.spelt["File"], v)
 		if !ok {
 			raw.broken = true
 		}
@@ -256,9 +277,9 @@ func (p *gresParser) line(l confLine) {
 	}
 	if v, ok := raw.set["MultipleFiles"]; ok {
 		if _, both := raw.set["File"]; both {
-			p.problem(SeverityError, l.Pos, nodes, "File= and MultipleFiles= on one line: Slurm refuses this (fatal: File and MultipleFiles options are mutually exclusive); keep one")
+			p.problem(SeverityError, pos, nodes, "File= and MultipleFiles= on one line: Slurm refuses this (fatal: File and MultipleFiles options are mutually exclusive); keep one")
 		}
-		files, ok := p.files(l.Pos, nodes, "MultipleFiles", v)
+		files, ok := p.files(pos, nodes, "MultipleFiles", v)
 		if !ok {
 			raw.broken = true
 		}
@@ -267,10 +288,10 @@ func (p *gresParser) line(l confLine) {
 	if v, ok := raw.set["Count"]; ok {
 		n, err := parseGresCount(v)
 		if err != nil {
-			p.problem(SeverityError, l.Pos, nodes, "Count=%s: %v: Slurm refuses the line (fatal: invalid count); write a number with an optional K, M, G or T suffix", v, err)
+			p.problem(SeverityError, pos, nodes, "Count=%s: %v: Slurm refuses the line (fatal: invalid count); write a number with an optional K, M, G or T suffix", v, err)
 		} else {
 			line.Count, line.CountSet = n, true
-			p.checkCount(l.Pos, nodes, line)
+			p.checkCount(pos, nodes, *line)
 		}
 	}
 	cores, coresKey := raw.set["Cores"], "Cores"
@@ -278,23 +299,19 @@ func (p *gresParser) line(l confLine) {
 		cores, coresKey = raw.set["CPUs"], "CPUs"
 	}
 	if _, ok := raw.set[coresKey]; ok {
-		line.Cores = p.cores(l.Pos, nodes, raw.spelt[coresKey], cores)
+		line.Cores = p.cores(pos, nodes, raw.spelt[coresKey], cores)
 	}
 	if v, ok := raw.set["Links"]; ok {
-		line.Links = p.links(l.Pos, nodes, line, v)
+		line.Links = p.links(pos, nodes, *line, v)
 	}
 	if v, ok := raw.set["Flags"]; ok {
 		line.Flags = confSplitList(v)
 		for _, f := range line.Flags {
 			if !confContainsFold(gresFlags, f) {
-				p.problem(SeverityWarning, l.Pos, nodes, "Flags=%s: %q is not a flag Slurm knows (%s)", v, f, strings.Join(gresFlags, ", "))
+				p.problem(SeverityWarning, pos, nodes, "Flags=%s: %q is not a flag Slurm knows (%s)", v, f, strings.Join(gresFlags, ", "))
 			}
 		}
 	}
-	if raw.broken {
-		return
-	}
-	p.g.Lines = append(p.g.Lines, line)
 }
 
 // autoDetectOnly handles a line without Name=: an AutoDetect setting (global, or for the
@@ -408,13 +425,4 @@ func (p *gresParser) links(pos Pos, nodes string, l GresLine, v string) []int {
 		p.problem(SeverityError, pos, nodes, "Links=%s is on a line with %d files (%s): Links describes one GPU (its -1 marks that GPU's own index), so it cannot fit %d; split the line into one line per File= with its own Links=", v, len(l.Files), CompressHostlist(l.Files), len(l.Files))
 	}
 	return out
-}
-
-func confContainsFold(list []string, s string) bool {
-	for _, e := range list {
-		if strings.EqualFold(e, s) {
-			return true
-		}
-	}
-	return false
 }
