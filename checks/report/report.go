@@ -1,5 +1,5 @@
 // Package report renders a run's results for people (a text table) and for programs (JSON
-// with a stable schema). It only formats: it never decides health or touches the node.
+// with a stable schema, the Prometheus textfile). It only formats: it never decides health.
 package report
 
 import (
