@@ -251,7 +251,7 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	case judged == 0 && optional > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: %s %s NVLink only through optional bridges (expected_links 0)",
-			listSome(optionalNames, 2), hasHave(len(optionalNames)))
+			listSome(optionalNames, 2), text.Plural(len(optionalNames), "has", "have"))
 	case judged == 0 && allDown > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: every NVLink of %s inactive (no bridge?), and expected_links does not name the model",
@@ -289,13 +289,6 @@ func linkRanges(links []int) []string {
 		i = j + 1
 	}
 	return out
-}
-
-func hasHave(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
 }
 
 // explainNVLink is what `nodecheck explain nvlink` says.

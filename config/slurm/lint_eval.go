@@ -400,12 +400,8 @@ func (e *evalCtx) checkUnder(name string, specs []GresSpec, named []*GresLine) {
 				break
 			}
 		}
-		verb := "give"
-		if len(took) == 1 {
-			verb = "gives"
-		}
 		e.emit(SeverityError, e.gresPos, "says %s for %s but %s %s %s: each node registers with fewer, slurmctld marks it INVAL and jobs stay PENDING: add File= entries or set Gres=%s",
-			s.String(), nodesPlaceholder, linesRef(took), verb, givenText(took, given), gresText(fix))
+			s.String(), nodesPlaceholder, linesRef(took), text.Plural(len(took), "gives", "give"), givenText(took, given), gresText(fix))
 	}
 }
 
