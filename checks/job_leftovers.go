@@ -187,14 +187,12 @@ func parseJobGPUs(s string) ([]int, error) {
 		return nil, bad("Slurm knows no device files for the job's GPUs (gres.conf has no File= for them)")
 	}
 	ranges, err := slurm.ParseRangeList(list, maxJobGPUIndex-1)
-	var re *slurm.RangeListError
-	switch {
-	case errors.As(err, &re):
-		return nil, bad(fmt.Sprintf("%q is not an index", re.Elem))
-	case err != nil:
-		return nil, bad(err.Error())
-	case len(ranges) == 0:
-		return nil, bad(`"" is not an index`)
+	if err != nil || len(ranges) == 0 {
+		elem := list
+		if re := (*slurm.RangeListError)(nil); errors.As(err, &re) {
+			elem = re.Elem
+		}
+		return nil, bad(fmt.Sprintf("%q is not an index", elem))
 	}
 	var out []int
 	seen := map[int]bool{}

@@ -184,7 +184,9 @@ type gresRaw struct {
 }
 
 func (p *gresParser) line(l confLine) {
-	raw, nodes := p.fields(l)
+	// Built here, not in fields, so that the maps can live on the stack.
+	raw := gresRaw{set: map[string]string{}, spelt: map[string]string{}}
+	nodes := p.fields(l, &raw)
 	line := p.head(l.Pos, &raw, nodes)
 	name, hasName := raw.set["Name"]
 	if !hasName || name == "" {
@@ -207,10 +209,9 @@ func (p *gresParser) line(l confLine) {
 	p.g.Lines = append(p.g.Lines, line)
 }
 
-// fields collects a line's keys in Slurm's spelling, reporting what is not key=value, unknown
-// keys and keys given twice. nodes is NodeName= as written, for messages.
-func (p *gresParser) fields(l confLine) (raw gresRaw, nodes string) {
-	raw = gresRaw{set: map[string]string{}, spelt: map[string]string{}}
+// fields collects a line's keys into raw in Slurm's spelling, reporting what is not key=value,
+// unknown keys and keys given twice. It returns NodeName= as written, for messages.
+func (p *gresParser) fields(l confLine, raw *gresRaw) (nodes string) {
 	for _, f := range l.Fields {
 		if strings.EqualFold(f.Key, "nodename") && f.HasEq {
 			nodes = f.Value
@@ -236,7 +237,7 @@ func (p *gresParser) fields(l confLine) (raw gresRaw, nodes string) {
 		raw.set[key] = f.Value
 		raw.spelt[key] = f.Key
 	}
-	return raw, nodes
+	return nodes
 }
 
 // head reads what every line may have, with or without Name=: NodeName= and AutoDetect=.
@@ -398,9 +399,12 @@ func (p *gresParser) cores(pos Pos, nodes, key, v string) []Range {
 		s = s[1 : len(s)-1]
 	}
 	out, err := ParseRangeList(s, maxCore)
-	var re *RangeListError
-	if errors.As(err, &re) {
-		p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, re.Elem, key, key)
+	if err != nil {
+		elem := s
+		if re := (*RangeListError)(nil); errors.As(err, &re) {
+			elem = re.Elem
+		}
+		p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, elem, key, key)
 		return nil
 	}
 	return out
