@@ -1,6 +1,6 @@
 // Package checks owns the check contract, the ordered registry, the runner and the results.
-// Checks read the node only through node.Facts and Slurm's configuration only through config;
-// they never call scontrol (drain does) and never write to the node.
+// Checks read the node only through node.Facts, their settings through config and Slurm's
+// files through config/slurm; they never call scontrol (drain does) and never write to the node.
 package checks
 
 import (
@@ -82,7 +82,7 @@ type Check interface {
 type Env struct {
 	Facts  node.Facts
 	Config *config.Config // effective for this node (groups applied)
-	Mode   Mode
+	Mode   config.Mode
 	Node   string // the node's Slurm name
 	Job    Job
 	Slurm  *SlurmFiles

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idFabricManager = "fabric_manager"
@@ -272,7 +273,7 @@ func parseFabricManagerVersion(out string) (string, error) {
 	if t := strings.TrimSpace(out); t != "" && versionRE.FindString(t) == t {
 		return t, nil
 	}
-	return "", fmt.Errorf("no \"Fabric Manager version\" in %q", clipLine(out, 60))
+	return "", fmt.Errorf("no \"Fabric Manager version\" in %q", text.OneLine(out, 60))
 }
 
 // fmService asks systemd whether the Fabric Manager unit is active: `systemctl is-active`
@@ -289,14 +290,14 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 		d.Status, d.Message = StatusError, fmt.Sprintf("run %s is-active %s: %v", systemctl, service, err)
 		return d
 	}
-	state := clipLine(out.Stdout, 40)
+	state := text.OneLine(out.Stdout, 40)
 	d.Observed = state
 	if out.ExitCode == 0 && state == "active" {
 		d.Message = service + " active"
 		return d
 	}
 	if state == "" {
-		state = fmt.Sprintf("not active (systemctl exit %d: %s)", out.ExitCode, clipLine(out.Stderr, 60))
+		state = fmt.Sprintf("not active (systemctl exit %d: %s)", out.ExitCode, text.OneLine(out.Stderr, 60))
 		d.Observed = fmt.Sprintf("exit %d", out.ExitCode)
 	}
 	d.Status = StatusFail

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 const idGPUCount = "gpu_count"
@@ -34,7 +35,7 @@ func (gpuCount) Settings(cfg *config.Config) config.CheckCommon {
 // gpuExpectation is what slurm.conf says about this node's GPUs.
 type gpuExpectation struct {
 	count uint64
-	specs []config.GresSpec // the gpu elements of Gres=, in order
+	specs []slurm.GresSpec // the gpu elements of Gres=, in order
 	// mig is set when a Gres type names a MIG profile (gpu:a100_3g.20gb:2): the count is then
 	// of MIG instances, not of physical GPUs, and cannot be compared with NVML or PCI.
 	mig bool
@@ -282,7 +283,7 @@ func expectedText(e gpuExpectation) string {
 
 // typeMismatches checks each typed gpu element of Gres= against the NVML names: at least its
 // count of GPUs must match the type (gresTypeMatches). Untyped elements (gpu:8) name no model.
-func typeMismatches(specs []config.GresSpec, names []string) []Detail {
+func typeMismatches(specs []slurm.GresSpec, names []string) []Detail {
 	var out []Detail
 	distinct := slices.Compact(slices.Sorted(slices.Values(names)))
 	for _, s := range specs {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idGPUMemoryErrors = "gpu_memory_errors"
@@ -175,7 +176,7 @@ func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
 			res.Summary += fmt.Sprintf("; %d without ECC", without)
 		}
 	}
-	res.Summary = clipLine(res.Summary, 160)
+	res.Summary = text.OneLine(res.Summary, 160)
 	return res
 }
 
@@ -284,7 +285,7 @@ func orUnknownName(name string) string {
 	if name == "" {
 		return "unnamed GPU"
 	}
-	return clipLine(name, 60)
+	return text.OneLine(name, 60)
 }
 
 // explainGPUMemoryErrors is what `nodecheck explain gpu_memory_errors` says.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idGPUModels = "gpu_models"
@@ -211,7 +212,7 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 			}
 			wrong = append(wrong, g)
 			res.Details = append(res.Details, Detail{Device: g.gpus(), Status: StatusFail,
-				Message: fmt.Sprintf("%s but %s %s %s", c.what, g.gpus(), isAre(len(g.indices)), g.label()), Observed: got, Expected: c.token})
+				Message: fmt.Sprintf("%s but %s %s %s", c.what, g.gpus(), text.Plural(len(g.indices), "is", "are"), g.label()), Observed: got, Expected: c.token})
 		}
 		switch {
 		case len(wrong) == 0:
@@ -220,7 +221,7 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 		default: // name which GPUs are wrong
 			parts := make([]string, len(wrong))
 			for i, g := range wrong {
-				parts[i] = g.gpus() + " " + isAre(len(g.indices)) + " " + g.label()
+				parts[i] = g.gpus() + " " + text.Plural(len(g.indices), "is", "are") + " " + g.label()
 			}
 			fails = append(fails, c.what+" but "+strings.Join(parts, ", "))
 		}
@@ -254,13 +255,6 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 		res.Summary = fmt.Sprintf("%s; slurm.conf names no GPU model for %s", res.Observed, env.Node)
 	}
 	return res
-}
-
-func isAre(n int) string {
-	if n == 1 {
-		return "is"
-	}
-	return "are"
 }
 
 // modelClaims lists this node's slurm.conf Feature= tokens and gpu Gres types that name a

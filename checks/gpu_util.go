@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // PCI vendor ids and class codes the GPU checks look for (include/linux/pci_ids.h; the sysfs
@@ -96,28 +97,7 @@ func listSome(items []string, max int) string {
 
 // countNoun is "1 GPU", "8 GPUs".
 func countNoun(n int, one, many string) string {
-	if n == 1 {
-		return "1 " + one
-	}
-	return strconv.Itoa(n) + " " + many
-}
-
-// clipLine makes outside output fit a summary or a drain reason (one line of printable
-// ASCII): whitespace runs become one blank, anything else outside printable ASCII (control
-// characters, invalid UTF-8, non-ASCII) becomes '?', and the text is cut at limit bytes
-// with "...".
-func clipLine(s string, limit int) string {
-	s = strings.Join(strings.Fields(s), " ")
-	s = strings.Map(func(r rune) rune {
-		if r < 0x20 || r > 0x7e {
-			return '?'
-		}
-		return r
-	}, strings.ToValidUTF8(s, "?"))
-	if len(s) <= limit {
-		return s
-	}
-	return s[:limit] + "..."
+	return strconv.Itoa(n) + " " + text.Plural(n, one, many)
 }
 
 // containsWords reports whether words appear one after another in haystack, the way
@@ -174,11 +154,11 @@ func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory
 		res.Err = errors.New(res.Summary)
 	case perr != nil:
 		res.Status, res.Err = StatusError, perr
-		res.Summary = fmt.Sprintf("%s, and the PCI bus cannot be listed to tell whether this node has GPUs: %s", why, clipLine(perr.Error(), 120))
+		res.Summary = fmt.Sprintf("%s, and the PCI bus cannot be listed to tell whether this node has GPUs: %s", why, text.OneLine(perr.Error(), 120))
 	default:
 		res.Status = StatusSkip
 		res.Summary = "no NVIDIA GPU on the PCI bus (" + why + ")"
 	}
-	res.Summary = clipLine(res.Summary, 160)
+	res.Summary = text.OneLine(res.Summary, 160)
 	return inv, res, false
 }

@@ -87,7 +87,7 @@ func gpuEnv(f node.Facts, name string, cfg *config.Config) *Env {
 	if cfg == nil {
 		cfg = config.Default()
 	}
-	return &Env{Facts: f, Config: cfg, Mode: ModeHealth, Node: name, ReadOnly: true,
+	return &Env{Facts: f, Config: cfg, Mode: config.ModeHealth, Node: name, ReadOnly: true,
 		Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 }
 
@@ -165,26 +165,6 @@ func TestPCIKinds(t *testing.T) {
 			got := [3]bool{isNVIDIAGPU(tc.dev), isNVSwitch(tc.dev), isMellanoxNet(tc.dev)}
 			if diff := cmp.Diff([3]bool{tc.gpu, tc.nvswitch, tc.hcaN}, got); diff != "" {
 				t.Errorf("(gpu, nvswitch, hca) (-want +got):\n%s", diff)
-			}
-		})
-	}
-}
-
-func TestClipLine(t *testing.T) {
-	tests := []struct {
-		name, in string
-		limit    int
-		want     string
-	}{
-		{"blanks collapse", "\n\n\tFabric  Manager\n", 80, "Fabric Manager"},
-		{"cut", "abcdefghij", 4, "abcd..."},
-		{"non-ASCII and control characters", "ab\u00e9c\x18d\xff", 80, "ab?c?d?"},
-		{"empty", "", 5, ""},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			if diff := cmp.Diff(tc.want, clipLine(tc.in, tc.limit)); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

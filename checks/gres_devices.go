@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 const idGresDevices = "gres_devices"
@@ -50,7 +51,7 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 	// without it the check cannot tell what should be there, so it says error, not ok.
 	var confErrs []Detail
 	for _, p := range gc.Problems {
-		if p.Severity == config.SeverityError && problemConcerns(p, env.Node) {
+		if p.Severity == slurm.SeverityError && problemConcerns(p, env.Node) {
 			confErrs = append(confErrs, Detail{Device: fmt.Sprintf("%s:%d", p.File, p.Line), Status: StatusError, Message: p.Message})
 		}
 	}
@@ -120,17 +121,17 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		res.Summary = first.Device + " " + first.Message + moreSuffix(len(bad)-1)
 		return res
 	}
-	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), config.CompressHostlist(filesOf(wants, func(w want) string { return w.file })))
+	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w want) string { return w.file })))
 	return res
 }
 
 // problemConcerns tells whether a gres.conf problem is about node: a problem without a node
 // list is about a line whose nodes could not be read, so it may be about any node.
-func problemConcerns(p config.Problem, node string) bool {
+func problemConcerns(p slurm.Problem, node string) bool {
 	if p.Nodes == "" {
 		return true
 	}
-	hl, err := config.ParseHostlist(p.Nodes)
+	hl, err := slurm.ParseHostlist(p.Nodes)
 	return err != nil || hl.Contains(node)
 }
 

@@ -77,7 +77,7 @@ func TestIBPorts(t *testing.T) {
 			common := cfg.Checks.IBPorts.CheckCommon
 			cfg.Checks.IBPorts = tc.cfg
 			cfg.Checks.IBPorts.CheckCommon = common
-			env := &Env{Facts: &fakeFacts{ports: tc.ports, portErr: tc.err}, Config: cfg, Mode: ModeHealth, Node: "n1"}
+			env := &Env{Facts: &fakeFacts{ports: tc.ports, portErr: tc.err}, Config: cfg, Mode: config.ModeHealth, Node: "n1"}
 			got := ibPorts{}.Run(context.Background(), env)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

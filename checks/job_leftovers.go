@@ -10,6 +10,8 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idJobLeftovers = "job_leftovers"
@@ -78,7 +80,7 @@ func (t *jobGPU) stop(status Status, format string, args ...any) {
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.JobLeftovers
-	if env.Mode != ModeProlog && env.Mode != ModeEpilog {
+	if env.Mode != config.ModeProlog && env.Mode != config.ModeEpilog {
 		return Result{Status: StatusSkip, Summary: summaryNotInJob + " (mode " + string(env.Mode) + ")"}
 	}
 	if strings.TrimSpace(env.Job.GPUs) == "" {
@@ -86,7 +88,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	}
 	indices, err := parseJobGPUs(env.Job.GPUs)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 200), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 200), Err: err}
 	}
 	gpus, res, done := mapJobGPUs(ctx, env, indices)
 	if done {
@@ -158,7 +160,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 		return res
 	}
 	gpusText := countNoun(len(labels), "GPU", "GPUs") + " (" + strings.Join(labels, ", ") + ")"
-	if env.Mode == ModeEpilog {
+	if env.Mode == config.ModeEpilog {
 		res.Summary = "no compute process left and memory released on the job's " + gpusText
 	} else {
 		res.Summary = "no process and no held memory on the job's " + gpusText + " before it starts"
@@ -166,33 +168,36 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	return res
 }
 
-// parseJobGPUs reads SLURM_JOB_GPUS: a comma-separated list of indices. Slurm 22.05's slurmd
-// writes "0" and "0,1" (observed in the test bed, with --gres=gpu:1 and gpu:2); ranges
-// ("0-3"), which Slurm's bitmap printer writes elsewhere, are read too. Duplicates are
-// dropped; the order is kept.
+// parseJobGPUs reads SLURM_JOB_GPUS: a comma-separated list of indices (slurm.ParseRangeList).
+// Slurm 22.05's slurmd writes "0" and "0,1" (observed in the test bed, with --gres=gpu:1 and
+// gpu:2); ranges ("0-3"), which Slurm's bitmap printer writes elsewhere, are read too.
+// Duplicates are dropped; the order is kept.
 func parseJobGPUs(s string) ([]int, error) {
 	bad := func(why string) error {
 		return fmt.Errorf("SLURM_JOB_GPUS=%q: %s; want indices into gres.conf's GPU files such as \"0,1\"", s, why)
 	}
-	if strings.TrimSpace(s) == "NoDevFiles" {
+	// slurmd writes no blanks; blanks around an index (a variable set by hand) are forgiven.
+	parts := strings.Split(strings.TrimSpace(s), ",")
+	for i := range parts {
+		parts[i] = strings.TrimSpace(parts[i])
+	}
+	list := strings.Join(parts, ",")
+	if list == "NoDevFiles" {
 		// What Slurm writes when gres.conf gives the GPUs no File=.
 		return nil, bad("Slurm knows no device files for the job's GPUs (gres.conf has no File= for them)")
 	}
+	ranges, err := slurm.ParseRangeList(list, maxJobGPUIndex-1)
+	if err != nil || len(ranges) == 0 {
+		elem := list
+		if re := (*slurm.RangeListError)(nil); errors.As(err, &re) {
+			elem = re.Elem
+		}
+		return nil, bad(fmt.Sprintf("%q is not an index", elem))
+	}
 	var out []int
 	seen := map[int]bool{}
-	for _, part := range strings.Split(s, ",") {
-		part = strings.TrimSpace(part)
-		lo, hi, isRange := strings.Cut(part, "-")
-		first, err1 := strconv.Atoi(lo)
-		last := first
-		var err2 error
-		if isRange {
-			last, err2 = strconv.Atoi(hi)
-		}
-		if part == "" || err1 != nil || err2 != nil || first < 0 || last < first || last >= maxJobGPUIndex {
-			return nil, bad(fmt.Sprintf("%q is not an index", part))
-		}
-		for i := first; i <= last; i++ {
+	for _, r := range ranges {
+		for i := r.First; i <= r.Last; i++ {
 			if !seen[i] {
 				seen[i] = true
 				out = append(out, i)
@@ -321,7 +326,7 @@ func findNVMLDevices(gpus []jobGPU, inv node.GPUInventory) {
 }
 
 // judgeJobGPU is the verdict on one of the job's GPUs.
-func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail {
+func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string) Detail {
 	g := t.gpu
 	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK,
 		Expected: fmt.Sprintf("no process, at most %d MiB used", maxMiB)}
@@ -345,11 +350,11 @@ func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail
 	if len(procs) > 0 {
 		descs := make([]string, len(procs))
 		for k, p := range procs {
-			descs[k] = describeProcess(p, mode == ModeProlog && ownedByJobUser(p, jobUID, jobUser))
+			descs[k] = describeProcess(p, mode == config.ModeProlog && ownedByJobUser(p, jobUID, jobUser))
 		}
 		d.Status = StatusFail
 		what := "left"
-		if mode == ModeProlog {
+		if mode == config.ModeProlog {
 			// Nothing of this job runs yet: whoever owns it, the process would share the GPU.
 			what = "before the job starts"
 		}
@@ -364,7 +369,7 @@ func judgeJobGPU(t jobGPU, mode Mode, maxMiB, jobUID int, jobUser string) Detail
 	if g.Memory.UsedMiB > uint64(max(maxMiB, 0)) {
 		d.Status = StatusFail
 		verb := "memory not released"
-		if mode == ModeProlog {
+		if mode == config.ModeProlog {
 			verb = "memory held before the job starts"
 		}
 		d.Message = fmt.Sprintf("%s: %d MiB used with no process, max %d MiB", verb, g.Memory.UsedMiB, maxMiB)
@@ -385,13 +390,13 @@ func describeProcess(p node.Process, jobsOwnUser bool) string {
 	owner := "owner unknown"
 	switch {
 	case p.User != "":
-		owner = clipLine(p.User, 32)
+		owner = text.OneLine(p.User, 32)
 	case p.UID >= 0:
 		owner = "uid " + strconv.Itoa(p.UID)
 	}
 	parts := []string{owner}
 	if p.Command != "" {
-		parts = append(parts, clipLine(p.Command, 32))
+		parts = append(parts, text.OneLine(p.Command, 32))
 	}
 	if jobsOwnUser {
 		parts = append(parts, "the job's own user")

@@ -16,6 +16,8 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idNCCLAllReduce = "nccl_allreduce"
@@ -108,11 +110,11 @@ func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.NCCLAllReduce
 	var notes []Detail
 	switch env.Mode {
-	case ModeProlog:
+	case config.ModeProlog:
 		// Config validation refuses "prolog" in modes; a config built in code could still
 		// ask, and the answer is the same.
 		return c.notRun(ctx, env, ncclPrologSummary)
-	case ModeHealth, ModeEpilog:
+	case config.ModeHealth, config.ModeEpilog:
 		busy, unsure := c.busy(ctx, env, cfg, true)
 		if busy == "" && unsure != "" {
 			busy = "cannot tell whether the node is idle (" + unsure + "): not running all_reduce_perf in " + string(env.Mode) + " mode"
@@ -243,7 +245,7 @@ func (c ncclAllReduce) busy(ctx context.Context, env *Env, cfg config.NCCLAllRed
 			}
 		}
 		if len(pids) > 0 {
-			return fmt.Sprintf("node busy: %d compute %s on the GPUs (pid %s)", len(pids), ncclPlural(len(pids), "process", "processes"), strings.Join(ncclFirstN(pids, 3), ", ")), ""
+			return fmt.Sprintf("node busy: %d compute %s on the GPUs (pid %s)", len(pids), text.Plural(len(pids), "process", "processes"), strings.Join(ncclFirstN(pids, 3), ", ")), ""
 		}
 	}
 	return "", strings.Join(unsures, "; ")
@@ -355,7 +357,7 @@ func judgeNCCL(o ncclOutcome) Result {
 		return res
 	}
 	if len(run.Failures) > 0 {
-		res.Status, res.Summary = StatusFail, "all_reduce_perf exited 0 but reported: "+ncclOneLine(run.Failures[0])
+		res.Status, res.Summary = StatusFail, "all_reduce_perf exited 0 but reported: "+text.OneLine(run.Failures[0], ncclMaxText)
 		return res
 	}
 	if o.parseErr != nil {
@@ -460,12 +462,12 @@ func ncclWrongTotal(run NCCLRun) int64 {
 func ncclWhy(run NCCLRun, stderr string) string {
 	switch {
 	case len(run.Failures) > 0:
-		return ncclOneLine(run.Failures[0])
+		return text.OneLine(run.Failures[0], ncclMaxText)
 	case len(run.Warnings) > 0:
-		return ncclOneLine(run.Warnings[0])
+		return text.OneLine(run.Warnings[0], ncclMaxText)
 	}
 	if l := ncclLastLine(stderr); l != "" {
-		return ncclOneLine(l)
+		return text.OneLine(l, ncclMaxText)
 	}
 	return "no failure line printed"
 }
@@ -490,10 +492,10 @@ func ncclProgress(run NCCLRun) string {
 func ncclFailureDetails(run NCCLRun) []Detail {
 	var out []Detail
 	for _, l := range ncclFirstN(run.Failures, 3) {
-		out = append(out, Detail{Device: "output", Status: StatusFail, Message: ncclOneLine(l)})
+		out = append(out, Detail{Device: "output", Status: StatusFail, Message: text.OneLine(l, ncclMaxText)})
 	}
 	for _, l := range ncclFirstN(run.Warnings, 3) {
-		out = append(out, Detail{Device: "output", Status: StatusWarn, Message: ncclOneLine(l)})
+		out = append(out, Detail{Device: "output", Status: StatusWarn, Message: text.OneLine(l, ncclMaxText)})
 	}
 	return out
 }
@@ -590,33 +592,13 @@ func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool
 	return Detail{}, true
 }
 
-// ncclWriteFileAtomic writes data to path through a temporary file in the same directory
-// (created, mode 0755, if missing), synced, then renamed over path.
+// ncclWriteFileAtomic writes data to path with files.WriteAtomic, creating the directory (mode
+// 0755) if missing.
 func ncclWriteFileAtomic(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("create state directory: %w", err)
 	}
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".*")
-	if err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	tmp := f.Name()
-	_, err = f.Write(data)
-	if err == nil {
-		err = f.Chmod(0o644)
-	}
-	if err == nil {
-		err = f.Sync()
-	}
-	if cerr := f.Close(); err == nil {
-		err = cerr
-	}
-	if err == nil {
-		err = os.Rename(tmp, path)
-	}
-	if err != nil {
-		os.Remove(tmp)
+	if err := files.WriteAtomic(path, data, 0o644); err != nil {
 		return fmt.Errorf("write %s: %w", path, err)
 	}
 	return nil
@@ -665,18 +647,12 @@ func ncclAge(d time.Duration) string {
 	return fmt.Sprintf("%dd", int(d/(24*time.Hour)))
 }
 
+// ncclMaxText is what text.OneLine keeps of a line of all_reduce_perf's output in a summary or
+// detail; with the "..." of a cut, at most 160 bytes.
+const ncclMaxText = 157
+
 // ncclShellLine prints argv for a message.
 func ncclShellLine(argv []string) string { return strings.Join(argv, " ") }
-
-// ncclOneLine makes text from a command fit a reason: control characters become spaces, runs of
-// blanks one space, and the result is cut at 160 bytes.
-func ncclOneLine(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' }), " ")
-	if len(s) > 160 {
-		s = strings.ToValidUTF8(s[:157], "") + "..."
-	}
-	return s
-}
 
 func ncclLastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
@@ -685,7 +661,7 @@ func ncclLastLine(s string) string {
 
 func ncclLastLineSuffix(s string) string {
 	if l := ncclLastLine(s); l != "" {
-		return ": " + ncclOneLine(l)
+		return ": " + text.OneLine(l, ncclMaxText)
 	}
 	return ""
 }
@@ -695,11 +671,4 @@ func ncclFirstN(xs []string, n int) []string {
 		return xs[:n]
 	}
 	return xs
-}
-
-func ncclPlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }

@@ -123,7 +123,7 @@ func TestNCCLAllReduce(t *testing.T) {
 
 	tests := []struct {
 		name        string
-		mode        Mode
+		mode        config.Mode
 		cfg         func(c *config.NCCLAllReduceConfig)
 		replies     map[string]reply
 		inv         node.GPUInventory
@@ -211,27 +211,27 @@ func TestNCCLAllReduce(t *testing.T) {
 			wantStatus: StatusError, wantSummary: "cannot count the GPUs for -g: NVML init ERROR_DRIVER_NOT_LOADED (or set -g in args)"},
 		{name: "no GPUs skips", replies: ok(h100), inv: node.GPUInventory{Init: "SUCCESS"},
 			wantStatus: StatusSkip, wantSummary: "NVML reports no GPUs: nothing to test"},
-		{name: "prolog never runs it", mode: ModeProlog, replies: ok(h100), wantStatus: StatusSkip,
+		{name: "prolog never runs it", mode: config.ModeProlog, replies: ok(h100), wantStatus: StatusSkip,
 			wantSummary: ncclPrologSummary + "; " + ncclNoLastRun},
 		{name: "manual: GPUs in use", replies: with(ok(h100), nvidiaSMI, reply{stdout: "4242\n4243\n"}),
 			wantStatus:  StatusSkip,
 			wantSummary: "node busy: 2 compute processes on the GPUs (pid 4242, 4243): stop them or drain the node first; " + ncclNoLastRun},
 		{name: "manual: idle probes missing do not stop an admin", replies: map[string]reply{allReducePerf: {stdout: h100}},
 			wantStatus: StatusOK, wantSummary: h100OK},
-		{name: "health: idle node runs", mode: ModeHealth, replies: ok(h100), wantStatus: StatusOK, wantSummary: h100OK},
-		{name: "health: a job step runs here", mode: ModeHealth, replies: with(ok(h100), pgrep, reply{stdout: "31337\n"}),
+		{name: "health: idle node runs", mode: config.ModeHealth, replies: ok(h100), wantStatus: StatusOK, wantSummary: h100OK},
+		{name: "health: a job step runs here", mode: config.ModeHealth, replies: with(ok(h100), pgrep, reply{stdout: "31337\n"}),
 			wantStatus: StatusSkip, wantSummary: "node busy: a Slurm job step runs here (slurmstepd pid 31337); " + ncclNoLastRun},
-		{name: "health: a compute process", mode: ModeHealth, replies: with(ok(h100), nvidiaSMI, reply{stdout: "4242\n"}),
+		{name: "health: a compute process", mode: config.ModeHealth, replies: with(ok(h100), nvidiaSMI, reply{stdout: "4242\n"}),
 			wantStatus: StatusSkip, wantSummary: "node busy: 1 compute process on the GPUs (pid 4242); " + ncclNoLastRun},
-		{name: "health: cannot tell is not idle", mode: ModeHealth, replies: map[string]reply{allReducePerf: {stdout: h100}, pgrep: {exit: 1}},
+		{name: "health: cannot tell is not idle", mode: config.ModeHealth, replies: map[string]reply{allReducePerf: {stdout: h100}, pgrep: {exit: 1}},
 			wantStatus:  StatusSkip,
 			wantSummary: "cannot tell whether the node is idle (/usr/bin/nvidia-smi not installed): not running all_reduce_perf in health mode; " + ncclNoLastRun},
-		{name: "health: a hanging probe leaves the node untested", mode: ModeHealth, replies: with(ok(h100), nvidiaSMI, reply{hang: true}),
+		{name: "health: a hanging probe leaves the node untested", mode: config.ModeHealth, replies: with(ok(h100), nvidiaSMI, reply{hang: true}),
 			wantStatus:  StatusSkip,
 			wantSummary: "cannot tell whether the node is idle (/usr/bin/nvidia-smi timed out after 10ms): not running all_reduce_perf in health mode; " + ncclNoLastRun},
 		{name: "manual: a hanging probe does not stop an admin", replies: with(ok(h100), nvidiaSMI, reply{hang: true}),
 			wantStatus: StatusOK, wantSummary: h100OK},
-		{name: "epilog: nvidia-smi failing is not idle", mode: ModeEpilog,
+		{name: "epilog: nvidia-smi failing is not idle", mode: config.ModeEpilog,
 			replies:     with(ok(h100), nvidiaSMI, reply{exit: 9, stdout: "NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n"}),
 			wantStatus:  StatusSkip,
 			wantSummary: "cannot tell whether the node is idle (/usr/bin/nvidia-smi exit code 9: NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.): not running all_reduce_perf in epilog mode; " + ncclNoLastRun},
@@ -253,7 +253,7 @@ func TestNCCLAllReduce(t *testing.T) {
 				cctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: inv}, replies: tc.replies, expire: cancel}
-				got := ncclAllReduce{}.Run(cctx, &Env{Facts: facts, Config: cfg, Mode: ModeManual})
+				got := ncclAllReduce{}.Run(cctx, &Env{Facts: facts, Config: cfg, Mode: config.ModeManual})
 				if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 					t.Errorf("(-want +got):\n%s", diff)
 				}
@@ -265,7 +265,7 @@ func TestNCCLAllReduce(t *testing.T) {
 			facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: inv, gpuErr: tc.gpuErr}, replies: tc.replies, expire: ctx.expire}
 			mode := tc.mode
 			if mode == "" {
-				mode = ModeManual
+				mode = config.ModeManual
 			}
 			env := &Env{Facts: facts, Config: cfg, Mode: mode, Node: "gpu-h100-01"}
 			got := ncclAllReduce{probeTimeout: 10 * time.Millisecond}.Run(ctx, env)
@@ -284,7 +284,7 @@ func TestNCCLAllReduce(t *testing.T) {
 				}
 			}
 			for _, a := range facts.ran {
-				if a[0] == allReducePerf && mode != ModeManual && mode != ModeHealth && mode != ModeEpilog {
+				if a[0] == allReducePerf && mode != config.ModeManual && mode != config.ModeHealth && mode != config.ModeEpilog {
 					t.Errorf("all_reduce_perf ran in %s mode", mode)
 				}
 			}
@@ -301,7 +301,7 @@ func TestNCCLAllReduceLastRun(t *testing.T) {
 	ran := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: h100Inventory(8), files: map[string]string{}},
 		replies: map[string]reply{allReducePerf: {stdout: readNCCLLog(t, h100Log)}}}
-	env := &Env{Facts: facts, Config: cfg, Mode: ModeManual}
+	env := &Env{Facts: facts, Config: cfg, Mode: config.ModeManual}
 	c := ncclAllReduce{now: func() time.Time { return ran }}
 	if got := c.Run(context.Background(), env); got.Status != StatusOK {
 		t.Fatalf("run: %s %s", got.Status, got.Summary)
@@ -327,7 +327,7 @@ func TestNCCLAllReduceLastRun(t *testing.T) {
 	// The facts serve the state file as the node would.
 	facts.files[path] = string(b)
 	c.now = func() time.Time { return ran.Add(3*time.Hour + 20*time.Minute) }
-	env.Mode = ModeProlog
+	env.Mode = config.ModeProlog
 	got := c.Run(context.Background(), env)
 	if diff := cmp.Diff(ncclPrologSummary+"; last run 3h ago: 476.5 GB/s at 4 GiB ok", got.Summary); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -9,6 +9,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 const idNodeInventory = "node_inventory"
@@ -106,7 +107,7 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 // inventoryItems lists the keys slurm.conf sets for the node, with what the node has, in
 // slurm.conf's order of specificity: CPUs, then the topology, then memory. Sockets comes
 // from Boards × SocketsPerBoard where only those are set, as Slurm derives it.
-func inventoryItems(inv node.Inventory, nl config.NodeLine) []inventoryItem {
+func inventoryItems(inv node.Inventory, nl slurm.NodeLine) []inventoryItem {
 	set := func(key string) bool { _, ok := nl.Set[key]; return ok }
 	u := func(v int) uint64 {
 		if v < 0 {

@@ -70,7 +70,7 @@ func TestNodeInventory(t *testing.T) {
 			if tc.slurmConf != "" {
 				f.files["/etc/slurm/slurm.conf"] = tc.slurmConf
 			}
-			env := &Env{Facts: f, Config: config.Default(), Mode: ModeHealth, Node: "gpu01",
+			env := &Env{Facts: f, Config: config.Default(), Mode: config.ModeHealth, Node: "gpu01",
 				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 			got := nodeInventory{}.Run(context.Background(), env)
 			if got.Status != tc.wantStatus || !strings.Contains(got.Summary, tc.wantSummary) {

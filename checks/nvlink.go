@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idNVLink = "nvlink"
@@ -120,11 +121,11 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	cfg := env.Config.Checks.NVLink
 	table, err := newNVLinkTable(cfg.ExpectedLinks)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 160), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 160), Err: err}
 	}
 	excl, err := newNVLinkExclusions(cfg.Exclude)
 	if err != nil {
-		return Result{Status: StatusError, Summary: clipLine(err.Error(), 160), Err: err}
+		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 160), Err: err}
 	}
 	inv, res, ok := nvmlGPUs(ctx, env, "NVLinks")
 	if !ok {
@@ -250,7 +251,7 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	case judged == 0 && optional > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: %s %s NVLink only through optional bridges (expected_links 0)",
-			listSome(optionalNames, 2), hasHave(len(optionalNames)))
+			listSome(optionalNames, 2), text.Plural(len(optionalNames), "has", "have"))
 	case judged == 0 && allDown > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: every NVLink of %s inactive (no bridge?), and expected_links does not name the model",
@@ -268,7 +269,7 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 			res.Summary += " (" + strings.Join(expect, ", ") + " per GPU)"
 		}
 	}
-	res.Summary = clipLine(res.Summary, 160)
+	res.Summary = text.OneLine(res.Summary, 160)
 	return res
 }
 
@@ -288,13 +289,6 @@ func linkRanges(links []int) []string {
 		i = j + 1
 	}
 	return out
-}
-
-func hasHave(n int) string {
-	if n == 1 {
-		return "has"
-	}
-	return "have"
 }
 
 // explainNVLink is what `nodecheck explain nvlink` says.

@@ -6,14 +6,16 @@ import (
 	"fmt"
 	"slices"
 	"time"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // Report is the outcome of one run.
 type Report struct {
-	Node      string    `json:"node"`
-	Mode      Mode      `json:"mode"`
-	Healthy   bool      `json:"healthy"`
-	StartedAt time.Time `json:"started_at"`
+	Node      string      `json:"node"`
+	Mode      config.Mode `json:"mode"`
+	Healthy   bool        `json:"healthy"`
+	StartedAt time.Time   `json:"started_at"`
 	Duration  time.Duration
 	Results   []Result `json:"results"`
 	// ConfigError is set when nodecheck.toml could not be used and the run went on with the

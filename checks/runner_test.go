@@ -130,7 +130,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &Env{Config: config.Default(), Mode: ModeProlog}
+			env := &Env{Config: config.Default(), Mode: config.ModeProlog}
 			start := time.Now()
 			rep := Run(context.Background(), env, tc.list, tc.opts)
 			if d := time.Since(start); d > 2*time.Second {
@@ -149,7 +149,7 @@ func TestRun(t *testing.T) {
 func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env := &Env{Config: config.Default(), Mode: ModeManual}
+	env := &Env{Config: config.Default(), Mode: config.ModeManual}
 	rep := Run(ctx, env, []Check{fc("a", time.Second, fixed(StatusOK, "fine"))}, RunOptions{})
 	if got := rep.Results[0]; got.Status != StatusError || !strings.Contains(got.Summary, "interrupted") {
 		t.Errorf("got %+v, want an error saying the run was interrupted", got)
@@ -174,14 +174,14 @@ func TestDetectMode(t *testing.T) {
 		name  string
 		env   map[string]string
 		argv0 string
-		want  Mode
+		want  config.Mode
 	}{
-		{"prolog", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", ModeProlog},
-		{"epilog", map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", ModeEpilog},
-		{"health by link name", map[string]string{}, "/usr/sbin/nodecheck-health", ModeHealth},
-		{"health by slurmd environment", map[string]string{"SLURMD_NODENAME": "n1"}, "/usr/sbin/nodecheck", ModeHealth},
-		{"manual", map[string]string{}, "nodecheck", ModeManual},
-		{"srun task prolog context is not ours", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_task", "SLURM_JOB_ID": "7"}, "nodecheck", ModeManual},
+		{"prolog", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", config.ModeProlog},
+		{"epilog", map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURMD_NODENAME": "n1", "SLURM_JOB_ID": "7"}, "/usr/sbin/nodecheck", config.ModeEpilog},
+		{"health by link name", map[string]string{}, "/usr/sbin/nodecheck-health", config.ModeHealth},
+		{"health by slurmd environment", map[string]string{"SLURMD_NODENAME": "n1"}, "/usr/sbin/nodecheck", config.ModeHealth},
+		{"manual", map[string]string{}, "nodecheck", config.ModeManual},
+		{"srun task prolog context is not ours", map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_task", "SLURM_JOB_ID": "7"}, "nodecheck", config.ModeManual},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -202,7 +202,7 @@ func (keeper) notRun(_ context.Context, _ *Env, why string) Result {
 func TestRunReportsKeptResultOutsideItsModes(t *testing.T) {
 	k := keeper{fc("slow", time.Second, fixed(StatusFail, "must not run"))}
 	k.set.Modes = []string{"manual"}
-	rep := Run(context.Background(), &Env{Config: config.Default(), Mode: ModeProlog}, []Check{k}, RunOptions{})
+	rep := Run(context.Background(), &Env{Config: config.Default(), Mode: config.ModeProlog}, []Check{k}, RunOptions{})
 	want := []brief{{"slow", "skip", "does not run in prolog mode (modes = [manual]); last run 3h ago: ok"}}
 	if diff := cmp.Diff(want, briefs(rep)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

@@ -7,7 +7,7 @@ import (
 	"path/filepath"
 
 	"github.com/nodecheck/nodecheck/checks/node"
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // SlurmFiles loads slurm.conf and gres.conf through the node's facts once per run, on first
@@ -19,8 +19,8 @@ type SlurmFiles struct {
 	getenv   func(string) string
 
 	pathOnce node.OnceValue[string]
-	confOnce node.OnceValue[*config.SlurmConf]
-	gresOnce node.OnceValue[*config.GresConf]
+	confOnce node.OnceValue[*slurm.SlurmConf]
+	gresOnce node.OnceValue[*slurm.GresConf]
 }
 
 // NewSlurmFiles finds slurm.conf as Slurm does: explicit path, then SLURM_CONF (from getenv),
@@ -33,7 +33,7 @@ func NewSlurmFiles(facts node.Facts, explicit string, getenv func(string) string
 // plain files, so telling whether a candidate exists means reading it.
 func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
 	return s.pathOnce.Get(ctx, func(ctx context.Context) (string, error) {
-		return config.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
+		return slurm.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
 			_, err := s.facts.ReadFile(ctx, p)
 			return err == nil
 		})
@@ -41,13 +41,13 @@ func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
 }
 
 // Conf returns the parsed slurm.conf.
-func (s *SlurmFiles) Conf(ctx context.Context) (*config.SlurmConf, error) {
-	return s.confOnce.Get(ctx, func(ctx context.Context) (*config.SlurmConf, error) {
+func (s *SlurmFiles) Conf(ctx context.Context) (*slurm.SlurmConf, error) {
+	return s.confOnce.Get(ctx, func(ctx context.Context) (*slurm.SlurmConf, error) {
 		path, err := s.ConfPath(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return config.LoadSlurmConf(path, s.reader(ctx))
+		return slurm.LoadSlurmConf(path, s.reader(ctx))
 	})
 }
 
@@ -61,17 +61,17 @@ func (s *SlurmFiles) GresPath(ctx context.Context) (string, error) {
 }
 
 // Gres returns the parsed gres.conf; an absent file gives an error wrapping fs.ErrNotExist.
-func (s *SlurmFiles) Gres(ctx context.Context) (*config.GresConf, error) {
-	return s.gresOnce.Get(ctx, func(ctx context.Context) (*config.GresConf, error) {
+func (s *SlurmFiles) Gres(ctx context.Context) (*slurm.GresConf, error) {
+	return s.gresOnce.Get(ctx, func(ctx context.Context) (*slurm.GresConf, error) {
 		path, err := s.GresPath(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return config.LoadGresConf(path, s.reader(ctx))
+		return slurm.LoadGresConf(path, s.reader(ctx))
 	})
 }
 
-func (s *SlurmFiles) reader(ctx context.Context) config.ReadFileFunc {
+func (s *SlurmFiles) reader(ctx context.Context) slurm.ReadFileFunc {
 	return func(path string) ([]byte, error) { return s.facts.ReadFile(ctx, path) }
 }
 

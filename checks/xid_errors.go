@@ -11,6 +11,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 const idXIDErrors = "xid_errors"
@@ -119,13 +120,13 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 			// Live: dmesg is not installed there; a snapshot: its output was not recorded.
 			// Like a missing nv-fabricmanager or all_reduce_perf, the check does not apply:
 			// a skip that says so, never an ok.
-			return Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + clipLine(err.Error(), 160) +
+			return Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
 				" (install util-linux or set checks.xid_errors.dmesg)", Err: err}
 		}
-		return Result{Status: StatusError, Summary: "run " + cfg.Dmesg + ": " + clipLine(err.Error(), 160), Err: err}
+		return Result{Status: StatusError, Summary: "run " + cfg.Dmesg + ": " + text.OneLine(err.Error(), 160), Err: err}
 	}
 	if out.ExitCode != 0 {
-		why := clipLine(out.Stderr, 160)
+		why := text.OneLine(out.Stderr, 160)
 		if why == "" {
 			why = "no message"
 		}
@@ -182,7 +183,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 			msg += fmt.Sprintf(" (%d times)", c.n)
 		}
 		if c.message != "" {
-			msg += ": " + clipLine(c.message, 100)
+			msg += ": " + text.OneLine(c.message, 100)
 		}
 		res.Details = append(res.Details, Detail{Device: dev, Status: c.status, Message: msg,
 			Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID"})

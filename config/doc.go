@@ -1,4 +1,4 @@
-// Package config reads what a node is supposed to have: Slurm's own configuration (slurm.conf,
-// gres.conf, hostlists) and nodecheck.toml. Its parsers are pure (bytes in, values out) and
-// never read hardware; callers open files.
+// Package config is nodecheck.toml: its model and defaults, the strict decode, validation and
+// [[group]] overrides; and the one run Mode with its budget lookup. Slurm's own files are
+// config/slurm's job.
 package config

@@ -3,6 +3,7 @@ package config
 import (
 	"bytes"
 	"errors"
+	"flag"
 	"fmt"
 	"io/fs"
 	"os"
@@ -15,14 +16,18 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // tomlExampleFile is the commented example shipped for admins (repo-root testdata).
 const tomlExampleFile = "../testdata/nodecheck.toml"
 
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ instead of comparing with them")
+
 // tomlHostlistError is ParseHostlist's error for expr, which hostlist_test.go pins down.
 func tomlHostlistError(expr string) string {
-	_, err := ParseHostlist(expr)
+	_, err := slurm.ParseHostlist(expr)
 	if err == nil {
 		panic("hostlist " + expr + " is valid")
 	}
@@ -889,7 +894,7 @@ func TestEncodeDefault(t *testing.T) {
 		t.Fatal(err)
 	}
 	path := filepath.Join("testdata", "toml", "default.golden")
-	if updateGoldens() {
+	if *update {
 		if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
@@ -1028,29 +1033,17 @@ func TestScanTOMLKeyLines(t *testing.T) {
 	}
 }
 
+// TestDidYouMean: toml's hint wraps text.DidYouMean, whose own tests hold the algorithm.
 func TestDidYouMean(t *testing.T) {
-	keys := []string{"enabled", "timeout", "modes", "min_rate_gbps", "expected_ports", "devices", "exclude_devices"}
-	tests := []struct {
-		in, want string
-	}{
-		{"min_rate_gpbs", `min_rate_gbps`},
-		{"timout", "timeout"},
-		{"Timeout", "timeout"},
-		{"mode", "modes"},
-		{"enable", "enabled"},
-		{"min_rate", "min_rate_gbps"},
-		{"exclude_device", "exclude_devices"},
-		{"xyz", ""},
+	keys := []string{"enabled", "timeout", "modes"}
+	tests := []struct{ in, want string }{
+		{"timout", ` (did you mean "timeout"?)`},
+		{"timeout", ""},
 		{"colour", ""},
-		{strings.Repeat("a", 100), ""},
 	}
 	for _, tc := range tests {
-		want := ""
-		if tc.want != "" {
-			want = fmt.Sprintf(" (did you mean %q?)", tc.want)
-		}
-		if got := tomlDidYouMean(tc.in, keys); got != want {
-			t.Errorf("tomlDidYouMean(%q) = %q, want %q", tc.in, got, want)
+		if got := tomlDidYouMean(tc.in, keys); got != tc.want {
+			t.Errorf("tomlDidYouMean(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
@@ -1100,7 +1093,7 @@ func FuzzParseConfig(f *testing.F) {
 			t.Fatalf("round trip (-want +got):\n%s", diff)
 		}
 		for _, g := range cfg.Groups {
-			if h, err := ParseHostlist(g.Nodes); err == nil && h.Len() > 0 {
+			if h, err := slurm.ParseHostlist(g.Nodes); err == nil && h.Len() > 0 {
 				var first string
 				h.Each(func(name string) bool { first = name; return false }) // a range may hold millions
 				if _, err := cfg.ForNode(first); err != nil {

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strings"
 	"time"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // DefaultLockWait is how long a run waits for another run's lock when its own budget allows.
@@ -26,7 +28,7 @@ type Policy struct {
 // Request is one run's verdict and what that run may do.
 type Request struct {
 	Node     string
-	Mode     Mode
+	Mode     config.Mode
 	Failures []Failure // why the node is unhealthy, in run order; none: healthy
 	Drain    bool      // may drain the node when unhealthy
 	Resume   bool      // may resume the node when healthy (health and manual runs only)
@@ -68,8 +70,8 @@ func Apply(ctx context.Context, s Slurm, p Policy, r Request) (out Outcome) {
 	unhealthy := len(r.Failures) > 0
 	// Only health checks (and manual runs allowed to resume) count clean runs; any acting run
 	// that fails resets the count.
-	counts := r.Mode == ModeHealth || r.Mode == ModeManual && r.Resume
-	mayResume := r.Resume && (r.Mode == ModeHealth || r.Mode == ModeManual)
+	counts := r.Mode == config.ModeHealth || r.Mode == config.ModeManual && r.Resume
+	mayResume := r.Resume && (r.Mode == config.ModeHealth || r.Mode == config.ModeManual)
 	if unhealthy && !r.Drain || !unhealthy && !counts {
 		// Nothing this run may do: a healthy prolog's fast path takes no lock and calls no
 		// Slurm command.

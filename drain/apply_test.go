@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // fakeSlurm is a controller in memory: node states by name, and a record of updates.
@@ -109,7 +111,7 @@ func TestApplySequence(t *testing.T) {
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
 	p := testPolicy(t)
 	health := func(failures []Failure) Request {
-		return Request{Node: "n1", Mode: ModeHealth, Failures: failures, Drain: true, Resume: true}
+		return Request{Node: "n1", Mode: config.ModeHealth, Failures: failures, Drain: true, Resume: true}
 	}
 	steps := []struct {
 		name   string
@@ -122,15 +124,15 @@ func TestApplySequence(t *testing.T) {
 		{"one clean run: waiting", health(nil), ActionWaiting, 1},
 		{"failure resets the count", health(ibDown), ActionKept, 0},
 		{"clean again: 1 of 2", health(nil), ActionWaiting, 1},
-		{"partial clean run does not count", Request{Node: "n1", Mode: ModeHealth, Drain: true, Resume: true, Partial: true}, ActionWaiting, 1},
-		{"prolog clean run does not count", Request{Node: "n1", Mode: ModeProlog, Drain: true}, ActionNone, 0},
+		{"partial clean run does not count", Request{Node: "n1", Mode: config.ModeHealth, Drain: true, Resume: true, Partial: true}, ActionWaiting, 1},
+		{"prolog clean run does not count", Request{Node: "n1", Mode: config.ModeProlog, Drain: true}, ActionNone, 0},
 		{"second clean run: resumed", health(nil), ActionResumed, 2},
 		{"third clean run: nothing to do", health(nil), ActionNone, 3},
-		{"prolog fails: drained", Request{Node: "n1", Mode: ModeProlog, Failures: ibDown, Drain: true}, ActionDrained, 0},
+		{"prolog fails: drained", Request{Node: "n1", Mode: config.ModeProlog, Failures: ibDown, Drain: true}, ActionDrained, 0},
 	}
 	for _, s := range steps {
 		got := Apply(context.Background(), f, p, s.req)
-		if got.Action != s.want || (s.req.Mode == ModeHealth && got.Passes != s.passes) {
+		if got.Action != s.want || (s.req.Mode == config.ModeHealth && got.Passes != s.passes) {
 			t.Fatalf("%s: action %q passes %d, want %q passes %d (%s; warnings %v)", s.name, got.Action, got.Passes, s.want, s.passes, got.Message, got.Warnings)
 		}
 		if len(got.Warnings) > 0 {
@@ -152,7 +154,7 @@ func TestApplyOutcomes(t *testing.T) {
 	ours := func(name string) NodeState {
 		return NodeState{Name: name, State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: x"}
 	}
-	failing := Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true, Resume: true}
+	failing := Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true, Resume: true}
 	tests := []struct {
 		name     string
 		fake     *fakeSlurm
@@ -164,19 +166,19 @@ func TestApplyOutcomes(t *testing.T) {
 		commands []string
 	}{
 		{"admin drain kept when failing", newFake(admin), nil, failing, ActionKept, "maintenance", 0, nil},
-		{"admin drain never resumed", newFake(admin), nil, Request{Node: "n1", Mode: ModeHealth, Resume: true}, ActionKept, "never resumed", 0, nil},
+		{"admin drain never resumed", newFake(admin), nil, Request{Node: "n1", Mode: config.ModeHealth, Resume: true}, ActionKept, "never resumed", 0, nil},
 		{"controller down: unreachable, nothing changed", &fakeSlurm{nodes: map[string]NodeState{"n1": idle}, down: true}, nil, failing, ActionUnreachable, "Unable to contact slurm controller", 0, nil},
-		{"unknown node", newFake(idle), nil, Request{Node: "n9", Mode: ModeHealth, Failures: ibDown, Drain: true}, ActionUnreachable, "Node n9 not found", 0, nil},
+		{"unknown node", newFake(idle), nil, Request{Node: "n9", Mode: config.ModeHealth, Failures: ibDown, Drain: true}, ActionUnreachable, "Node n9 not found", 0, nil},
 		{"limit holds the drain", newFake(idle, ours("n2"), ours("n3"), NodeState{Name: "n4", State: "IDLE"}), func(p *Policy) { p.MaxDrained = Limit{N: 50, Percent: true} },
 			failing, ActionHeld, "safety limit reached: 2 of 4 nodes", 0, nil},
 		{"limit not reached", newFake(idle, ours("n2"), NodeState{Name: "n3", State: "IDLE"}), func(p *Policy) { p.MaxDrained = Limit{N: 2} },
 			failing, ActionDrained, "", 1, []string{"/usr/bin/scontrol update NodeName=n1 State=DRAIN 'Reason=nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE'"}},
 		{"foreign drains do not count toward the limit", newFake(idle, admin2("n2")), func(p *Policy) { p.MaxDrained = Limit{N: 1} },
 			failing, ActionDrained, "", 1, nil},
-		{"dry run drains nothing", newFake(idle), nil, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true, DryRun: true},
+		{"dry run drains nothing", newFake(idle), nil, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true, DryRun: true},
 			ActionDrained, "dry run, would drain", 0, []string{"/usr/bin/scontrol update NodeName=n1 State=DRAIN 'Reason=nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE'"}},
-		{"healthy prolog calls nothing", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: ModeProlog, Drain: true}, ActionNone, "healthy", 0, nil},
-		{"manual without --drain only reports", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: ModeManual, Failures: ibDown}, ActionNone, "does not drain", 0, nil},
+		{"healthy prolog calls nothing", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeProlog, Drain: true}, ActionNone, "healthy", 0, nil},
+		{"manual without --drain only reports", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeManual, Failures: ibDown}, ActionNone, "does not drain", 0, nil},
 		{"no time left", newFake(idle), nil, failing, ActionSkipped, "no time left", 0, nil},
 	}
 	for _, tc := range tests {
@@ -221,12 +223,12 @@ func TestApplyStateDirUnusable(t *testing.T) {
 	p := testPolicy(t)
 	p.StateDir = filepath.Join(file, "state") // below a regular file: cannot be created, even by root
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
-	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true, Resume: true})
+	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true, Resume: true})
 	if got.Action != ActionDrained || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "not counted") {
 		t.Fatalf("got %q, warnings %v; want drained with one warning", got.Action, got.Warnings)
 	}
 	for i := range 3 {
-		got = Apply(context.Background(), f, p, Request{Node: "n1", Mode: ModeHealth, Drain: true, Resume: true})
+		got = Apply(context.Background(), f, p, Request{Node: "n1", Mode: config.ModeHealth, Drain: true, Resume: true})
 		if got.Action != ActionWaiting || !strings.Contains(got.Message, "by hand") {
 			t.Fatalf("clean run %d: got %q %q, want waiting", i+1, got.Action, got.Message)
 		}
@@ -241,7 +243,7 @@ func TestApplyStateWriteFails(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
-	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true})
+	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true})
 	if got.Action != ActionDrained {
 		t.Errorf("got %q %q, want drained", got.Action, got.Message)
 	}
@@ -260,7 +262,7 @@ func TestApplyCorruptState(t *testing.T) {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: x"})
-	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: ModeHealth, Drain: true, Resume: true})
+	got := Apply(context.Background(), f, p, Request{Node: "n1", Mode: config.ModeHealth, Drain: true, Resume: true})
 	if got.Action != ActionWaiting || got.Passes != 1 || len(got.Warnings) != 1 {
 		t.Fatalf("got %q passes %d warnings %v; want waiting, 1 pass, one warning", got.Action, got.Passes, got.Warnings)
 	}
@@ -283,14 +285,14 @@ func TestApplyLockGoroutines(t *testing.T) {
 	f.delay = 600 * time.Millisecond
 	first := make(chan Outcome)
 	go func() {
-		first <- Apply(context.Background(), f, p, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true})
+		first <- Apply(context.Background(), f, p, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true})
 	}()
 	waitForLock(t, p.StateDir)
 
 	short := p
 	short.LockWait = 100 * time.Millisecond
 	start := time.Now()
-	got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: ModeHealth, Drain: true, Resume: true})
+	got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: config.ModeHealth, Drain: true, Resume: true})
 	if got.Action != ActionLocked || !strings.Contains(got.Message, "another nodecheck run holds the lock") || !strings.Contains(got.Message, "no drain action taken") {
 		t.Errorf("second run: got %q %q, want locked", got.Action, got.Message)
 	}
@@ -300,7 +302,7 @@ func TestApplyLockGoroutines(t *testing.T) {
 
 	long := p
 	long.LockWait = 5 * time.Second
-	third := Apply(context.Background(), f, long, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true})
+	third := Apply(context.Background(), f, long, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true})
 	if o := <-first; o.Action != ActionDrained {
 		t.Errorf("first run: %q %q, want drained", o.Action, o.Message)
 	}
@@ -320,7 +322,7 @@ func TestApplyLockBudget(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
 	start := time.Now()
-	got := Apply(ctx, newFake(NodeState{Name: "n1", State: "IDLE"}), p, Request{Node: "n1", Mode: ModeProlog, Failures: ibDown, Drain: true})
+	got := Apply(ctx, newFake(NodeState{Name: "n1", State: "IDLE"}), p, Request{Node: "n1", Mode: config.ModeProlog, Failures: ibDown, Drain: true})
 	if got.Action != ActionLocked {
 		t.Errorf("got %q %q, want locked", got.Action, got.Message)
 	}
@@ -337,11 +339,11 @@ func TestApplyLockOtherProcess(t *testing.T) {
 	short := p
 	short.LockWait = 150 * time.Millisecond
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
-	if got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true}); got.Action != ActionLocked {
+	if got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true}); got.Action != ActionLocked {
 		t.Fatalf("while another process holds the lock: %q %q, want locked", got.Action, got.Message)
 	}
 	release()
-	if got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: ModeHealth, Failures: ibDown, Drain: true}); got.Action != ActionDrained {
+	if got := Apply(context.Background(), f, short, Request{Node: "n1", Mode: config.ModeHealth, Failures: ibDown, Drain: true}); got.Action != ActionDrained {
 		t.Fatalf("after it let go: %q %q, want drained", got.Action, got.Message)
 	}
 }

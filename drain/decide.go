@@ -2,17 +2,8 @@ package drain
 
 import (
 	"fmt"
-)
 
-// Mode is the context of the run that asks drain to act; only health and manual runs resume.
-type Mode string
-
-// The modes, as checks.Mode spells them (drain does not import checks).
-const (
-	ModeProlog Mode = "prolog"
-	ModeEpilog Mode = "epilog"
-	ModeHealth Mode = "health"
-	ModeManual Mode = "manual"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // Action is what a run did (or, in a dry run, would do) to the node.
@@ -35,7 +26,7 @@ const (
 // one; PassesKnown is false when the state directory cannot be read or written, and then
 // nothing is resumed.
 type situation struct {
-	Mode        Mode
+	Mode        config.Mode
 	Unhealthy   bool
 	MayDrain    bool
 	MayResume   bool
@@ -80,7 +71,7 @@ func decide(s situation, failures []Failure) plan {
 		reason := FormatReason(s.Prefix, failures)
 		return plan{Action: ActionDrained, Message: "drain: " + reason, Update: &Update{Node: s.Node.Name, State: "DRAIN", Reason: reason}}
 	}
-	if !s.MayResume || (s.Mode != ModeHealth && s.Mode != ModeManual) {
+	if !s.MayResume || (s.Mode != config.ModeHealth && s.Mode != config.ModeManual) {
 		return plan{Action: ActionNone, Message: "healthy"}
 	}
 	switch {

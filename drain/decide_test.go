@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // TestDecide is the decision table: mode x node state x reason owner x passes -> action.
@@ -23,7 +25,7 @@ func TestDecide(t *testing.T) {
 
 	type row struct {
 		name      string
-		mode      Mode
+		mode      config.Mode
 		unhealthy bool
 		mayDrain  bool
 		mayResume bool
@@ -36,7 +38,7 @@ func TestDecide(t *testing.T) {
 	}
 	var tests []row
 	// Failing runs: every mode drains the same way when allowed to.
-	for _, m := range []Mode{ModeProlog, ModeEpilog, ModeHealth, ModeManual} {
+	for _, m := range config.Modes() {
 		p := string(m) + ", failing, "
 		tests = append(tests,
 			row{p + "idle node", m, true, true, false, idle, 0, true, ActionDrained, drain, "drain: nodecheck: ib_ports"},
@@ -52,18 +54,18 @@ func TestDecide(t *testing.T) {
 	}
 	// Clean runs.
 	tests = append(tests,
-		row{"health, clean, idle", ModeHealth, false, true, true, idle, 5, true, ActionNone, nil, "healthy; node is IDLE"},
-		row{"health, clean, ours, 1 of 2", ModeHealth, false, true, true, ours, 1, true, ActionWaiting, nil, "1 of 2 consecutive clean runs"},
-		row{"health, clean, ours, 2 of 2", ModeHealth, false, true, true, ours, 2, true, ActionResumed, resume, "healthy for 2 consecutive runs"},
-		row{"health, clean, ours draining, 3 of 2", ModeHealth, false, true, true, oursDraining, 3, true, ActionResumed, resume, ""},
-		row{"health, clean, ours, passes unknown", ModeHealth, false, true, true, ours, 7, false, ActionWaiting, nil, "resume the node by hand"},
-		row{"health, clean, admin's drain", ModeHealth, false, true, true, admin, 9, true, ActionKept, nil, "never resumed by nodecheck"},
-		row{"health, clean, prolog error", ModeHealth, false, true, true, prologError, 9, true, ActionKept, nil, "never resumed"},
-		row{"health, clean, resume off", ModeHealth, false, true, false, ours, 9, true, ActionNone, nil, "healthy"},
-		row{"manual --resume, clean, ours, 2 of 2", ModeManual, false, false, true, ours, 2, true, ActionResumed, resume, ""},
-		row{"manual, clean, no --resume", ModeManual, false, true, false, ours, 2, true, ActionNone, nil, ""},
-		row{"prolog, clean, ours: prologs never resume", ModeProlog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
-		row{"epilog, clean, ours: epilogs never resume", ModeEpilog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
+		row{"health, clean, idle", config.ModeHealth, false, true, true, idle, 5, true, ActionNone, nil, "healthy; node is IDLE"},
+		row{"health, clean, ours, 1 of 2", config.ModeHealth, false, true, true, ours, 1, true, ActionWaiting, nil, "1 of 2 consecutive clean runs"},
+		row{"health, clean, ours, 2 of 2", config.ModeHealth, false, true, true, ours, 2, true, ActionResumed, resume, "healthy for 2 consecutive runs"},
+		row{"health, clean, ours draining, 3 of 2", config.ModeHealth, false, true, true, oursDraining, 3, true, ActionResumed, resume, ""},
+		row{"health, clean, ours, passes unknown", config.ModeHealth, false, true, true, ours, 7, false, ActionWaiting, nil, "resume the node by hand"},
+		row{"health, clean, admin's drain", config.ModeHealth, false, true, true, admin, 9, true, ActionKept, nil, "never resumed by nodecheck"},
+		row{"health, clean, prolog error", config.ModeHealth, false, true, true, prologError, 9, true, ActionKept, nil, "never resumed"},
+		row{"health, clean, resume off", config.ModeHealth, false, true, false, ours, 9, true, ActionNone, nil, "healthy"},
+		row{"manual --resume, clean, ours, 2 of 2", config.ModeManual, false, false, true, ours, 2, true, ActionResumed, resume, ""},
+		row{"manual, clean, no --resume", config.ModeManual, false, true, false, ours, 2, true, ActionNone, nil, ""},
+		row{"prolog, clean, ours: prologs never resume", config.ModeProlog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
+		row{"epilog, clean, ours: epilogs never resume", config.ModeEpilog, false, true, true, ours, 9, true, ActionNone, nil, "healthy"},
 	)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

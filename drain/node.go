@@ -10,6 +10,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // NodeState is a node's state and reason as slurmctld reports them.
@@ -257,9 +259,5 @@ func ParseVersion(s string) (major, minor int, err error) {
 
 // cutLine bounds text quoted in an error: output from outside goes into logs and reasons.
 func cutLine(s string) string {
-	s = Sanitize(s)
-	if len(s) > 120 {
-		return s[:117] + "..."
-	}
-	return s
+	return text.OneLine(Sanitize(s), 117)
 }

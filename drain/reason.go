@@ -3,6 +3,8 @@ package drain
 import (
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // MaxReasonLen bounds a drain reason. Slurm stores longer ones, but `sinfo -R` shows 20
@@ -55,34 +57,12 @@ func FormatReason(prefix string, failures []Failure) string {
 	return head + " " + summary + more
 }
 
-// Sanitize makes s safe for a drain reason and a log line: one line of printable ASCII.
-// Control characters (newlines, tabs, escapes) become blanks, since scontrol prints a reason's
-// later lines after its [user@time] stamp and sinfo prints them raw, breaking line-oriented
-// readers; a double quote becomes a single one, since scontrol strips a pair of quotes around
-// the value (Reason="x" is stored as x); any other non-ASCII character becomes "?", since
-// sinfo and scontrol output are read by tools that assume ASCII. Runs of blanks are collapsed
-// and the ends trimmed.
+// Sanitize makes s safe for a drain reason and a log line: one line of printable ASCII
+// (text.OneLine: white space collapses to one blank, the ends are trimmed, control characters
+// and anything else outside printable ASCII become '?'), and a double quote becomes a single one,
+// since scontrol strips a pair of quotes around the value (Reason="x" is stored as x).
 func Sanitize(s string) string {
-	var b strings.Builder
-	b.Grow(len(s))
-	space := false
-	for _, r := range s {
-		switch {
-		case r < 0x20 || r == 0x7f || r == ' ':
-			space = true
-			continue
-		case r == '"':
-			r = '\''
-		case r > 0x7e:
-			r = '?'
-		}
-		if space && b.Len() > 0 {
-			b.WriteByte(' ')
-		}
-		space = false
-		b.WriteRune(r)
-	}
-	return b.String()
+	return strings.ReplaceAll(text.OneLine(s, 0), `"`, "'")
 }
 
 // Owned reports whether a reason is one nodecheck set: it starts with the prefix (sanitized,

@@ -23,7 +23,7 @@ func TestFormatReason(t *testing.T) {
 			"nodecheck: gres_devices: /dev/nvidia5: missing (+2 more)"},
 		{"empty summary", "nodecheck:", []Failure{{"ib_ports", ""}}, "nodecheck: ib_ports"},
 		{"control characters and quotes", "nodecheck:", []Failure{{"ib_ports", "line1\nline2\t\"DOWN\"\x1b[31m"}},
-			"nodecheck: ib_ports: line1 line2 'DOWN' [31m"},
+			"nodecheck: ib_ports: line1 line2 'DOWN'?[31m"},
 		{"non-ASCII", "nodecheck:", []Failure{{"nccl_allreduce", "busbw 12.5 GB/s after 30µs — low"}},
 			"nodecheck: nccl_allreduce: busbw 12.5 GB/s after 30?s ? low"},
 		{"long summary is cut, count kept", "nodecheck:", []Failure{{"ib_ports", long}, {"gpu_count", "y"}},
@@ -51,7 +51,7 @@ func TestSanitize(t *testing.T) {
 		{"blanks collapse and trim", "  a \t\n b  ", "a b"},
 		{"double quotes", `"DOWN"`, "'DOWN'"},
 		{"equals and single quotes stay", "x=y 'z'", "x=y 'z'"},
-		{"DEL and NUL", "a\x7fb\x00c", "a b c"},
+		{"DEL and NUL", "a\x7fb\x00c", "a?b?c"},
 		{"invalid UTF-8", "a\xffb", "a?b"},
 		{"empty", "", ""},
 	}

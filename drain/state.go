@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/gofrs/flock"
+
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // File names under the state directory.
@@ -62,33 +64,17 @@ func readState(dir string) (passState, error) {
 	return st, nil
 }
 
-// writeState replaces drain.json atomically: a temporary file in the same directory, synced,
-// then renamed over the old one, so a run killed midway (Slurm kills a health check at
-// HealthCheckTimeout) leaves the old file or the new one, never half of one.
+// writeState replaces drain.json atomically (files.WriteAtomic), so a run killed midway (Slurm
+// kills a health check at HealthCheckTimeout) leaves the old file or the new one, never half
+// of one, and never writes through a symlink planted at its name.
 func writeState(dir string, st passState) error {
 	data, err := json.MarshalIndent(st, "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode %s: %w", stateFile, err)
 	}
-	tmp, err := os.CreateTemp(dir, stateFile+".tmp*")
-	if err != nil {
-		return fmt.Errorf("write state: %w", err)
-	}
-	defer os.Remove(tmp.Name()) // after a successful rename there is nothing left to remove
-	if _, err := tmp.Write(append(data, '\n')); err != nil {
-		tmp.Close()
-		return fmt.Errorf("write %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("sync %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("close %s: %w", tmp.Name(), err)
-	}
 	path := filepath.Join(dir, stateFile)
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("replace %s: %w", path, err)
+	if err := files.WriteAtomic(path, append(data, '\n'), 0o600); err != nil {
+		return fmt.Errorf("write state %s: %w", path, err)
 	}
 	return nil
 }

@@ -19,6 +19,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // NvidiaSMIError is nvidia-smi text that could not be read: the 1-based line it was found
@@ -618,7 +620,7 @@ func (p *smiParser) finish(last int) (GPUInventory, error) {
 			where = "the output joins several captures"
 		}
 		return GPUInventory{}, smiErr(last, "end of input after %d GPU %s, but \"Attached GPUs : %d\" (line %d) announced %d: %s, or was taken with -i; capture `nvidia-smi -q` of all GPUs",
-			len(p.gpus), smiPlural(len(p.gpus), "block", "blocks"), p.inv.DeviceCount, p.attachedLine, p.inv.DeviceCount, where)
+			len(p.gpus), text.Plural(len(p.gpus), "block", "blocks"), p.inv.DeviceCount, p.attachedLine, p.inv.DeviceCount, where)
 	}
 	inv := p.inv
 	inv.Init = InitSuccess
@@ -626,13 +628,6 @@ func (p *smiParser) finish(last int) (GPUInventory, error) {
 		inv.Devices = append(inv.Devices, g.build())
 	}
 	return inv, nil
-}
-
-func smiPlural(n int, one, many string) string {
-	if n == 1 {
-		return one
-	}
-	return many
 }
 
 // smiCut shortens s to at most n bytes for an error message.

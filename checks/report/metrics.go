@@ -2,18 +2,16 @@ package report
 
 import (
 	"bytes"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // The Prometheus textfile (README "Metrics") describes the last run only: every metric is a
@@ -190,52 +188,8 @@ func WriteMetricsFile(path string, r checks.Report, o MetricsOptions) error {
 	if err := WriteMetrics(&buf, r, o); err != nil {
 		return err
 	}
-	if err := writeFileAtomic(path, buf.Bytes(), metricsFileMode); err != nil {
+	if err := files.WriteAtomic(path, buf.Bytes(), metricsFileMode); err != nil {
 		return fmt.Errorf("write metrics file %s: %w", path, err)
-	}
-	return nil
-}
-
-// writeFileAtomic replaces path with data: temp file, fsync, chmod, rename, then an fsync of
-// the directory so that the rename itself survives a crash.
-func writeFileAtomic(path string, data []byte, mode fs.FileMode) (err error) {
-	dir, base := filepath.Split(path)
-	if dir == "" {
-		dir = "."
-	}
-	if base == "" {
-		return errors.New("the path names a directory, not a file")
-	}
-	f, err := os.CreateTemp(dir, "."+base+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			_ = f.Close()
-			_ = os.Remove(tmp)
-		}
-	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(mode); err != nil { // CreateTemp makes 0600; Chmod is not masked by umask
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	if err = os.Rename(tmp, path); err != nil {
-		return err
-	}
-	// The new file is in place; a directory that cannot be synced does not undo that.
-	if d, derr := os.Open(dir); derr == nil {
-		_ = d.Sync()
-		_ = d.Close()
 	}
 	return nil
 }

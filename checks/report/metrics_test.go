@@ -25,6 +25,7 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/metrics")
@@ -42,7 +43,7 @@ var metricsCases = []struct {
 }{
 	{
 		name: "health-healthy",
-		rep: checks.Report{Node: "gpu01", Mode: checks.ModeHealth, Healthy: true, StartedAt: started, Duration: 412345 * time.Microsecond,
+		rep: checks.Report{Node: "gpu01", Mode: config.ModeHealth, Healthy: true, StartedAt: started, Duration: 412345 * time.Microsecond,
 			Results: []checks.Result{
 				{Check: "gres_devices", Status: checks.StatusOK, Duration: 1200 * time.Microsecond},
 				{Check: "gpu_count", Status: checks.StatusOK, Duration: 250 * time.Millisecond},
@@ -55,7 +56,7 @@ var metricsCases = []struct {
 	},
 	{
 		name: "prolog-drained",
-		rep: checks.Report{Node: "gpu02", Mode: checks.ModeProlog, Healthy: false, StartedAt: started, Duration: 2 * time.Second,
+		rep: checks.Report{Node: "gpu02", Mode: config.ModeProlog, Healthy: false, StartedAt: started, Duration: 2 * time.Second,
 			Results: []checks.Result{
 				{Check: "gres_devices", Status: checks.StatusOK, Duration: time.Millisecond},
 				{Check: "gpu_count", Status: checks.StatusError, Duration: 5 * time.Millisecond},
@@ -65,14 +66,14 @@ var metricsCases = []struct {
 	},
 	{
 		name: "health-held",
-		rep: checks.Report{Node: "gpu03", Mode: checks.ModeHealth, Healthy: false, StartedAt: started, Duration: time.Second,
+		rep: checks.Report{Node: "gpu03", Mode: config.ModeHealth, Healthy: false, StartedAt: started, Duration: time.Second,
 			Results: []checks.Result{{Check: "fabric_manager", Status: checks.StatusFail, Duration: 40 * time.Millisecond}}},
 		opts: MetricsOptions{DrainAction: "held", Version: "1.2.0"},
 	},
 	{
 		// The run that could not use nodecheck.toml: no check ran, no drain.
 		name: "prolog-config-error",
-		rep: checks.Report{Node: "gpu04", Mode: checks.ModeProlog, Healthy: true, StartedAt: started,
+		rep: checks.Report{Node: "gpu04", Mode: config.ModeProlog, Healthy: true, StartedAt: started,
 			ConfigError: `nodecheck.toml:3: unknown key "checks.ib_ports.min_rate_gpbs"`},
 		opts: MetricsOptions{Version: "1.2.0"},
 	},
@@ -80,7 +81,7 @@ var metricsCases = []struct {
 		// A manual run without --drain: the run may not act, every action is 0. The node
 		// name and version exercise the label escapes (Slurm allows none of these).
 		name: "manual-escaping",
-		rep: checks.Report{Node: "odd\"node\\name\nx", Mode: checks.ModeManual, Healthy: true, StartedAt: started, Duration: 90 * time.Second,
+		rep: checks.Report{Node: "odd\"node\\name\nx", Mode: config.ModeManual, Healthy: true, StartedAt: started, Duration: 90 * time.Second,
 			Results: []checks.Result{{Check: "nccl_allreduce", Status: checks.StatusOK, Duration: 89500 * time.Millisecond}}},
 		opts: MetricsOptions{Version: `devel-"x"\`},
 	},

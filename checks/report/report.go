@@ -1,5 +1,5 @@
 // Package report renders a run's results for people (a text table) and for programs (JSON
-// with a stable schema). It only formats: it never decides health or touches the node.
+// with a stable schema, the Prometheus textfile). It only formats: it never decides health.
 package report
 
 import (
@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // SchemaVersion is the "schema" key of the JSON output. It changes only if a key changes
@@ -19,7 +20,7 @@ const SchemaVersion = 1
 type jsonReport struct {
 	Schema      int          `json:"schema"`
 	Node        string       `json:"node"`
-	Mode        checks.Mode  `json:"mode"`
+	Mode        config.Mode  `json:"mode"`
 	Healthy     bool         `json:"healthy"`
 	StartedAt   string       `json:"started_at"`
 	DurationMS  float64      `json:"duration_ms"`

@@ -14,11 +14,11 @@ import (
 
 // checkDrainFlags rejects --drain, --resume and --dry-run combinations that cannot mean what
 // the user wants, before any check runs.
-func checkDrainFlags(o runOpts, mode checks.Mode, replay bool) error {
+func checkDrainFlags(o runOpts, mode config.Mode, replay bool) error {
 	if replay && (o.drain || o.resume) && o.nodeName == "" {
 		return errors.New("--drain and --resume with --snapshot need --node: a replay acts on the live Slurm only for a node named on the command line")
 	}
-	if o.resume && (mode == checks.ModeProlog || mode == checks.ModeEpilog) {
+	if o.resume && (mode == config.ModeProlog || mode == config.ModeEpilog) {
 		return fmt.Errorf("--resume: %s runs never resume a node; health and manual runs do", mode)
 	}
 	return nil
@@ -28,13 +28,13 @@ func checkDrainFlags(o runOpts, mode checks.Mode, replay bool) error {
 // says: prolog and epilog drain, the health check drains and resumes. Manual runs only
 // report, unless told --drain or --resume. A snapshot replay acts only when told, whatever
 // its mode: it describes another node, and must not drain the live one by accident.
-func drainPermissions(cfg *config.Config, mode checks.Mode, o runOpts, replay bool) (mayDrain, mayResume bool) {
-	if replay || mode == checks.ModeManual {
+func drainPermissions(cfg *config.Config, mode config.Mode, o runOpts, replay bool) (mayDrain, mayResume bool) {
+	if replay || mode == config.ModeManual {
 		return o.drain, o.resume
 	}
 	d := cfg.Drain
 	switch mode {
-	case checks.ModeHealth:
+	case config.ModeHealth:
 		return d.Enabled || o.drain, d.Enabled && d.Resume || o.resume
 	default: // prolog, epilog
 		return d.Enabled || o.drain, false
@@ -62,19 +62,19 @@ func drainFailures(rep checks.Report, errorIsFailure bool) []drain.Failure {
 // itself; except when max_drained held the drain back in a prolog or epilog, which then exit
 // 0, since a non-zero exit would make Slurm drain the node after all ("Prolog error") and
 // the limit would protect nothing.
-func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode checks.Mode, o runOpts, replay bool, slurmConf string, code int) (*drain.Outcome, int) {
+func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode config.Mode, o runOpts, replay bool, slurmConf string, code int) (*drain.Outcome, int) {
 	mayDrain, mayResume := drainPermissions(eff, mode, o, replay)
 	if !mayDrain && !mayResume {
 		return nil, code
 	}
-	hook := mode == checks.ModeProlog || mode == checks.ModeEpilog
+	hook := mode == config.ModeProlog || mode == config.ModeEpilog
 	n, percent, err := config.ParseMaxDrained(eff.Drain.MaxDrained)
 	if err != nil {
 		// Validate rejected it already; a config built in code may not have been validated.
 		log.Error().Err(err).Msg("max_drained unusable: no drain action taken")
 		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: "max_drained: " + err.Error()}, code
 	}
-	if b := checks.BudgetFor(eff, mode); b > 0 {
+	if b := eff.Budget.For(mode); b > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, rep.StartedAt.Add(b))
 		defer cancel()
@@ -88,7 +88,7 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 	}
 	out := drain.Apply(ctx, client, policy, drain.Request{
 		Node:     rep.Node,
-		Mode:     drain.Mode(mode),
+		Mode:     mode,
 		Failures: drainFailures(rep, eff.ErrorIsFailure),
 		Drain:    mayDrain,
 		Resume:   mayResume,

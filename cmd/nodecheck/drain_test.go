@@ -23,23 +23,23 @@ func TestDrainPermissions(t *testing.T) {
 	tests := []struct {
 		name                  string
 		cfg                   *config.Config
-		mode                  checks.Mode
+		mode                  config.Mode
 		o                     runOpts
 		replay                bool
 		wantDrain, wantResume bool
 	}{
-		{"prolog drains", on, checks.ModeProlog, runOpts{}, false, true, false},
-		{"epilog drains", on, checks.ModeEpilog, runOpts{}, false, true, false},
-		{"health drains and resumes", on, checks.ModeHealth, runOpts{}, false, true, true},
-		{"health with resume = false", noResume, checks.ModeHealth, runOpts{}, false, true, false},
-		{"enabled = false: hooks only report", off, checks.ModeHealth, runOpts{}, false, false, false},
-		{"enabled = false, --drain wins", off, checks.ModeProlog, runOpts{drain: true}, false, true, false},
-		{"manual reports only", on, checks.ModeManual, runOpts{}, false, false, false},
-		{"manual --drain", on, checks.ModeManual, runOpts{drain: true}, false, true, false},
-		{"manual --resume", on, checks.ModeManual, runOpts{resume: true}, false, false, true},
-		{"replay in health mode only reports", on, checks.ModeHealth, runOpts{}, true, false, false},
-		{"replay in prolog mode only reports", on, checks.ModeProlog, runOpts{}, true, false, false},
-		{"replay with --drain --resume", on, checks.ModeHealth, runOpts{drain: true, resume: true}, true, true, true},
+		{"prolog drains", on, config.ModeProlog, runOpts{}, false, true, false},
+		{"epilog drains", on, config.ModeEpilog, runOpts{}, false, true, false},
+		{"health drains and resumes", on, config.ModeHealth, runOpts{}, false, true, true},
+		{"health with resume = false", noResume, config.ModeHealth, runOpts{}, false, true, false},
+		{"enabled = false: hooks only report", off, config.ModeHealth, runOpts{}, false, false, false},
+		{"enabled = false, --drain wins", off, config.ModeProlog, runOpts{drain: true}, false, true, false},
+		{"manual reports only", on, config.ModeManual, runOpts{}, false, false, false},
+		{"manual --drain", on, config.ModeManual, runOpts{drain: true}, false, true, false},
+		{"manual --resume", on, config.ModeManual, runOpts{resume: true}, false, false, true},
+		{"replay in health mode only reports", on, config.ModeHealth, runOpts{}, true, false, false},
+		{"replay in prolog mode only reports", on, config.ModeProlog, runOpts{}, true, false, false},
+		{"replay with --drain --resume", on, config.ModeHealth, runOpts{drain: true, resume: true}, true, true, true},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/spf13/cobra"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // lintOptions are the inputs of `nodecheck lint`. The function fields default to the real
@@ -22,7 +22,7 @@ type lintOptions struct {
 	Format    string // --format: text or json
 
 	Getenv   func(string) string
-	ReadFile config.ReadFileFunc
+	ReadFile slurm.ReadFileFunc
 	Exists   func(string) bool
 }
 
@@ -88,12 +88,12 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
 		return exitCannotRun
 	}
-	path, err := config.FindSlurmConf(o.SlurmConf, o.Getenv, o.Exists)
+	path, err := slurm.FindSlurmConf(o.SlurmConf, o.Getenv, o.Exists)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
 		return exitCannotRun
 	}
-	sc, err := config.LoadSlurmConf(path, o.ReadFile)
+	sc, err := slurm.LoadSlurmConf(path, o.ReadFile)
 	if err != nil {
 		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", path, err)
 		return exitCannotRun
@@ -102,7 +102,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	if gresPath == "" {
 		gresPath = filepath.Join(filepath.Dir(path), "gres.conf")
 	}
-	gc, err := config.LoadGresConf(gresPath, o.ReadFile)
+	gc, err := slurm.LoadGresConf(gresPath, o.ReadFile)
 	switch {
 	case err != nil && o.GresConf == "" && errors.Is(err, fs.ErrNotExist):
 		// No gres.conf beside slurm.conf is a legal setup (no GRES, or all AutoDetect);
@@ -112,7 +112,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
 		return exitCannotRun
 	}
-	r := config.Lint(sc, gc)
+	r := slurm.Lint(sc, gc)
 	if o.Format == "json" {
 		err = r.WriteJSON(stdout)
 	} else {

@@ -13,7 +13,7 @@ import (
 	"testing"
 )
 
-const corpus = "../../config/testdata"
+const corpus = "../../config/slurm/testdata"
 
 // fakeEtc serves files at the paths a node has them (/etc/slurm/slurm.conf) from local
 // fixtures, so that goldens do not depend on where the repository is checked out.
@@ -51,7 +51,7 @@ func checkLintGolden(t *testing.T, name, got string) {
 func TestLintGolden(t *testing.T) {
 	tests := []struct {
 		name        string
-		slurm, gres string // fixture paths under config/testdata; gres "" = none beside slurm.conf
+		slurm, gres string // fixture paths under config/slurm/testdata; gres "" = none beside slurm.conf
 		wantCode    int
 	}{
 		{name: "test39.18-a59", slurm: "slurmconf/nodecheck-test39.18-a59.conf", gres: "gres/slurm-testsuite-39.18-a59-overspecified-nic-tmpdisk.conf", wantCode: 0},

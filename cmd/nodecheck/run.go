@@ -102,7 +102,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	}
 	mode := checks.DetectMode(g.getenv, g.argv0)
 	if o.mode != "" {
-		m, err := checks.ParseMode(o.mode)
+		m, err := config.ParseMode(o.mode)
 		if err != nil {
 			fmt.Fprintf(g.stderr, "nodecheck: --mode: %v\n", err)
 			return exitCannotRun
@@ -185,14 +185,14 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		ReadOnly: snap != nil || o.dryRun,
 	}
 	rep := checks.Run(ctx, env, list, checks.RunOptions{
-		Budget:             checks.BudgetFor(eff, mode),
+		Budget:             eff.Budget.For(mode),
 		StopOnFirstFailure: eff.StopOnFirstFailure,
 		ErrorIsFailure:     eff.ErrorIsFailure,
 	})
 	if o.afterRun != nil {
 		o.afterRun(env, rep)
 	}
-	if mode != checks.ModeManual {
+	if mode != config.ModeManual {
 		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
 		logResults(log, rep)
 	}
@@ -302,11 +302,11 @@ func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path stri
 // since the file is broken). Elsewhere nodecheck cannot run (exit 2). In every mode the
 // metrics, when there is a path for them (--prom-file, or prom_file read as leniently), say
 // nodecheck_config_error 1, so that a bad config pushed to the fleet shows on a dashboard.
-func configFailure(g *globals, log zerolog.Logger, mode checks.Mode, o runOpts, err error, failClosed bool, nodeName, promPath string) int {
+func configFailure(g *globals, log zerolog.Logger, mode config.Mode, o runOpts, err error, failClosed bool, nodeName, promPath string) int {
 	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
 	rep := checks.Report{Node: nodeName, Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
 	writeMetrics(log, promPath, rep, nil)
-	if (mode == checks.ModeProlog || mode == checks.ModeEpilog) && !failClosed {
+	if (mode == config.ModeProlog || mode == config.ModeEpilog) && !failClosed {
 		_ = writeReport(g.stdout, rep, o, nil)
 		return exitHealthy
 	}

@@ -105,7 +105,7 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 		ran bool
 	)
 	ro := runOpts{
-		all: true, mode: string(checks.ModeManual), format: "text",
+		all: true, mode: string(config.ModeManual), format: "text",
 		configPath: o.configPath, snapshot: o.from, nodeName: o.nodeName, slurmConf: o.slurmConf,
 		wrapFacts: func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
 		afterRun:  func(e *checks.Env, r checks.Report) { env, res.report, ran = e, r, true },

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // splitArgs splits s into words the way a POSIX shell splits a command line, without any
@@ -90,7 +90,7 @@ func parseNodeArgs(v string) (nodeArgs, error) {
 	if !ok || expr == "" {
 		return nodeArgs{}, fmt.Errorf("%q: want NODES=ARGS, e.g. n1='--snapshot /data/n1'", v)
 	}
-	nodes, err := config.ExpandHostlist(expr)
+	nodes, err := slurm.ExpandHostlist(expr)
 	if err != nil {
 		return nodeArgs{}, err
 	}

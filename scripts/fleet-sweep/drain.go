@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
@@ -58,7 +59,7 @@ func slowDrains(slow []slowFinding) []drainItem {
 // cluster, and runs scontrol by absolute path without a shell. On top, the sweep itself stops
 // at the same limit counted over the swept nodes, so a dry run, which drains nothing for
 // drain.Apply to count, also stops where a real run would.
-func drainNodes(ctx context.Context, s *slurm, o options, swept int, items []drainItem, log io.Writer) []drainResult {
+func drainNodes(ctx context.Context, s *slurmClient, o options, swept int, items []drainItem, log io.Writer) []drainResult {
 	client := countedDrain{
 		c: drain.New(filepath.Join(o.slurmBin, "scontrol"), filepath.Join(o.slurmBin, "sinfo"),
 			drain.WithTimeout(o.slurmTimeout), drain.WithSlurmConf(envValue(o.env, "SLURM_CONF")),
@@ -78,7 +79,7 @@ func drainNodes(ctx context.Context, s *slurm, o options, swept int, items []dra
 			out = append(out, res)
 			continue
 		}
-		oc := drain.Apply(ctx, client, policy, drain.Request{Node: it.Node, Mode: drain.ModeManual,
+		oc := drain.Apply(ctx, client, policy, drain.Request{Node: it.Node, Mode: config.ModeManual,
 			Failures: []drain.Failure{{Check: fleetCheck, Summary: it.Summary}}, Drain: true, DryRun: o.dryRun})
 		res.Action, res.Message, res.Reason = string(oc.Action), oc.Message, oc.Reason
 		if len(oc.Commands) > 0 {

@@ -70,7 +70,7 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "fleet-sweep: %v\nRun fleet-sweep -h for usage.\n", err)
 		return exitError
 	}
-	s := &slurm{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout, calls: &callCounter{}}
+	s := &slurmClient{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout, calls: &callCounter{}}
 	runs, err := sweep(ctx, s, o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fleet-sweep: %v\n", err)

@@ -16,7 +16,8 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // multinodeOptions are the --multinode flags.
@@ -54,7 +55,7 @@ type multinodeSummary struct {
 
 // multinode runs the multi-node phase over the healthy nodes: round 1 on sets of m.group in
 // topology order, then locate's narrowing down, each round's sets as one Slurm job each.
-func multinode(ctx context.Context, s *slurm, o options, nodes []string, log io.Writer) *multinodeSummary {
+func multinode(ctx context.Context, s *slurmClient, o options, nodes []string, log io.Writer) *multinodeSummary {
 	start := time.Now()
 	m := o.multinode
 	sum := &multinodeSummary{Nodes: nodes, Group: m.group, CrossLeaf: m.crossLeaf, Topology: m.topology, Culprits: []culprit{}, Runs: []setRun{}}
@@ -97,7 +98,7 @@ func multinode(ctx context.Context, s *slurm, o options, nodes []string, log io.
 // the set's nodes, all submitted at once and waited for with one squeue call per poll, as the
 // per-node sweep does. Each job's stdout (rank 0's output) is parsed with nodecheck's nccl-tests
 // parser and judged as nccl_allreduce judges a node.
-func runSets(ctx context.Context, s *slurm, o options, dir string, deadline time.Time, round int, sets [][]string, log io.Writer) []setOutcome {
+func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadline time.Time, round int, sets [][]string, log io.Writer) []setOutcome {
 	m := o.multinode
 	runs := make([]nodeRun, len(sets))
 	index := map[string]int{}
@@ -120,7 +121,7 @@ func runSets(ctx context.Context, s *slurm, o options, dir string, deadline time
 			argv = append(argv, "--mpi="+m.mpi)
 		}
 		argv = append(append(argv, m.allreduce), m.args...)
-		what := "all_reduce_perf over " + config.CompressHostlist(sets[i])
+		what := "all_reduce_perf over " + slurm.CompressHostlist(sets[i])
 		return jobSpec{args: args, script: script, body: batchScript(what, filepath.Join(s.bin, "sbatch"), args, argv)}, nil
 	}, log)
 	interrupted := wait(ctx, s, o.poll, runs, log)
@@ -157,7 +158,7 @@ func multinodeSbatchArgs(o options, set []string, stem string, deadline time.Tim
 	minutes := max(1, int((time.Until(deadline)+time.Minute-1)/time.Minute))
 	args := []string{"--parsable",
 		"--job-name=" + o.jobName + "-multinode",
-		"--nodelist=" + config.CompressHostlist(set), "--nodes=" + strconv.Itoa(len(set)),
+		"--nodelist=" + slurm.CompressHostlist(set), "--nodes=" + strconv.Itoa(len(set)),
 		"--ntasks-per-node=" + strconv.Itoa(o.multinode.tasksPerNode), "--exclusive",
 		"--output=" + stem + ".out", "--error=" + stem + ".err",
 		"--open-mode=truncate", "--no-requeue", "--chdir=/",
@@ -179,7 +180,7 @@ func judgeMultinode(r nodeRun, stderr string) setOutcome {
 		if stderr != "" && !strings.Contains(why, stderr) {
 			why += "; stderr: " + stderr
 		}
-		o.Failed = oneLine(why)
+		o.Failed = text.OneLine(why, maxLine)
 		return o
 	}
 	exit := ""
@@ -272,13 +273,13 @@ func writeMultinodeText(b *strings.Builder, m *multinodeSummary) {
 			fmt.Fprintf(b, "  ... %d more sets (--format json lists them all)\n", len(first)-i)
 			break
 		}
-		fmt.Fprintf(b, "  %-24s %s\n", config.CompressHostlist(r.Nodes), setResultText(r))
+		fmt.Fprintf(b, "  %-24s %s\n", slurm.CompressHostlist(r.Nodes), setResultText(r))
 	}
 	if m.Aborted != "" {
 		fmt.Fprintf(b, "  STOPPED: %s\n", m.Aborted)
 	}
 	for _, c := range m.Culprits {
-		fmt.Fprintf(b, "  CULPRIT %s %s: %s\n", strings.ToUpper(c.Kind), config.CompressHostlist(c.Nodes), c.Why)
+		fmt.Fprintf(b, "  CULPRIT %s %s: %s\n", strings.ToUpper(c.Kind), slurm.CompressHostlist(c.Nodes), c.Why)
 	}
 	if len(m.Culprits) == 0 && m.Aborted == "" {
 		b.WriteString("  no culprit: every set passed\n")

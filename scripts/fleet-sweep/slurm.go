@@ -12,13 +12,14 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // slurm runs the Slurm client commands, each by absolute path (bin/sbatch, ...) and under its
 // own deadline: a controller that does not answer stalls a client for minutes otherwise.
 // Every command it runs is counted in calls, so that a sweep can say what it cost slurmctld.
-type slurm struct {
+type slurmClient struct {
 	bin     string        // directory of sbatch, squeue, sinfo, scontrol, scancel: /usr/bin
 	env     []string      // environment of every command (SLURM_CONF comes from here)
 	timeout time.Duration // each command's limit
@@ -66,7 +67,7 @@ const maxSlurmOutput = 16 << 20
 
 // cmd runs bin/prog args and returns its stdout. An error names the command and carries the
 // last line of its stderr ("sbatch: error: Invalid partition name specified").
-func (s *slurm) cmd(ctx context.Context, prog string, args ...string) (string, error) {
+func (s *slurmClient) cmd(ctx context.Context, prog string, args ...string) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
 	s.calls.add(prog)
@@ -110,20 +111,14 @@ func (c *capped) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// lastLine is the last non-blank line of s, trimmed and cut to 200 bytes: what goes into a
-// one-line reason.
+// maxLine is what text.OneLine keeps of one line of outside text in the sweep's summary.
+const maxLine = 200
+
+// lastLine is the last non-blank line of s, trimmed and cut to maxLine bytes: what goes into
+// a one-line reason.
 func lastLine(s string) string {
 	lines := strings.Split(strings.TrimSpace(s), "\n")
-	return oneLine(lines[len(lines)-1])
-}
-
-// oneLine turns control characters into spaces, squeezes blanks and cuts s to 200 bytes.
-func oneLine(s string) string {
-	s = strings.Join(strings.FieldsFunc(s, func(r rune) bool { return r < 0x20 || r == 0x7f || r == ' ' }), " ")
-	if len(s) > 200 {
-		s = strings.ToValidUTF8(s[:197], "") + "..."
-	}
-	return s
+	return text.OneLine(lines[len(lines)-1], maxLine)
 }
 
 // nodeState is one node as sinfo lists it.
@@ -140,13 +135,13 @@ const sinfoFormat = "%N|%T|%E"
 // nodeStates lists the nodes of a partition, or the given nodes (in the partition, when one
 // is given), with their states. sinfo lists nothing, without an error, for an unknown
 // partition or node: the caller checks what is missing.
-func (s *slurm) nodeStates(ctx context.Context, partition string, nodes []string) ([]nodeState, error) {
+func (s *slurmClient) nodeStates(ctx context.Context, partition string, nodes []string) ([]nodeState, error) {
 	args := []string{"-h", "-N", "-o", sinfoFormat}
 	if partition != "" {
 		args = append(args, "-p", partition)
 	}
 	if len(nodes) > 0 {
-		args = append(args, "-n", config.CompressHostlist(nodes))
+		args = append(args, "-n", slurm.CompressHostlist(nodes))
 	}
 	out, err := s.cmd(ctx, "sinfo", args...)
 	if err != nil {
@@ -205,13 +200,13 @@ func (n nodeState) unavailable() string {
 func parseJobID(out string) (string, error) {
 	id, _, _ := strings.Cut(strings.TrimSpace(out), ";")
 	if id == "" || strings.Trim(id, "0123456789") != "" {
-		return "", fmt.Errorf("sbatch --parsable printed %q, not a job id", oneLine(out))
+		return "", fmt.Errorf("sbatch --parsable printed %q, not a job id", text.OneLine(out, maxLine))
 	}
 	return id, nil
 }
 
 // submit submits a batch job and returns its id.
-func (s *slurm) submit(ctx context.Context, args []string) (string, error) {
+func (s *slurmClient) submit(ctx context.Context, args []string) (string, error) {
 	out, err := s.cmd(ctx, "sbatch", args...)
 	if err != nil {
 		return "", err
@@ -237,7 +232,7 @@ const squeueFields = "JobID:|,State:|,exit_code:|,Reason:|"
 // (-t all) until MinJobAge (300 s by default) after their end. A job missing from the map is
 // gone from the controller. It is one squeue call whatever the number of jobs: 4,096 ids took
 // 0.3 s on the test bed (README "Fleet sweep").
-func (s *slurm) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
+func (s *slurmClient) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
 	out, err := s.cmd(ctx, "squeue", "-h", "-t", "all", "-O", squeueFields, "-j", strings.Join(ids, ","))
 	if err != nil {
 		// squeue -j with only unknown ids fails: "slurm_load_jobs error: Invalid job id specified".
@@ -293,7 +288,7 @@ func finished(state string) bool {
 }
 
 // cancel cancels jobs.
-func (s *slurm) cancel(ctx context.Context, ids []string) error {
+func (s *slurmClient) cancel(ctx context.Context, ids []string) error {
 	if len(ids) == 0 {
 		return nil
 	}

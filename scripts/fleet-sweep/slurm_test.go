@@ -89,23 +89,12 @@ func TestParseJobID(t *testing.T) {
 	}
 }
 
-func TestOneLine(t *testing.T) {
-	long := ""
-	for range 30 {
-		long += "0123456789"
-	}
-	tests := []struct{ in, want string }{
-		{"a\tb\r\n  c", "a b c"},
-		{"\x1b[31mred\x1b[0m", "[31mred [0m"},
-		{long, long[:197] + "..."},
-	}
-	for _, tc := range tests {
-		if got := oneLine(tc.in); got != tc.want {
-			t.Errorf("oneLine(%q) = %q, want %q", tc.in, got, tc.want)
-		}
-	}
+func TestLastLine(t *testing.T) {
 	if got := lastLine("first\nsecond\n\n  "); got != "second" {
 		t.Errorf("lastLine = %q", got)
+	}
+	if got := lastLine("ok\n\x1b[31mred\x1b[0m\r\n"); got != "?[31mred?[0m" {
+		t.Errorf("lastLine of a coloured line = %q", got)
 	}
 }
 

@@ -13,7 +13,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // nodeRun is everything the sweep learnt about one node: its job and what the job left.
@@ -216,7 +217,7 @@ func summarize(runs []nodeRun, rule slowRule) summary {
 			}
 		}
 	}
-	s.HealthyHostlist = config.CompressHostlist(s.Healthy)
+	s.HealthyHostlist = slurm.CompressHostlist(s.Healthy)
 	s.AllHealthy = len(runs) > 0 && len(s.Healthy) == len(runs)
 	slices.SortStableFunc(s.BusBW, func(a, b busBW) int {
 		if a.GBps != b.GBps {
@@ -276,7 +277,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 				continue
 			}
 			if n == 0 {
-				f.Check, f.Status, f.Summary = c.Check, c.Status, oneLine(c.Summary)
+				f.Check, f.Status, f.Summary = c.Check, c.Status, text.OneLine(c.Summary, maxLine)
 			}
 			n++
 		}
@@ -288,7 +289,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 	f.Status = "unhealthy"
 	f.Summary = "report says unhealthy, with no failing check"
 	if rep.ConfigError != "" {
-		f.Summary += "; config error: " + oneLine(rep.ConfigError)
+		f.Summary += "; config error: " + text.OneLine(rep.ConfigError, maxLine)
 	}
 	return f
 }
@@ -449,7 +450,7 @@ func writeText(w io.Writer, s summary) error {
 // writeFleetText prints the fleet's medians and the busbw table, slowest first.
 func writeFleetText(b *strings.Builder, s summary, width int) {
 	if len(s.NotCompared) > 0 {
-		fmt.Fprintf(b, "not compared with the fleet (no GPU model in the report: gpu_models did not run or NVML did not answer): %s\n", config.CompressHostlist(s.NotCompared))
+		fmt.Fprintf(b, "not compared with the fleet (no GPU model in the report: gpu_models did not run or NVML did not answer): %s\n", slurm.CompressHostlist(s.NotCompared))
 	}
 	// Every busbw group; the others (one per InfiniBand port) only where a node is slow.
 	var shown []fleetGroup

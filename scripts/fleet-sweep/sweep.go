@@ -14,7 +14,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
@@ -65,7 +66,7 @@ const maxReport = 16 << 20
 // has not finished, and reads back each node's report. The error is for what stops the sweep
 // as a whole (no nodes, Slurm not answering, an unwritable --out): a usageError or a
 // slurmError; runs is then nil, or holds every node when only the submission failed.
-func sweep(ctx context.Context, s *slurm, o options, log io.Writer) ([]nodeRun, error) {
+func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nodeRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -78,7 +79,7 @@ func sweep(ctx context.Context, s *slurm, o options, log io.Writer) ([]nodeRun, 
 	for _, a := range o.argsFor {
 		for _, n := range a.nodes {
 			if !slices.ContainsFunc(nodes, func(st nodeState) bool { return st.name == n }) {
-				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, config.CompressHostlist(names(nodes)))
+				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, slurm.CompressHostlist(names(nodes)))
 			}
 			perNode[n] = append(perNode[n], a.args...)
 		}
@@ -134,10 +135,10 @@ func sweep(ctx context.Context, s *slurm, o options, log io.Writer) ([]nodeRun, 
 
 // resolveNodes lists the nodes to sweep with their states: the --nodes hostlist (each must be
 // known to Slurm, in --partition when given), or every node of --partition.
-func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error) {
+func resolveNodes(ctx context.Context, s *slurmClient, o options) ([]nodeState, error) {
 	var want []string
 	if o.nodes != "" {
-		all, err := config.ExpandHostlist(o.nodes)
+		all, err := slurm.ExpandHostlist(o.nodes)
 		if err != nil {
 			return nil, usagef("--nodes: %v", err)
 		}
@@ -181,7 +182,7 @@ func resolveNodes(ctx context.Context, s *slurm, o options) ([]nodeState, error)
 		if o.partition != "" {
 			where = "partition " + o.partition
 		}
-		return nil, usagef("--nodes: %s not in %s (sinfo lists no such node)", config.CompressHostlist(unknown), where)
+		return nil, usagef("--nodes: %s not in %s (sinfo lists no such node)", slurm.CompressHostlist(unknown), where)
 	}
 	return nodes, nil
 }
@@ -196,7 +197,7 @@ type jobSpec struct {
 // submitAll writes each run's batch script and submits it, submitWorkers at a time, until the
 // context ends. A run whose submission fails is skipped with sbatch's error; after
 // maxSubmitFailures failures in a row the runs left are skipped without a call.
-func submitAll(ctx context.Context, s *slurm, runs []nodeRun, spec func(r *nodeRun) (jobSpec, error), log io.Writer) {
+func submitAll(ctx context.Context, s *slurmClient, runs []nodeRun, spec func(r *nodeRun) (jobSpec, error), log io.Writer) {
 	work := make(chan int)
 	var (
 		wg       sync.WaitGroup
@@ -313,7 +314,7 @@ func pollInterval(configured time.Duration, n int) time.Duration {
 // wait polls squeue, one call for all the jobs still active, until every job has finished or
 // left the queue, or the context ends. It reports whether the context ended by interruption
 // rather than the deadline.
-func wait(ctx context.Context, s *slurm, poll time.Duration, runs []nodeRun, log io.Writer) bool {
+func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRun, log io.Writer) bool {
 	var lastErr string
 	for {
 		active := activeJobs(runs)
@@ -358,7 +359,7 @@ func wait(ctx context.Context, s *slurm, poll time.Duration, runs []nodeRun, log
 
 // cancelLeft cancels, in one scancel, the jobs still queued or running when the wait ended,
 // with a context of its own: the wait's is done.
-func cancelLeft(ctx context.Context, s *slurm, runs []nodeRun, interrupted bool, log io.Writer) {
+func cancelLeft(ctx context.Context, s *slurmClient, runs []nodeRun, interrupted bool, log io.Writer) {
 	var left []string
 	for i := range runs {
 		if runs[i].JobID != "" && !runs[i].Gone && !finished(runs[i].State) {
@@ -397,7 +398,7 @@ func activeJobs(runs []nodeRun) []*nodeRun {
 // host a moment late); then one sinfo gives the state of every node left without a report: a
 // failed prolog, say, has drained the node with its reason. The jobs' exit codes came with
 // their states from squeue: no per-job call.
-func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
+func collect(ctx context.Context, s *slurmClient, o options, runs []nodeRun) {
 	read := func(r *nodeRun) bool {
 		r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
 		_, perr := reportOf(*r)
@@ -438,7 +439,7 @@ func collect(ctx context.Context, s *slurm, o options, runs []nodeRun) {
 		}
 		for _, r := range bad {
 			if why := by[r.Node].unavailable(); why != "" {
-				r.NodeNow = "now " + oneLine(why)
+				r.NodeNow = "now " + text.OneLine(why, maxLine)
 			}
 		}
 	}

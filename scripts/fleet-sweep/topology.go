@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strings"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // parseTopologyLeaves reads the leaf switches of a Slurm topology.conf (topology/tree): every
@@ -36,7 +36,7 @@ func parseTopologyLeaves(text string) (map[string]string, error) {
 		if name == "" || nodes == "" {
 			continue
 		}
-		names, err := config.ExpandHostlist(nodes)
+		names, err := slurm.ExpandHostlist(nodes)
 		if err != nil {
 			return nil, fmt.Errorf("topology.conf:%d: Nodes=%s: %w", i+1, nodes, err)
 		}

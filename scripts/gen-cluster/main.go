@@ -6,7 +6,7 @@
 //
 // Nodes are gpu00001..., one NodeName line per rack (Gres=gpu:h100:8) and one gres.conf line per
 // rack (File=/dev/nvidia[0-7]); -short-every N makes every Nth rack one GPU short in gres.conf,
-// so the report has problems to group. config/lint_bench_test.go generates the same files.
+// so the report has problems to group. config/slurm/lint_bench_test.go generates the same files.
 package main
 
 import (

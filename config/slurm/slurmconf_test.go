@@ -1,4 +1,4 @@
-package config
+package slurm
 
 import (
 	"errors"
@@ -636,22 +636,6 @@ func sliceHas(list []string, s string) bool {
 		}
 	}
 	return false
-}
-
-func TestEditDistance(t *testing.T) {
-	tests := []struct {
-		a, b string
-		want int
-	}{
-		{"nodename", "nodename", 0}, {"nodenmae", "nodename", 2}, {"gress", "gres", 1}, {"cpus", "gres", 3}, {"", "abc", 3},
-	}
-	for _, tc := range tests {
-		t.Run(tc.a+"/"+tc.b, func(t *testing.T) {
-			if got := confEditDistance(tc.a, tc.b, 3); got != tc.want {
-				t.Errorf("confEditDistance(%q, %q) = %d, want %d", tc.a, tc.b, got, tc.want)
-			}
-		})
-	}
 }
 
 func ExampleParseSlurmConf() {

@@ -1,4 +1,4 @@
-package config
+package slurm
 
 import (
 	"bytes"

@@ -1,4 +1,4 @@
-package config
+package slurm
 
 import (
 	"fmt"
@@ -24,12 +24,12 @@ func TestParseGresConfLines(t *testing.T) {
 		{
 			name: "ranges, count default, keys in any case",
 			in:   "NAME=gpu type=h100 FILE=/dev/nvidia[0,2-3] COREs=[0-3]\n",
-			want: []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "h100", Files: []string{"/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"}, Cores: []CoreRange{{0, 3}}}},
+			want: []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "h100", Files: []string{"/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"}, Cores: []Range{{0, 3}}}},
 		},
 		{
 			name: "NodeName hostlist, CPUs is the old spelling of Cores",
 			in:   "NodeName=tux[0-2] Name=gpu File=/dev/nvidia0 CPUs=0,2-3\n",
-			want: []GresLine{{Pos: Pos{"gres.conf", 1}, NodeNames: mustHostlist("tux[0-2]"), Name: "gpu", Files: []string{"/dev/nvidia0"}, Cores: []CoreRange{{0, 0}, {2, 3}}}},
+			want: []GresLine{{Pos: Pos{"gres.conf", 1}, NodeNames: mustHostlist("tux[0-2]"), Name: "gpu", Files: []string{"/dev/nvidia0"}, Cores: []Range{{0, 0}, {2, 3}}}},
 		},
 		{
 			name: "count suffixes are powers of 1024",
@@ -93,7 +93,7 @@ func TestParseGresConfLines(t *testing.T) {
 		{
 			name:         "Links on a multi-file line",
 			in:           "Name=gpu Type=gtx File=/dev/nvidia[3-5] COREs=0-1 Links=-1,0,0,0,0,0\n",
-			want:         []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "gtx", Files: []string{"/dev/nvidia3", "/dev/nvidia4", "/dev/nvidia5"}, Cores: []CoreRange{{0, 1}}, Links: []int{-1, 0, 0, 0, 0, 0}}},
+			want:         []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "gtx", Files: []string{"/dev/nvidia3", "/dev/nvidia4", "/dev/nvidia5"}, Cores: []Range{{0, 1}}, Links: []int{-1, 0, 0, 0, 0, 0}}},
 			wantProblems: []string{"error gres.conf:1"},
 			wantMsg:      "split the line into one line per File=",
 		},

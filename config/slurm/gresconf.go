@@ -1,10 +1,11 @@
-package config
+package slurm
 
 // gres.conf: which generic resources (GPUs, MPS, shards, bandwidth, ...) each node has, and
-// through which device files. The syntax is slurm.conf's (see slurmconf.go); the keys and their
+// through which device files. The syntax is slurm.conf's (confscan.go); the keys and their
 // meaning follow Slurm's src/interfaces/gres.c (_parse_gres_config) and gres.conf(5).
 
 import (
+	"errors"
 	"fmt"
 	"strconv"
 	"strings"
@@ -33,11 +34,6 @@ const maxGresFiles = 1 << 16
 // maxCore bounds core indices in Cores=; Slurm keeps CPU counts in 16 bits.
 const maxCore = 1<<16 - 1
 
-// CoreRange is one element of Cores=: the cores First through Last, inclusive.
-type CoreRange struct {
-	First, Last int
-}
-
 // GresLine is one gres.conf line with Name= (a GRES definition), as written.
 type GresLine struct {
 	Pos Pos
@@ -56,7 +52,7 @@ type GresLine struct {
 	AutoDetect string
 	// Cores is Cores= (or the older CPUs=), brackets removed: Cores=[0-3] and Cores=0-3 are
 	// both {0, 3}. Nil when not given.
-	Cores []CoreRange
+	Cores []Range
 	// Links is Links= (or Link=): one number per GPU of the node, -1 for this GPU itself.
 	// Nil when not given or when Slurm would ignore it (see Problems).
 	Links []int
@@ -188,55 +184,10 @@ type gresRaw struct {
 }
 
 func (p *gresParser) line(l confLine) {
+	// Built here, not in fields, so that the maps can live on the stack.
 	raw := gresRaw{set: map[string]string{}, spelt: map[string]string{}}
-	nodes := ""
-	for _, f := range l.Fields {
-		if strings.EqualFold(f.Key, "nodename") && f.HasEq {
-			nodes = f.Value
-		}
-	}
-	for _, f := range l.Fields {
-		if !f.HasEq {
-			p.problem(SeverityError, l.Pos, nodes, "%q is not key=value: Slurm refuses gres.conf here (Parsing error at unrecognized key); remove it or comment it out with '#'", f.Key)
-			continue
-		}
-		key, ok := gresKeys[strings.ToLower(f.Key)]
-		if !ok {
-			hint := ""
-			if s := confClosestKey(f.Key, gresKeyList); s != "" {
-				hint = fmt.Sprintf(" (did you mean %s=?)", s)
-			}
-			p.problem(SeverityError, l.Pos, nodes, "unknown key %s=%s: Slurm refuses gres.conf with it; the keys are %s", f.Key, hint, strings.Join(gresKeyList, ", "))
-			continue
-		}
-		if _, dup := raw.set[key]; dup && !(key == "Cores" || key == "CPUs") {
-			p.problem(SeverityWarning, l.Pos, nodes, "%s= is given twice on one line; Slurm uses the last, %s=%s", key, f.Key, f.Value)
-		}
-		raw.set[key] = f.Value
-		raw.spelt[key] = f.Key
-	}
-
-	var line GresLine
-	line.Pos = l.Pos
-	if v, ok := raw.set["NodeName"]; ok {
-		h, err := ParseHostlist(v)
-		switch {
-		case err != nil:
-			p.problem(SeverityError, l.Pos, "", "NodeName=%s: %s; Slurm skips this line on every node", v, confHostlistReason(err))
-			raw.broken = true
-		case h.Len() == 0:
-			p.problem(SeverityError, l.Pos, "", "NodeName= is empty: name the nodes, or drop NodeName= to apply the line to every node")
-			raw.broken = true
-		default:
-			line.NodeNames = h
-		}
-	}
-	if v, ok := raw.set["AutoDetect"]; ok {
-		line.AutoDetect = strings.ToLower(v)
-		if !confContainsFold(autoDetectValues, v) {
-			p.problem(SeverityWarning, l.Pos, nodes, "AutoDetect=%s is not one of %s; Slurm treats it as unset", v, strings.Join(autoDetectValues, ", "))
-		}
-	}
+	nodes := p.fields(l, &raw)
+	line := p.head(l.Pos, &raw, nodes)
 	name, hasName := raw.set["Name"]
 	if !hasName || name == "" {
 		p.autoDetectOnly(l, raw, line, nodes)
@@ -251,8 +202,75 @@ func (p *gresParser) line(l confLine) {
 			p.g.NodeAutoDetect = append(p.g.NodeAutoDetect, AutoDetectLine{Pos: l.Pos, NodeNames: line.NodeNames, Value: line.AutoDetect})
 		}
 	}
+	p.values(&line, &raw, nodes)
+	if raw.broken {
+		return
+	}
+	p.g.Lines = append(p.g.Lines, line)
+}
+
+// fields collects a line's keys into raw in Slurm's spelling, reporting what is not key=value,
+// unknown keys and keys given twice. It returns NodeName= as written, for messages.
+func (p *gresParser) fields(l confLine, raw *gresRaw) (nodes string) {
+	for _, f := range l.Fields {
+		if strings.EqualFold(f.Key, "nodename") && f.HasEq {
+			nodes = f.Value
+		}
+	}
+	for _, f := range l.Fields {
+		if !f.HasEq {
+			p.problem(SeverityError, l.Pos, nodes, "%q is not key=value: Slurm refuses gres.conf here (Parsing error at unrecognized key); remove it or comment it out with '#'", f.Key)
+			continue
+		}
+		key, ok := gresKeys[strings.ToLower(f.Key)]
+		if !ok {
+			hint := ""
+			if s := confSuggest(f.Key, gresKeyList); s != "" {
+				hint = fmt.Sprintf(" (did you mean %s=?)", s)
+			}
+			p.problem(SeverityError, l.Pos, nodes, "unknown key %s=%s: Slurm refuses gres.conf with it; the keys are %s", f.Key, hint, strings.Join(gresKeyList, ", "))
+			continue
+		}
+		if _, dup := raw.set[key]; dup && !(key == "Cores" || key == "CPUs") {
+			p.problem(SeverityWarning, l.Pos, nodes, "%s= is given twice on one line; Slurm uses the last, %s=%s", key, f.Key, f.Value)
+		}
+		raw.set[key] = f.Value
+		raw.spelt[key] = f.Key
+	}
+	return nodes
+}
+
+// head reads what every line may have, with or without Name=: NodeName= and AutoDetect=.
+func (p *gresParser) head(pos Pos, raw *gresRaw, nodes string) GresLine {
+	line := GresLine{Pos: pos}
+	if v, ok := raw.set["NodeName"]; ok {
+		h, err := ParseHostlist(v)
+		switch {
+		case err != nil:
+			p.problem(SeverityError, pos, "", "NodeName=%s: %s; Slurm skips this line on every node", v, confHostlistReason(err))
+			raw.broken = true
+		case h.Len() == 0:
+			p.problem(SeverityError, pos, "", "NodeName= is empty: name the nodes, or drop NodeName= to apply the line to every node")
+			raw.broken = true
+		default:
+			line.NodeNames = h
+		}
+	}
+	if v, ok := raw.set["AutoDetect"]; ok {
+		line.AutoDetect = strings.ToLower(v)
+		if !confContainsFold(autoDetectValues, v) {
+			p.problem(SeverityWarning, pos, nodes, "AutoDetect=%s is not one of %s; Slurm treats it as unset", v, strings.Join(autoDetectValues, ", "))
+		}
+	}
+	return line
+}
+
+// values reads the keys of a GRES definition (a line with Name=): its files, count, cores,
+// links and flags.
+func (p *gresParser) values(line *GresLine, raw *gresRaw, nodes string) {
+	pos := line.Pos
 	if v, ok := raw.set["File"]; ok {
-		files, ok := p.files(l.Pos, nodes, raw.spelt["File"], v)
+		files, ok := p.files(pos, nodes, raw.spelt["File"], v)
 		if !ok {
 			raw.broken = true
 		}
@@ -260,9 +278,9 @@ func (p *gresParser) line(l confLine) {
 	}
 	if v, ok := raw.set["MultipleFiles"]; ok {
 		if _, both := raw.set["File"]; both {
-			p.problem(SeverityError, l.Pos, nodes, "File= and MultipleFiles= on one line: Slurm refuses this (fatal: File and MultipleFiles options are mutually exclusive); keep one")
+			p.problem(SeverityError, pos, nodes, "File= and MultipleFiles= on one line: Slurm refuses this (fatal: File and MultipleFiles options are mutually exclusive); keep one")
 		}
-		files, ok := p.files(l.Pos, nodes, "MultipleFiles", v)
+		files, ok := p.files(pos, nodes, "MultipleFiles", v)
 		if !ok {
 			raw.broken = true
 		}
@@ -271,10 +289,10 @@ func (p *gresParser) line(l confLine) {
 	if v, ok := raw.set["Count"]; ok {
 		n, err := parseGresCount(v)
 		if err != nil {
-			p.problem(SeverityError, l.Pos, nodes, "Count=%s: %v: Slurm refuses the line (fatal: invalid count); write a number with an optional K, M, G or T suffix", v, err)
+			p.problem(SeverityError, pos, nodes, "Count=%s: %v: Slurm refuses the line (fatal: invalid count); write a number with an optional K, M, G or T suffix", v, err)
 		} else {
 			line.Count, line.CountSet = n, true
-			p.checkCount(l.Pos, nodes, line)
+			p.checkCount(pos, nodes, *line)
 		}
 	}
 	cores, coresKey := raw.set["Cores"], "Cores"
@@ -282,23 +300,19 @@ func (p *gresParser) line(l confLine) {
 		cores, coresKey = raw.set["CPUs"], "CPUs"
 	}
 	if _, ok := raw.set[coresKey]; ok {
-		line.Cores = p.cores(l.Pos, nodes, raw.spelt[coresKey], cores)
+		line.Cores = p.cores(pos, nodes, raw.spelt[coresKey], cores)
 	}
 	if v, ok := raw.set["Links"]; ok {
-		line.Links = p.links(l.Pos, nodes, line, v)
+		line.Links = p.links(pos, nodes, *line, v)
 	}
 	if v, ok := raw.set["Flags"]; ok {
 		line.Flags = confSplitList(v)
 		for _, f := range line.Flags {
 			if !confContainsFold(gresFlags, f) {
-				p.problem(SeverityWarning, l.Pos, nodes, "Flags=%s: %q is not a flag Slurm knows (%s)", v, f, strings.Join(gresFlags, ", "))
+				p.problem(SeverityWarning, pos, nodes, "Flags=%s: %q is not a flag Slurm knows (%s)", v, f, strings.Join(gresFlags, ", "))
 			}
 		}
 	}
-	if raw.broken {
-		return
-	}
-	p.g.Lines = append(p.g.Lines, line)
 }
 
 // autoDetectOnly handles a line without Name=: an AutoDetect setting (global, or for the
@@ -378,29 +392,20 @@ func gresPerFileCount(name string) bool {
 }
 
 // cores parses Cores= (or CPUs=): "0-15", "0,1", "[0-3]", "0,2-3".
-func (p *gresParser) cores(pos Pos, nodes, key, v string) []CoreRange {
+func (p *gresParser) cores(pos Pos, nodes, key, v string) []Range {
 	s := strings.TrimSpace(v)
 	// Cores=[0-3] is the "semi compact" form of Slurm's own tests (test7.17.1).
 	if strings.HasPrefix(s, "[") && strings.HasSuffix(s, "]") {
 		s = s[1 : len(s)-1]
 	}
-	if s == "" {
+	out, err := ParseRangeList(s, maxCore)
+	if err != nil {
+		elem := s
+		if re := (*RangeListError)(nil); errors.As(err, &re) {
+			elem = re.Elem
+		}
+		p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, elem, key, key)
 		return nil
-	}
-	var out []CoreRange
-	for _, e := range strings.Split(s, ",") {
-		lo, hi, isRange := strings.Cut(e, "-")
-		a, errA := strconv.Atoi(lo)
-		b := a
-		var errB error
-		if isRange {
-			b, errB = strconv.Atoi(hi)
-		}
-		if errA != nil || errB != nil || a < 0 || b < a || b > maxCore {
-			p.problem(SeverityError, pos, nodes, "%s=%s: %q is not a core number or range: write e.g. %s=0-15 or %s=0,2-3; Slurm refuses the line", key, v, e, key, key)
-			return nil
-		}
-		out = append(out, CoreRange{First: a, Last: b})
 	}
 	return out
 }
@@ -424,13 +429,4 @@ func (p *gresParser) links(pos Pos, nodes string, l GresLine, v string) []int {
 		p.problem(SeverityError, pos, nodes, "Links=%s is on a line with %d files (%s): Links describes one GPU (its -1 marks that GPU's own index), so it cannot fit %d; split the line into one line per File= with its own Links=", v, len(l.Files), CompressHostlist(l.Files), len(l.Files))
 	}
 	return out
-}
-
-func confContainsFold(list []string, s string) bool {
-	for _, e := range list {
-		if strings.EqualFold(e, s) {
-			return true
-		}
-	}
-	return false
 }

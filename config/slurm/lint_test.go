@@ -1,4 +1,4 @@
-package config
+package slurm
 
 import (
 	"bytes"
@@ -14,26 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-func init() {
-	// Another test file of the package may define -update first; share it.
-	if flag.Lookup("update") == nil {
-		flag.Bool("update", false, "rewrite the golden files under testdata/ instead of comparing with them")
-	}
-}
-
-// updateGoldens reports whether the test run was asked to rewrite golden files.
-func updateGoldens() bool {
-	f := flag.Lookup("update")
-	if f == nil {
-		return false
-	}
-	g, ok := f.Value.(flag.Getter)
-	if !ok {
-		return false
-	}
-	b, _ := g.Get().(bool)
-	return b
-}
+var update = flag.Bool("update", false, "rewrite the golden files under testdata/ instead of comparing with them")
 
 // problemSummary is "severity file:line nodes", enough to tell problems apart in a table.
 func problemSummary(ps []Problem) []string {
@@ -469,7 +450,7 @@ func TestLintGolden(t *testing.T) {
 
 func checkGolden(t *testing.T, path string, got []byte) {
 	t.Helper()
-	if updateGoldens() {
+	if *update {
 		if err := os.WriteFile(path, got, 0o644); err != nil {
 			t.Fatal(err)
 		}

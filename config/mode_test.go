@@ -1,0 +1,78 @@
+package config
+
+import (
+	"fmt"
+	"testing"
+	"time"
+)
+
+func TestParseMode(t *testing.T) {
+	tests := []struct {
+		in      string
+		want    Mode
+		wantErr bool
+	}{
+		{"prolog", ModeProlog, false},
+		{"Epilog", ModeEpilog, false},
+		{"HEALTH", ModeHealth, false},
+		{"manual", ModeManual, false},
+		{"prologue", "", true},
+		{"", "", true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			got, err := ParseMode(tc.in)
+			if got != tc.want || (err != nil) != tc.wantErr {
+				t.Errorf("ParseMode(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+func TestBudgetFor(t *testing.T) {
+	b := Budget{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second}
+	tests := []struct {
+		name   string
+		budget Budget
+		mode   Mode
+		want   time.Duration
+	}{
+		{"prolog", b, ModeProlog, 5 * time.Second},
+		{"epilog", b, ModeEpilog, 30 * time.Second},
+		{"health", b, ModeHealth, 50 * time.Second},
+		{"manual: none", b, ModeManual, 0},
+		// A mode no caller should make gets the tightest limit any mode has, never none.
+		{"unknown mode: the tightest", b, Mode("bogus"), 5 * time.Second},
+		{"unknown mode: the tightest set", Budget{Epilog: time.Minute, Manual: 20 * time.Second}, Mode(""), 20 * time.Second},
+		{"unknown mode, no limits anywhere", Budget{}, Mode("bogus"), 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.budget.For(tc.mode); got != tc.want {
+				t.Errorf("For(%q) = %s, want %s", tc.mode, got, tc.want)
+			}
+		})
+	}
+}
+
+// Every mode parses back to itself, and a check's default modes list spells every mode as
+// nodecheck.toml does.
+func TestModesMatchConfig(t *testing.T) {
+	for _, m := range Modes() {
+		if got, err := ParseMode(string(m)); err != nil || got != m {
+			t.Errorf("ParseMode(%q) = %q, %v", m, got, err)
+		}
+	}
+	if fmt.Sprint(modeNames()) != "[prolog epilog health manual]" {
+		t.Errorf("modeNames() = %v", modeNames())
+	}
+	if fmt.Sprint(Default().Checks.GPUCount.Modes) != fmt.Sprint(modeNames()) {
+		t.Errorf("gpu_count's default modes %v, want every mode", Default().Checks.GPUCount.Modes)
+	}
+}
+
+func ExampleBudget_For() {
+	b := Default().Budget
+	fmt.Println(b.For(ModeProlog), b.For(ModeHealth), b.For(ModeManual))
+	// Output: 5s 50s 0s
+}
