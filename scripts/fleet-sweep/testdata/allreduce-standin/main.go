@@ -25,7 +25,7 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 func main() {
@@ -38,7 +38,7 @@ func main() {
 	if os.Getenv("SLURM_PROCID") != "" && os.Getenv("SLURM_PROCID") != "0" {
 		return
 	}
-	nodes, err := config.ExpandHostlist(os.Getenv("SLURM_JOB_NODELIST"))
+	nodes, err := slurm.ExpandHostlist(os.Getenv("SLURM_JOB_NODELIST"))
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "allreduce-standin: SLURM_JOB_NODELIST: %v\n", err)
 		os.Exit(2)
