@@ -1,23 +1,51 @@
 #!/usr/bin/env bash
 # slurm-testbed.sh: a real Slurm on this machine for nodecheck's integration tests and for trying
 # nodecheck by hand: one slurmctld and one slurmd per node (n1, n2 by default), munge, fake GPUs.
+# Two Slurm versions: Debian 12's 22.05 on the host, or Debian 13's 24.11 in a Debian 13 root.
 #
-#   sudo scripts/slurm-testbed.sh install   apt-get the Slurm 22.05 packages (Debian 12)
-#   sudo scripts/slurm-testbed.sh start     install if missing, write the config, start, wait for idle
-#   sudo scripts/slurm-testbed.sh status    the daemons and `sinfo`; exit 0 only when all run
-#   sudo scripts/slurm-testbed.sh stop      stop what start started (by PID), keep the files
-#   sudo scripts/slurm-testbed.sh env       print `export SLURM_CONF=...` for a shell: eval "$(... env)"
+#   scripts/slurm-testbed.sh install [--slurm V]   22.05: apt-get the packages; 24.11: build the root
+#   scripts/slurm-testbed.sh start [OPTIONS]       install if missing, write the config, start, wait for idle
+#   scripts/slurm-testbed.sh status                the version, the daemons, `sinfo`; exit 0 only when all run
+#   scripts/slurm-testbed.sh stop                  stop what start started, unmount the root; keep DIR's files
+#   scripts/slurm-testbed.sh env                   `export SLURM_CONF=... PATH=DIR/slurm-bin:...`: eval "$(... env)"
+#   scripts/slurm-testbed.sh version [--slurm V]   `slurmctld -V` of that version (installed or built before)
+#   scripts/slurm-testbed.sh clean [--cache]       unmount roots of test beds that no longer run;
+#                                                  --cache also deletes the cached Debian 13 root
+# All as root (slurmd, mknod, munge, chroot and mount need it), without systemd.
 #
-# Environment:
-#   NODECHECK_TESTBED_DIR    scratch directory (default /tmp/nodecheck-testbed); every file the
-#                            test bed writes is under it, nothing under /etc
-#   NODECHECK_TESTBED_NODES  node names (default "n1 n2"); each gets 2 fake GPUs
-#   NODECHECK_TESTBED_PORT   slurmctld's port (default 16817); node i listens on PORT+i, so a
-#                            test bed can run beside a Slurm on the default ports 6817/6818
+# Options (flags win over the environment; status, stop and env read what start recorded in DIR):
+#   --slurm V        NODECHECK_TESTBED_SLURM   22.05 (default) or 24.11
+#   --nodes N|NAMES  NODECHECK_TESTBED_NODES   a count (names PREFIX1..PREFIXN) or names ("n1 n2",
+#                                              the default); each node gets 2 fake GPUs
+#   --prefix P       NODECHECK_TESTBED_PREFIX  node name prefix with a count (default n)
+#   --width W        NODECHECK_TESTBED_WIDTH   zero-pad the number to W digits (n001 with 3)
+#   --health-interval S  NODECHECK_TESTBED_HEALTH_INTERVAL  HealthCheckInterval (default 2)
+#                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
+#                                              every file the test bed writes is under it, nothing under /etc
+#                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
+#                                              PORT+i, so test beds run side by side on other ports
+#                    NODECHECK_TESTBED_BIND    24.11: more host directories to show in the root at the
+#                                              same path ("DIR" read-write, "DIR:ro" read-only); DIR
+#                                              itself always is
+#                    NODECHECK_TESTBED_CACHE   where the 24.11 root is kept (default /var/cache/nodecheck-testbed)
+#                    NODECHECK_TESTBED_MIRROR  Debian mirror for the root (default: the first URIs: of
+#                                              /etc/apt/sources.list.d/debian.sources, or sources.list)
+#                    NODECHECK_TESTBED_NO_APT  1: install fails instead of running apt-get (tests off CI)
 #
-# Runs as root and without systemd: the daemons are plain background processes started from /
-# with setsid (hooks inherit slurmd's cwd), stopped by the PIDs this script recorded. See
-# ../../shared/SLURM.md (observed behaviour) and README.md "Draining" for how nodecheck uses it.
+# Slurm 24.11: `install --slurm 24.11` builds CACHE/trixie-root once (about 30 s, 180 MB) with
+#   mmdebstrap --variant=apt --include=slurmctld,slurmd,slurm-client,munge,procps,util-linux trixie
+# under CACHE/lock, in a temporary directory renamed when complete; it is rebuilt when missing or
+# incomplete. Each test bed mounts its own overlay of it at /run/nodecheck-testbed/ID/root (so its
+# /run, /etc and munged are its own and concurrent beds do not meet), binds /proc, /dev and
+# (recursively, as a slave) /sys into it, and shows DIR there at the same path. munged, slurmctld,
+# slurmd, the hooks and nodecheck in them all run inside that root (chroot), with its Slurm
+# clients; DIR/slurm-bin has wrappers that run those clients from the host. `stop` ends every
+# process inside the bed's root and unmounts it. To clean up: `stop` each bed, then
+# `clean --cache` (or rm -rf CACHE once no bed is mounted).
+#
+# The daemons are plain background processes started from / with setsid (hooks inherit slurmd's
+# cwd), stopped by the PIDs this script recorded. See ../../shared/SLURM.md (observed behaviour)
+# and README.md "Test bed".
 #
 # Hooks: Prolog=, Epilog= and HealthCheckProgram= all point at DIR/bin/nodecheck-hook (a copy of
 # scripts/nodecheck-hook). It does nothing until a test writes DIR/hooks/NODE.CONTEXT (context:
@@ -25,122 +53,372 @@
 # snapshot for a hook that Slurm starts without arguments.
 set -euo pipefail
 
-DIR=${NODECHECK_TESTBED_DIR:-/tmp/nodecheck-testbed}
-NODES=${NODECHECK_TESTBED_NODES:-"n1 n2"}
-PORT=${NODECHECK_TESTBED_PORT:-16817}
 HERE=$(cd "$(dirname "$0")" && pwd)
-CONF=$DIR/etc/slurm.conf
-PKGS="slurmctld slurmd slurm-client munge"
+CACHE=${NODECHECK_TESTBED_CACHE:-/var/cache/nodecheck-testbed}
+ROOTFS=$CACHE/trixie-root
+RUNBASE=/run/nodecheck-testbed
+ROOT_PKGS=slurmctld,slurmd,slurm-client,munge,procps,util-linux
+HOST_PKGS="slurmctld slurmd slurm-client munge"
+# The clients DIR/slurm-bin wraps (those the version has).
+CLIENTS="sbatch squeue sinfo scontrol scancel srun salloc sacct sstat sdiag sprio sshare"
 
 log() { echo "slurm-testbed: $*" >&2; }
-die() { log "$*"; exit 1; }
+die() {
+  log "$*"
+  exit 1
+}
 
-need_root() { [ "$(id -u)" = 0 ] || die "run as root: slurmd, mknod and munge need it"; }
+need_root() { [ "$(id -u)" = 0 ] || die "run as root: slurmd, mknod, munge and mount need it"; }
 
-installed() {
+# --- options and the recorded state ---------------------------------------------------------
+
+SLURM=${NODECHECK_TESTBED_SLURM:-22.05}
+NODES_ARG=${NODECHECK_TESTBED_NODES:-"n1 n2"}
+PREFIX=${NODECHECK_TESTBED_PREFIX:-n}
+WIDTH=${NODECHECK_TESTBED_WIDTH:-0}
+HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-2}
+CLEAN_CACHE=0
+
+parse_flags() {
+  while [ $# -gt 0 ]; do
+    case "$1" in
+    --slurm) SLURM=${2:?--slurm needs a version}; shift ;;
+    --nodes) NODES_ARG=${2:?--nodes needs a count or names}; shift ;;
+    --prefix) PREFIX=${2:?--prefix needs a prefix}; shift ;;
+    --width) WIDTH=${2:?--width needs a number}; shift ;;
+    --health-interval) HEALTH_INTERVAL=${2:?--health-interval needs seconds}; shift ;;
+    --cache) CLEAN_CACHE=1 ;;
+    *) die "unknown option $1 (see the top of $0)" ;;
+    esac
+    shift
+  done
+  case "$SLURM" in
+  22.05 | 24.11) ;;
+  *) die "--slurm $SLURM: want 22.05 (Debian 12, on the host) or 24.11 (Debian 13, in a root)" ;;
+  esac
+  [[ $WIDTH =~ ^[0-9]+$ ]] || die "--width $WIDTH: want a number of digits"
+  [[ $HEALTH_INTERVAL =~ ^[0-9]+$ ]] || die "--health-interval $HEALTH_INTERVAL: want seconds"
+  [[ $PREFIX =~ ^[a-z][a-z0-9-]*$ ]] || die "--prefix $PREFIX: want a lower-case name ([a-z][a-z0-9-]*)"
+  if [[ $NODES_ARG =~ ^[0-9]+$ ]]; then
+    [ "$NODES_ARG" -ge 1 ] || die "--nodes $NODES_ARG: want at least 1"
+    NODES=$(for ((i = 1; i <= NODES_ARG; i++)); do printf '%s%0*d ' "$PREFIX" "$WIDTH" "$i"; done)
+    NODES=${NODES% }
+  else
+    NODES=$NODES_ARG
+  fi
+}
+
+DIR=${NODECHECK_TESTBED_DIR:-/tmp/nodecheck-testbed}
+case "$DIR" in /*) ;; *) DIR=$PWD/$DIR ;; esac
+PORT=${NODECHECK_TESTBED_PORT:-16817}
+CONF=$DIR/etc/slurm.conf
+STATE=$DIR/run/testbed.state
+# Where this bed's root is mounted (24.11): one directory per DIR, outside DIR, so that removing
+# DIR can never reach into a mounted /proc, /dev, /sys or a bound directory.
+RT=$RUNBASE/$(printf '%s' "$DIR" | cksum | cut -d' ' -f1)
+MERGED=
+
+# load_state: what start recorded (the version, the nodes, the root), over flags and environment.
+load_state() {
+  local k v
+  [ -r "$STATE" ] || return 0
+  while IFS='=' read -r k v; do
+    case "$k" in
+    SLURM) SLURM=$v ;;
+    NODES) NODES=$v ;;
+    PORT) PORT=$v ;;
+    MERGED) MERGED=$v ;;
+    esac
+  done <"$STATE"
+}
+
+save_state() {
+  printf 'SLURM=%s\nNODES=%s\nPORT=%s\nMERGED=%s\n' "$SLURM" "$NODES" "$PORT" "$MERGED" >"$STATE"
+}
+
+# in_bed CMD...: run CMD where the bed's Slurm lives: on the host (22.05) or in its root (24.11).
+in_bed() {
+  if [ -n "$MERGED" ]; then /usr/sbin/chroot "$MERGED" "$@"; else "$@"; fi
+}
+
+# --- install: the host's packages or the cached Debian 13 root --------------------------------
+
+host_installed() {
   [ -x /usr/sbin/slurmctld ] && [ -x /usr/sbin/slurmd ] && [ -x /usr/bin/scontrol ] &&
     [ -x /usr/bin/sinfo ] && [ -x /usr/bin/sbatch ] && [ -x /usr/sbin/munged ]
 }
 
-cmd_install() {
-  need_root
-  if installed; then return 0; fi
-  command -v apt-get >/dev/null || die "Slurm is not installed and there is no apt-get: install $PKGS"
-  log "installing $PKGS"
+root_complete() {
+  local f
+  [ -s "$ROOTFS/.nodecheck-testbed" ] || return 1
+  for f in usr/sbin/slurmctld usr/sbin/slurmd usr/bin/scontrol usr/bin/sinfo usr/bin/sbatch \
+    usr/bin/squeue usr/sbin/munged usr/bin/munge etc/munge/munge.key bin/sh usr/bin/env; do
+    [ -e "$ROOTFS/$f" ] || return 1
+  done
+}
+
+apt_install() {
+  [ "${NODECHECK_TESTBED_NO_APT:-}" = 1 ] && die "$* not installed (NODECHECK_TESTBED_NO_APT=1): run $0 install as root"
+  command -v apt-get >/dev/null || die "no apt-get: install $* by hand"
+  log "installing $*"
   export DEBIAN_FRONTEND=noninteractive
   apt-get update -qq
   # Without --no-install-recommends a plugins metapackage pulls in mysql, hdf5 and more. The
   # packages' own service start fails without systemd; that is harmless here.
-  apt-get install -y -qq --no-install-recommends $PKGS >/dev/null || true
-  installed || die "apt-get did not install $PKGS"
+  apt-get install -y -qq --no-install-recommends "$@" >/dev/null || true
 }
 
-# alive PIDFILE: the process in PIDFILE runs and is ours (its command line names our config),
-# so a PID reused by another program after a crash is never signalled.
-alive() {
-  local pid
-  [ -s "$1" ] || return 1
-  pid=$(cat "$1")
-  [ -r "/proc/$pid/cmdline" ] && tr '\0' ' ' <"/proc/$pid/cmdline" | grep -qF -- "$CONF"
+cmd_install() {
+  need_root
+  if [ "$SLURM" = 24.11 ]; then
+    build_root
+    return
+  fi
+  host_installed && return 0
+  apt_install $HOST_PKGS
+  host_installed || die "apt-get did not install $HOST_PKGS"
 }
 
-start_munge() {
+# mirror: the Debian mirror this machine's apt uses (never a host named here).
+mirror() {
+  local m=${NODECHECK_TESTBED_MIRROR:-}
+  if [ -z "$m" ] && [ -r /etc/apt/sources.list.d/debian.sources ]; then
+    m=$(awk '$1 == "URIs:" && $2 !~ /security/ { print $2; exit }' /etc/apt/sources.list.d/debian.sources)
+  fi
+  if [ -z "$m" ] && [ -r /etc/apt/sources.list ]; then
+    m=$(awk '$1 == "deb" { for (i = 2; i <= NF; i++) if ($i ~ /^[a-z+]+:\/\// && $i !~ /security/) { print $i; exit } }' /etc/apt/sources.list)
+  fi
+  [ -n "$m" ] || die "no Debian mirror in /etc/apt/sources.list.d/debian.sources or /etc/apt/sources.list: set NODECHECK_TESTBED_MIRROR"
+  echo "$m"
+}
+
+# mounts_under PATH: the mount points at or below PATH, deepest last (from the kernel's table).
+mounts_under() {
+  awk -v p="$1" '{ m = $5; gsub(/\\040/, " ", m); if (m == p || index(m, p "/") == 1) print m }' /proc/self/mountinfo
+}
+
+# remove_tree DIR: rm -rf, but never through a mount point (a root left mounted by a killed run).
+remove_tree() {
+  [ -e "$1" ] || return 0
+  if [ -n "$(mounts_under "$1")" ]; then umount -R "$1" 2>/dev/null || umount -l "$1" 2>/dev/null || true; fi
+  [ -z "$(mounts_under "$1")" ] || die "not removing $1: still mounted there: $(mounts_under "$1" | tr '\n' ' ')"
+  rm -rf --one-file-system "$1"
+}
+
+# build_root: CACHE/trixie-root, once. Under a lock, so that test runs started together build
+# it once; in a temporary directory renamed when complete, so that no run sees half a root.
+build_root() {
+  local tmp m start=$SECONDS
+  mkdir -p "$CACHE"
+  chmod 755 "$CACHE"
+  root_complete && return 0
+  exec 8>"$CACHE/lock"
+  flock -w 900 8 || die "another build holds $CACHE/lock for 15 minutes"
+  if root_complete; then
+    exec 8>&-
+    return 0
+  fi
+  command -v mmdebstrap >/dev/null || apt_install mmdebstrap
+  command -v mmdebstrap >/dev/null || die "apt-get did not install mmdebstrap"
+  m=$(mirror)
+  for tmp in "$CACHE"/trixie-root.tmp.* "$CACHE"/trixie-root.old.*; do remove_tree "$tmp"; done
+  tmp=$(mktemp -d "$CACHE/trixie-root.tmp.XXXXXX")
+  log "building the Debian 13 root for Slurm 24.11 in $ROOTFS (about 30 s; log in $CACHE/build.log)"
+  if ! mmdebstrap --variant=apt --include=$ROOT_PKGS trixie "$tmp" "$m" >"$CACHE/build.log" 2>&1; then
+    tail -n 20 "$CACHE/build.log" >&2
+    remove_tree "$tmp"
+    die "mmdebstrap failed (mirror $m): see $CACHE/build.log"
+  fi
+  printf 'mmdebstrap --variant=apt --include=%s trixie ROOT %s\nbuilt %s in %d s\n' \
+    "$ROOT_PKGS" "$m" "$(date -u +%FT%TZ)" $((SECONDS - start)) >"$tmp/.nodecheck-testbed"
+  if [ -e "$ROOTFS" ]; then
+    # Incomplete (else we would not be here); never pull a root from under a mounted bed.
+    grep -q "lowerdir=$ROOTFS[,:]" /proc/self/mountinfo && die "$ROOTFS is incomplete but a test bed uses it: stop it"
+    mv "$ROOTFS" "$CACHE/trixie-root.old.$$"
+    remove_tree "$CACHE/trixie-root.old.$$"
+  fi
+  mv "$tmp" "$ROOTFS"
+  root_complete || die "the root built in $ROOTFS lacks Slurm or munge: see $CACHE/build.log"
+  log "root built in $((SECONDS - start)) s"
+  exec 8>&-
+}
+
+# --- the 24.11 root of one bed ----------------------------------------------------------------
+
+# bind SRC DST [ro]: a plain bind mount, read-only if asked.
+bind() {
+  mkdir -p "$2"
+  mount --bind "$1" "$2"
+  if [ "${3:-}" = ro ]; then mount -o remount,bind,ro "$2"; fi
+}
+
+mount_root() {
+  local b src mode
+  remove_tree "$RT"
+  mkdir -p "$RT/upper" "$RT/work" "$RT/root"
+  chmod 755 "$RUNBASE" "$RT"
+  MERGED=$RT/root
+  mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$RT/upper,workdir=$RT/work" "$MERGED"
+  # The host's names: without /etc/hosts every lookup of this host's name goes to DNS, and
+  # where that does not answer the Slurm clients stall for 5 s now and then.
+  cp /etc/hosts "$MERGED/etc/hosts"
+  mount --bind /proc "$MERGED/proc"
+  mount --bind /dev "$MERGED/dev"
+  # hwloc reads the CPU topology there, and slurmd 24.11 wants the cgroup file system. A slave,
+  # so that unmounting it here never unmounts anything on the host.
+  mount --rbind /sys "$MERGED/sys"
+  mount --make-rslave "$MERGED/sys"
+  # Parents first; a directory a bind already shows is not bound again (a bind under another
+  # would be hidden by it, and umount -R then fails on it).
+  for b in $( (echo "$DIR" && printf '%s\n' ${NODECHECK_TESTBED_BIND:-}) | awk '{ print length($0), $0 }' | sort -n | cut -d' ' -f2-); do
+    src=${b%:ro}
+    mode=
+    [ "$src" != "$b" ] && mode=ro
+    case "$src" in /*) ;; *) die "NODECHECK_TESTBED_BIND: $src is not an absolute path" ;; esac
+    [ -d "$src" ] || die "NODECHECK_TESTBED_BIND: no directory $src"
+    if [ -d "$MERGED$src" ] && [ "$MERGED$src" -ef "$src" ]; then continue; fi
+    bind "$src" "$MERGED$src" $mode
+  done
+}
+
+# in_root_pids: every process whose root is this bed's root (its daemons, munged, jobs, hooks).
+in_root_pids() {
+  [ -n "$MERGED" ] || return 0
+  { find /proc/[0-9]*/root -maxdepth 0 -lname "$MERGED" 2>/dev/null || true; } | cut -d/ -f3
+}
+
+umount_root() {
+  local pids sig
+  [ -n "$MERGED" ] || return 0
+  for sig in TERM TERM TERM TERM TERM KILL; do
+    pids=$(in_root_pids)
+    [ -z "$pids" ] && break
+    kill -"$sig" $pids 2>/dev/null || true
+    sleep 0.5
+  done
+  if [ -n "$(mounts_under "$MERGED")" ]; then
+    # Lazily as a last resort: that detaches the whole tree at once.
+    umount -R "$MERGED" 2>/dev/null || { sleep 1; umount -R "$MERGED" 2>/dev/null; } || umount -l "$MERGED"
+  fi
+  remove_tree "$RT"
+}
+
+start_munge_root() {
+  local _
+  chroot "$MERGED" /bin/sh -c 'mkdir -p /run/munge && chown munge:munge /run/munge /var/log/munge /var/lib/munge'
+  # -F: in the foreground, so that its PID is the one recorded; the root's own key and /run.
+  setsid /usr/sbin/chroot --userspec=munge:munge "$MERGED" /usr/sbin/munged -F </dev/null >>"$DIR/log/munged.out" 2>&1 &
+  echo $! >"$DIR/run/munged.pid"
+  for _ in $(seq 50); do
+    if chroot "$MERGED" /bin/sh -c 'munge -n | unmunge' >/dev/null 2>&1; then return 0; fi
+    sleep 0.1
+  done
+  die "munge in $MERGED does not answer: see $DIR/log/munged.out"
+}
+
+# --- 22.05 on the host ------------------------------------------------------------------------
+
+start_munge_host() {
   if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
   # Test beds started at once (go test runs packages in parallel) share one munged: the
   # first one starts it, the others wait for the lock and then find it answering.
   mkdir -p /run/munge
   exec 9>/run/nodecheck-testbed-munge.lock
   flock -w 60 9 || die "another test bed holds /run/nodecheck-testbed-munge.lock"
-  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 9>&-; return 0; fi
+  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+    exec 9>&-
+    return 0
+  fi
   mkdir -p /run/munge /var/log/munge /var/lib/munge
   chown munge:munge /run/munge /var/log/munge /var/lib/munge
   [ -s /etc/munge/munge.key ] || die "/etc/munge/munge.key is missing: reinstall munge"
   # munged forks into the background itself and refuses to run as root.
   runuser -u munge -- /usr/sbin/munged || die "munged did not start (see /var/log/munge/munged.log)"
   for _ in $(seq 50); do
-    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then exec 9>&-; return 0; fi
+    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
+      exec 9>&-
+      return 0
+    fi
     sleep 0.1
   done
   die "munge does not answer: munge -n | unmunge fails"
 }
 
+# --- config, daemons ---------------------------------------------------------------------------
+
+# alive PIDFILE: the process in PIDFILE runs and is ours (its command line names our config),
+# so a PID reused by another program after a crash is never signalled. Builtins only: status
+# and stop call it once per node.
+alive() {
+  local pid arg args
+  [ -s "$1" ] || return 1
+  read -r pid <"$1" || return 1
+  [ -r "/proc/$pid/cmdline" ] || return 1
+  mapfile -d '' -t args <"/proc/$pid/cmdline" 2>/dev/null || return 1
+  for arg in "${args[@]}"; do [ "$arg" = "$CONF" ] && return 0; done
+  return 1
+}
+
+write_slurm_conf() {
+  local host=$1 topo=$2 i=0 n
+  echo "# Written by scripts/slurm-testbed.sh (Slurm $SLURM); rewritten at every start."
+  echo "ClusterName=nodecheck-testbed"
+  echo "SlurmctldHost=$host(127.0.0.1)"
+  echo "SlurmctldPort=$PORT"
+  echo "SlurmUser=root"
+  echo "SlurmdUser=root"
+  echo "AuthType=auth/munge"
+  echo "CredType=cred/munge"
+  echo "StateSaveLocation=$DIR/state"
+  echo "SlurmdSpoolDir=$DIR/spool/%n"
+  echo "SlurmctldPidFile=$DIR/run/slurmctld.pid"
+  echo "SlurmdPidFile=$DIR/run/slurmd-%n.pid"
+  echo "SlurmctldLogFile=$DIR/log/slurmctld.log"
+  echo "SlurmdLogFile=$DIR/log/slurmd-%n.log"
+  echo "SlurmctldDebug=info"
+  echo "SlurmdDebug=info"
+  echo "ProctrackType=proctrack/linuxproc"
+  echo "TaskPlugin=task/none"
+  echo "SelectType=select/cons_tres"
+  echo "SelectTypeParameters=CR_Core"
+  echo "GresTypes=gpu"
+  echo "MpiDefault=none"
+  echo "MailProg=/bin/true"
+  echo "AccountingStorageType=accounting_storage/none"
+  echo "JobAcctGatherType=jobacct_gather/none"
+  echo "SchedulerType=sched/builtin"
+  echo "ReturnToService=2"
+  echo "SlurmdTimeout=300"
+  echo "InactiveLimit=0"
+  echo "MinJobAge=300"
+  echo "KillWait=2"
+  # nodecheck as Slurm runs it: no arguments, no PATH, slurmd's cwd (see README "Draining").
+  echo "PrologFlags=Alloc"
+  echo "Prolog=$DIR/bin/nodecheck-hook"
+  echo "Epilog=$DIR/bin/nodecheck-hook"
+  echo "PrologEpilogTimeout=60"
+  echo "HealthCheckProgram=$DIR/bin/nodecheck-hook"
+  echo "HealthCheckInterval=$HEALTH_INTERVAL"
+  echo "HealthCheckNodeState=ANY"
+  for n in $NODES; do
+    i=$((i + 1))
+    echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) $topo RealMemory=1000 Gres=gpu:2 State=UNKNOWN"
+  done
+  echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+}
+
 write_config() {
-  local topo host i gpu=0 n
+  local topo host gpu=0 n k c
   host=$(hostname -s)
-  # The topology exactly as slurmd sees it, or slurmd refuses the node's socket/core layout.
-  topo=$(slurmd -C | head -n1 | tr ' ' '\n' |
+  # The topology exactly as this version's slurmd sees it, or slurmd refuses the node's
+  # socket/core layout.
+  topo=$(in_bed /usr/sbin/slurmd -C | head -n1 | tr ' ' '\n' |
     grep -E '^(CPUs|Boards|SocketsPerBoard|CoresPerSocket|ThreadsPerCore)=' | tr '\n' ' ')
-  mkdir -p "$DIR"/{etc,state,spool,log,run,dev,bin,hooks}
-  chmod 755 "$DIR" "$DIR/bin" "$DIR/hooks"
+  mkdir -p "$DIR"/{etc,state,spool,log,run,dev,bin,hooks,slurm-bin}
+  chmod 755 "$DIR" "$DIR/bin" "$DIR/hooks" "$DIR/slurm-bin"
   install -m 0755 "$HERE/nodecheck-hook" "$DIR/bin/nodecheck-hook"
+  write_slurm_conf "$host" "$topo" >"$CONF"
   : >"$DIR/etc/gres.conf"
-  {
-    echo "# Written by scripts/slurm-testbed.sh; rewritten at every start."
-    echo "ClusterName=nodecheck-testbed"
-    echo "SlurmctldHost=$host(127.0.0.1)"
-    echo "SlurmctldPort=$PORT"
-    echo "SlurmUser=root"
-    echo "SlurmdUser=root"
-    echo "AuthType=auth/munge"
-    echo "CredType=cred/munge"
-    echo "StateSaveLocation=$DIR/state"
-    echo "SlurmdSpoolDir=$DIR/spool/%n"
-    echo "SlurmctldPidFile=$DIR/run/slurmctld.pid"
-    echo "SlurmdPidFile=$DIR/run/slurmd-%n.pid"
-    echo "SlurmctldLogFile=$DIR/log/slurmctld.log"
-    echo "SlurmdLogFile=$DIR/log/slurmd-%n.log"
-    echo "SlurmctldDebug=info"
-    echo "SlurmdDebug=info"
-    echo "ProctrackType=proctrack/linuxproc"
-    echo "TaskPlugin=task/none"
-    echo "SelectType=select/cons_tres"
-    echo "SelectTypeParameters=CR_Core"
-    echo "GresTypes=gpu"
-    echo "MpiDefault=none"
-    echo "MailProg=/bin/true"
-    echo "AccountingStorageType=accounting_storage/none"
-    echo "JobAcctGatherType=jobacct_gather/none"
-    echo "SchedulerType=sched/builtin"
-    echo "ReturnToService=2"
-    echo "SlurmdTimeout=300"
-    echo "InactiveLimit=0"
-    echo "MinJobAge=300"
-    echo "KillWait=2"
-    # nodecheck as Slurm runs it: no arguments, no PATH, slurmd's cwd (see README "Draining").
-    echo "PrologFlags=Alloc"
-    echo "Prolog=$DIR/bin/nodecheck-hook"
-    echo "Epilog=$DIR/bin/nodecheck-hook"
-    echo "PrologEpilogTimeout=60"
-    echo "HealthCheckProgram=$DIR/bin/nodecheck-hook"
-    echo "HealthCheckInterval=2"
-    echo "HealthCheckNodeState=ANY"
-    i=0
-    for n in $NODES; do
-      i=$((i + 1))
-      echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) $topo RealMemory=1000 Gres=gpu:2 State=UNKNOWN"
-    done
-    echo "PartitionName=debug Nodes=$(echo $NODES | tr ' ' ',') Default=YES MaxTime=INFINITE State=UP"
-  } >"$CONF"
   for n in $NODES; do
     # Character devices, as gres.conf requires: regular files are rejected, and then no GPU
     # variables reach jobs or prologs. 195 is nvidia's major.
@@ -149,55 +427,94 @@ write_config() {
     done
     echo "NodeName=$n Name=gpu File=$DIR/dev/nvidia[$gpu-$((gpu + 1))]" >>"$DIR/etc/gres.conf"
     gpu=$((gpu + 2))
-    mkdir -p "$DIR/spool/$n"
+  done
+  mkdir -p $(for n in $NODES; do echo "$DIR/spool/$n"; done)
+  # The version's clients, runnable from the host: in its root for 24.11 (in the caller's
+  # directory where the root has it, else in /).
+  rm -f "$DIR"/slurm-bin/*
+  for c in $CLIENTS; do
+    [ -x "${MERGED}/usr/bin/$c" ] || continue
+    if [ -n "$MERGED" ]; then
+      cat <<EOF
+#!/bin/sh
+# $c of Slurm $SLURM, in the test bed's root.
+exec /usr/sbin/chroot $MERGED /bin/sh -c 'cd "\$1" 2>/dev/null; shift; exec "\$@"' sh "\$PWD" /usr/bin/$c "\$@"
+EOF
+    else
+      printf '#!/bin/sh\n# %s of Slurm %s, on the host.\nexec /usr/bin/%s "$@"\n' "$c" "$SLURM" "$c"
+    fi >"$DIR/slurm-bin/$c"
+    chmod 755 "$DIR/slurm-bin/$c"
   done
 }
 
-# wait_idle SECONDS: every node reads idle (drained nodes read drain: also fine once settled).
+# wait_idle SECONDS: every node reads idle, polled with one sinfo call for all nodes.
 wait_idle() {
-  local deadline=$((SECONDS + $1)) states
+  local deadline=$((SECONDS + $1)) states="" want
+  want=$(echo $NODES | wc -w)
   while [ $SECONDS -lt $deadline ]; do
-    states=$(SLURM_CONF=$CONF sinfo -h -N -o '%t' 2>/dev/null | sort -u | tr '\n' ' ')
-    if [ "$states" = "idle " ]; then return 0; fi
+    states=$(SLURM_CONF=$CONF in_bed /usr/bin/sinfo -h -N -o '%t' 2>/dev/null | sort | uniq -c | tr -s ' \n' '  ' || true)
+    if [ "$states" = " $want idle " ]; then return 0; fi
     sleep 0.2
   done
-  log "nodes did not become idle within $1 s: sinfo says: ${states:-nothing}"
+  log "nodes did not become idle within $1 s: sinfo says (count state): ${states:-nothing}"
   return 1
 }
 
-cmd_start() {
-  need_root
-  cmd_install
-  if cmd_status >/dev/null 2>&1; then
-    log "already running in $DIR"
-    cmd_env
-    return 0
-  fi
-  cmd_stop >/dev/null 2>&1 || true
-  start_munge
-  write_config
+start_daemons() {
+  local n
   cd /
   # -c: a clean controller state, so a test bed never starts with nodes left drained.
-  setsid /usr/sbin/slurmctld -D -c -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 &
+  setsid ${MERGED:+/usr/sbin/chroot "$MERGED"} /usr/sbin/slurmctld -D -c -f "$CONF" </dev/null >>"$DIR/log/slurmctld.out" 2>&1 &
   echo $! >"$DIR/run/slurmctld.child"
+  # All at once: each slurmd registers by itself.
   for n in $NODES; do
-    setsid /usr/sbin/slurmd -D -N "$n" -f "$CONF" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 &
+    setsid ${MERGED:+/usr/sbin/chroot "$MERGED"} /usr/sbin/slurmd -D -N "$n" -f "$CONF" </dev/null >>"$DIR/log/slurmd-$n.out" 2>&1 &
     echo $! >"$DIR/run/slurmd-$n.child"
   done
-  if ! wait_idle 60; then
-    tail -n 20 "$DIR"/log/*.log >&2 || true
+}
+
+cmd_start() {
+  local timeout running
+  need_root
+  cmd_install
+  if [ -r "$STATE" ] && (load_state && cmd_status >/dev/null 2>&1); then
+    running=$(load_state && echo "$SLURM")
+    [ "$running" = "$SLURM" ] || die "Slurm $running already runs in $DIR: stop it first, or use another NODECHECK_TESTBED_DIR"
+    log "already running in $DIR"
+    (load_state && cmd_env)
+    return 0
+  fi
+  (load_state && cmd_stop >/dev/null 2>&1) || true
+  mkdir -p "$DIR/run" "$DIR/log"
+  chmod 755 "$DIR"
+  rm -f "$DIR"/run/*.child "$DIR/run/munged.pid"
+  if [ "$SLURM" = 24.11 ]; then
+    mount_root
+    save_state # from here on, stop knows what to unmount
+    start_munge_root
+  else
+    MERGED=
+    start_munge_host
+  fi
+  write_config
+  save_state
+  start_daemons
+  # 60 s, plus a little per node: 256 slurmd register within seconds, but on 2 cores.
+  timeout=$((60 + $(echo $NODES | wc -w) / 4))
+  if ! wait_idle $timeout; then
+    tail -n 20 "$DIR/log/slurmctld.log" >&2 || true
     exit 1
   fi
-  log "running in $DIR: nodes $NODES idle"
+  log "Slurm $SLURM running in $DIR: $(echo $NODES | wc -w) nodes idle"
   cmd_env
 }
 
 cmd_stop() {
-  local f pids="" pid
+  local f pids="" pid left
   for f in "$DIR"/run/*.child; do
     [ -e "$f" ] || continue
     if alive "$f"; then
-      pid=$(cat "$f")
+      read -r pid <"$f"
       kill -TERM "$pid" 2>/dev/null || true
       pids="$pids $pid"
     fi
@@ -205,39 +522,95 @@ cmd_stop() {
   done
   # All at once, then wait up to 10 s: slurmd takes a few seconds to shut down.
   for _ in $(seq 100); do
-    local left=""
+    left=""
     for pid in $pids; do kill -0 "$pid" 2>/dev/null && left="$left $pid"; done
     pids=$left
     [ -z "$pids" ] && break
     sleep 0.1
   done
   for pid in $pids; do kill -KILL "$pid" 2>/dev/null || true; done
+  if [ -n "$MERGED" ]; then
+    umount_root # munged, left-over jobs and their slurmstepd, then the mounts
+    MERGED=
+    [ -d "$DIR/run" ] && save_state
+  fi
   log "stopped (files kept in $DIR)"
 }
 
+slurm_version() { in_bed /usr/sbin/slurmctld -V; }
+
 cmd_status() {
   local ok=0 f n
-  [ -e "$CONF" ] || { log "not set up: no $CONF"; return 1; }
+  [ -e "$CONF" ] || {
+    log "not set up: no $CONF"
+    return 1
+  }
+  echo "Slurm $SLURM: $(slurm_version 2>&1)${MERGED:+ in $MERGED (overlay of $ROOTFS)}"
+  if [ -n "$MERGED" ] && [ -z "$(mounts_under "$MERGED")" ]; then
+    echo "root: not mounted"
+    return 1
+  fi
   for f in "$DIR/run/slurmctld.child" $(for n in $NODES; do echo "$DIR/run/slurmd-$n.child"; done); do
     if alive "$f"; then echo "$(basename "$f" .child): running, pid $(cat "$f")"; else
       echo "$(basename "$f" .child): not running"
       ok=1
     fi
   done
-  SLURM_CONF=$CONF timeout 5 sinfo -N -o '%N %t %E' || ok=1
+  SLURM_CONF=$CONF timeout 5 ${MERGED:+/usr/sbin/chroot "$MERGED"} /usr/bin/sinfo -N -o '%N %t %E' || ok=1
   return $ok
 }
 
-cmd_env() { echo "export SLURM_CONF=$CONF"; }
+cmd_env() {
+  echo "export SLURM_CONF=$CONF"
+  echo "export PATH=$DIR/slurm-bin:\$PATH"
+}
 
-case "${1:-}" in
+cmd_version() {
+  if [ "$SLURM" = 24.11 ]; then
+    root_complete || die "Slurm 24.11: no complete root in $ROOTFS: run $0 install --slurm 24.11"
+    /usr/sbin/chroot "$ROOTFS" /usr/sbin/slurmctld -V
+  else
+    host_installed || die "Slurm 22.05 is not installed: run $0 install"
+    /usr/sbin/slurmctld -V
+  fi
+}
+
+# clean: unmount and remove the roots of beds whose processes are gone; --cache: the root too.
+cmd_clean() {
+  local rt
+  need_root
+  for rt in "$RUNBASE"/*; do
+    [ -d "$rt" ] || continue
+    MERGED=$rt/root
+    if [ -n "$(in_root_pids)" ]; then
+      log "$rt: in use (processes run in it): stop its test bed first"
+      continue
+    fi
+    RT=$rt
+    umount_root
+    log "removed $rt"
+  done
+  MERGED=
+  if [ "$CLEAN_CACHE" = 1 ] && [ -e "$CACHE" ]; then
+    grep -q "lowerdir=$ROOTFS[,:]" /proc/self/mountinfo && die "a test bed still uses $ROOTFS: stop it first"
+    remove_tree "$CACHE"
+    log "removed $CACHE"
+  fi
+}
+
+cmd=${1:-}
+[ $# -gt 0 ] && shift
+parse_flags "$@"
+case "$cmd" in
 install) cmd_install ;;
 start) cmd_start ;;
-stop) cmd_stop ;;
-status) cmd_status ;;
-env) cmd_env ;;
+stop) load_state && cmd_stop ;;
+status) load_state && cmd_status ;;
+env) load_state && cmd_env ;;
+version) cmd_version ;;
+clean) cmd_clean ;;
 *)
-  echo "usage: $0 install|start|stop|status|env" >&2
+  echo "usage: $0 install|start|stop|status|env|version|clean [--slurm 22.05|24.11] [--nodes N|NAMES] [--prefix P] [--width W] [--cache]" >&2
   exit 2
   ;;
 esac

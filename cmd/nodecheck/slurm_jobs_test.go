@@ -29,15 +29,20 @@ import (
 // process and never the other job's, and that a job whose GPU is clean passes while the other
 // job's GPU still has a process. The hook exits 0 whatever nodecheck says, so n1 never drains
 // and the jobs run as usual.
+//
+// It runs once per Slurm version (testbed.ForEachVersion), the hooks and nodecheck in the 24.11
+// test bed's root there.
 func TestSlurmJobLeftovers(t *testing.T) {
 	requireReplayedProcesses(t)
-	start := time.Now()
-	tb := testbed.Start(t, testbed.Options{
+	testbed.ForEachVersion(t, testbed.Options{
 		RepoRoot:   repoRoot,
 		TempPrefix: "nodecheck-slurm-jobs-test-",
-		Short:      "the real-Slurm job test takes about 10 s",
-	})
-	t.Logf("test bed up after %s", time.Since(start).Round(time.Millisecond))
+		Short:      "the real-Slurm job test takes about 10 s per Slurm version",
+	}, testSlurmJobLeftovers)
+}
+
+func testSlurmJobLeftovers(t *testing.T, tb *testbed.Bed) {
+	start := time.Now()
 
 	const busy, clean0 = "busy", "gpu0-clean"
 	// Invented processes (no GPU here): PIDs, owners and commands only have to be told apart.

@@ -38,14 +38,14 @@ func TestFleetSweepScale(t *testing.T) {
 	if n < 16 {
 		t.Fatalf("NODECHECK_FLEET_SCALE=%d: want at least 16 (5 failing and 3 slow nodes among healthy ones)", n)
 	}
-	all := make([]string, n)
-	for i := range all {
-		all[i] = "n" + strconv.Itoa(i+1)
-	}
-	saved := testbed.Nodes
-	testbed.Nodes = all
-	t.Cleanup(func() { testbed.Nodes = saved })
-	tb := startTestbed(t)
+	tb := bed{testbed.Start(t, testbed.Options{
+		RepoRoot:   repoRoot,
+		TempPrefix: "nodecheck-fleet-scale-",
+		Short:      "the fleet sweep's scale test starts a test bed of NODECHECK_FLEET_SCALE nodes",
+		TempMode:   0o755,
+		Nodes:      n,
+	})}
+	all := tb.Nodes
 	failing := map[string]string{ // spread over the fleet
 		all[2]:     "h100-ib-port-down",
 		all[n/4]:   "h100-pcie-x8",

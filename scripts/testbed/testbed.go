@@ -1,9 +1,24 @@
 // Package testbed runs scripts/slurm-testbed.sh for tests that need a real Slurm: slurmctld
-// and two slurmd (nodes n1 and n2) with munge, on free ports, in a temporary directory.
+// and N slurmd (nodes n1 and n2 by default) with munge, on free ports, in a temporary
+// directory. Two versions: Debian 12's Slurm 22.05 on the host, and Debian 13's 24.11 in a
+// Debian 13 root that the script builds once (about 30 s) and caches in
+// /var/cache/nodecheck-testbed; each 24.11 bed runs in its own overlay of it, and every Slurm
+// program and every program Slurm starts (the hooks, nodecheck) runs in there.
 //
-// A test bed needs root and Debian's Slurm packages (scripts/slurm-testbed.sh install).
-// Without them Start skips the test, except in CI (CI=true), where a test bed that cannot
-// start fails it; under -short it always skips.
+// Tests run once per version with ForEachVersion (subtests named by the version slurmctld -V
+// prints: TestSlurm/22.05.8/..., TestSlurm/24.11.5/...), or against one with Start:
+//
+//	testbed.ForEachVersion(t, testbed.Options{RepoRoot: "../.."}, func(t *testing.T, b *testbed.Bed) { ... })
+//	b := testbed.Start(t, testbed.Options{RepoRoot: "../..", Slurm: testbed.Slurm2411, Nodes: 256, NodeWidth: 3})
+//
+// Commands run as on the bed's nodes with b.Command and b.Slurm (in the root for 24.11);
+// b.SlurmBin is a directory of wrappers for a program that takes one (fleet-sweep --slurm-bin).
+//
+// A test bed needs root, and Debian's Slurm packages (scripts/slurm-testbed.sh install) or, for
+// 24.11, mmdebstrap and a Debian mirror (install --slurm 24.11). Without them Start skips the
+// test, except in CI (CI=true), where a test bed that cannot start fails it; under -short it
+// always skips. NODECHECK_TESTBED_SLURM ("22.05", "24.11" or both, comma-separated) limits the
+// versions ForEachVersion runs; by default it runs both.
 package testbed
 
 import (
@@ -21,8 +36,11 @@ import (
 	"time"
 )
 
-// Nodes are the test bed's nodes, all in partition debug.
-var Nodes = []string{"n1", "n2"}
+// The Slurm versions a test bed runs.
+const (
+	Slurm2205 = "22.05" // Debian 12's slurm-wlm 22.05.8, installed on the host
+	Slurm2411 = "24.11" // Debian 13's slurm-wlm 24.11.5, in a cached Debian 13 root
+)
 
 // Options say what a test needs besides the test bed itself.
 type Options struct {
@@ -34,6 +52,15 @@ type Options struct {
 	Short string
 	// TempMode, if not 0, is the temporary directory's mode (os.MkdirTemp makes it 0700).
 	TempMode os.FileMode
+	// Slurm is the version: Slurm2205 (the default) or Slurm2411. ForEachVersion sets it.
+	Slurm string
+	// Nodes is the number of slurmd (default 2), named NodePrefix (default "n") and the
+	// number, zero-padded to NodeWidth digits (n001 with 3).
+	Nodes      int
+	NodePrefix string
+	NodeWidth  int
+	// HealthInterval is slurm.conf's HealthCheckInterval in seconds (default 2).
+	HealthInterval int
 }
 
 // Bed is a running scripts/slurm-testbed.sh.
@@ -44,29 +71,132 @@ type Bed struct {
 	Nodecheck string   // nodecheck (./cmd/nodecheck), built with CGO_ENABLED=0, in Tmp
 	Env       []string // the environment slurm-testbed.sh runs with
 	RepoRoot  string   // Options.RepoRoot
+	Series    string   // Slurm2205 or Slurm2411
+	Version   string   // what slurmctld -V prints: "slurm-wlm 24.11.5"
+	Nodes     []string // the nodes, all in partition debug
+	// Root is where the bed's Slurm runs: "" for the host, else its Debian 13 root (an overlay
+	// mount), where the host's temporary directory and the repository (read-only) appear at the
+	// same paths, so that every path a test passes means the same there.
+	Root string
+	// SlurmBin holds sbatch, squeue, sinfo, scontrol, scancel, srun...: wrappers that run the
+	// bed's own clients from the host (in Root for 24.11).
+	SlurmBin string
+	script   string
+}
+
+// Versions are the Slurm versions ForEachVersion runs: NODECHECK_TESTBED_SLURM if set ("22.05",
+// "24.11", "22.05,24.11"), else both.
+func Versions() []string {
+	env := strings.FieldsFunc(os.Getenv("NODECHECK_TESTBED_SLURM"), func(r rune) bool { return r == ',' || r == ' ' })
+	if len(env) == 0 {
+		return []string{Slurm2205, Slurm2411}
+	}
+	return env
+}
+
+// ForEachVersion runs fn in one subtest per version (Versions), named by the version its
+// slurmctld -V prints ("22.05.8"), each with its own test bed (Start, with opts.Slurm set).
+// The versions run one after the other: the machines these tests run on have 2 cores.
+func ForEachVersion(t *testing.T, opts Options, fn func(t *testing.T, b *Bed)) {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + opts.Short)
+	}
+	for _, v := range Versions() {
+		start := time.Now()
+		version, err := prepare(opts.RepoRoot, v)
+		name := v
+		if f := strings.Fields(version); err == nil && len(f) > 0 {
+			name = f[len(f)-1]
+		}
+		t.Run(name, func(t *testing.T) {
+			if err != nil {
+				unavailable(t, "Slurm %s: %v", v, err)
+			}
+			t.Logf("slurmctld -V: %s (ready after %s)", version, time.Since(start).Round(time.Millisecond))
+			o := opts
+			o.Slurm = v
+			fn(t, Start(t, o))
+		})
+	}
+}
+
+// unavailable skips t for want of a real Slurm, or fails it in CI.
+func unavailable(t *testing.T, format string, args ...any) {
+	t.Helper()
+	msg := fmt.Sprintf(format, args...)
+	if os.Getenv("CI") == "true" {
+		t.Fatalf("the Slurm test bed cannot start in CI: %s", msg)
+	}
+	t.Skipf("no real Slurm here (%s): run as root after `scripts/slurm-testbed.sh install [--slurm 24.11]`; CI runs this test", msg)
+}
+
+// scriptEnv is the environment slurm-testbed.sh runs with: off CI, it never runs apt-get.
+func scriptEnv(extra ...string) []string {
+	env := os.Environ()
+	if os.Getenv("CI") != "true" {
+		env = append(env, "NODECHECK_TESTBED_NO_APT=1")
+	}
+	return append(env, extra...)
+}
+
+// prepare installs version v where it may (CI: packages and the root; elsewhere: only the root,
+// where mmdebstrap is installed) and returns what its slurmctld -V prints.
+func prepare(repoRoot, v string) (string, error) {
+	if v != Slurm2205 && v != Slurm2411 {
+		return "", fmt.Errorf("NODECHECK_TESTBED_SLURM: unknown version %q, want %s or %s", v, Slurm2205, Slurm2411)
+	}
+	if os.Geteuid() != 0 {
+		return "", errors.New("not root")
+	}
+	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "slurm-testbed.sh"))
+	if err != nil {
+		return "", err
+	}
+	var out []byte
+	for _, cmd := range []string{"install", "version"} {
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Minute) // apt-get, mmdebstrap
+		c := exec.CommandContext(ctx, script, cmd, "--slurm", v)
+		c.Env = scriptEnv()
+		c.WaitDelay = time.Second
+		out, err = c.CombinedOutput()
+		cancel()
+		if err != nil {
+			return "", fmt.Errorf("slurm-testbed.sh %s --slurm %s: %v\n%s", cmd, v, err, out)
+		}
+	}
+	return strings.TrimSpace(string(out)), nil
 }
 
 // Start builds nodecheck and starts a test bed for t and its subtests, stopped when t ends.
 func Start(t *testing.T, opts Options) *Bed {
 	t.Helper()
-	unavailable := func(format string, args ...any) {
-		t.Helper()
-		msg := fmt.Sprintf(format, args...)
-		if os.Getenv("CI") == "true" {
-			t.Fatalf("the Slurm test bed cannot start in CI: %s", msg)
-		}
-		t.Skipf("no real Slurm here (%s): run as root after `scripts/slurm-testbed.sh install`; CI runs this test", msg)
-	}
 	if testing.Short() {
 		t.Skip("-short: " + opts.Short)
 	}
 	if os.Geteuid() != 0 {
-		unavailable("not root")
+		unavailable(t, "not root")
 	}
-	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && os.Getenv("CI") != "true" {
-		unavailable("Slurm is not installed")
+	if opts.Slurm == "" {
+		opts.Slurm = Slurm2205
+	}
+	if opts.Nodes == 0 {
+		opts.Nodes = 2
+	}
+	if opts.NodePrefix == "" {
+		opts.NodePrefix = "n"
+	}
+	if opts.HealthInterval == 0 {
+		opts.HealthInterval = 2
+	}
+	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && opts.Slurm == Slurm2205 && os.Getenv("CI") != "true" {
+		unavailable(t, "Slurm is not installed")
 	}
 	script, err := filepath.Abs(filepath.Join(opts.RepoRoot, "scripts", "slurm-testbed.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := filepath.Abs(opts.RepoRoot)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -80,14 +210,24 @@ func Start(t *testing.T, opts Options) *Bed {
 		}
 	}
 	t.Cleanup(func() {
-		if !t.Failed() {
-			_ = os.RemoveAll(tmp)
-		} else {
+		if t.Failed() {
 			t.Logf("test bed files kept in %s", tmp)
+			return
 		}
+		// The bed's root is mounted outside tmp; never remove through a mount all the same.
+		if m := mountsUnder(tmp); len(m) > 0 {
+			t.Errorf("not removing %s: mounted there: %v", tmp, m)
+			return
+		}
+		_ = os.RemoveAll(tmp)
 	})
-	b := &Bed{Tmp: tmp, Dir: filepath.Join(tmp, "testbed"), Nodecheck: filepath.Join(tmp, "nodecheck"), RepoRoot: opts.RepoRoot}
+	b := &Bed{Tmp: tmp, Dir: filepath.Join(tmp, "testbed"), Nodecheck: filepath.Join(tmp, "nodecheck"),
+		RepoRoot: opts.RepoRoot, Series: opts.Slurm, script: script}
 	b.Conf = filepath.Join(b.Dir, "etc", "slurm.conf")
+	b.SlurmBin = filepath.Join(b.Dir, "slurm-bin")
+	for i := 1; i <= opts.Nodes; i++ {
+		b.Nodes = append(b.Nodes, fmt.Sprintf("%s%0*d", opts.NodePrefix, opts.NodeWidth, i))
+	}
 
 	build := exec.Command("go", "build", "-o", b.Nodecheck, "./cmd/nodecheck")
 	build.Dir = opts.RepoRoot
@@ -96,26 +236,27 @@ func Start(t *testing.T, opts Options) *Bed {
 		t.Fatalf("build nodecheck: %v\n%s", err, out)
 	}
 
-	port, err := FreePorts(3)
+	port, err := FreePorts(opts.Nodes + 1)
 	if err != nil {
-		unavailable("no free ports: %v", err)
+		unavailable(t, "no free ports: %v", err)
 	}
-	b.Env = append(os.Environ(), "NODECHECK_TESTBED_DIR="+b.Dir, "NODECHECK_TESTBED_NODES="+strings.Join(Nodes, " "), "NODECHECK_TESTBED_PORT="+strconv.Itoa(port))
-	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute) // apt-get, in CI
+	b.Env = scriptEnv("NODECHECK_TESTBED_DIR="+b.Dir, "NODECHECK_TESTBED_SLURM="+opts.Slurm,
+		"NODECHECK_TESTBED_NODES="+strings.Join(b.Nodes, " "), "NODECHECK_TESTBED_PORT="+strconv.Itoa(port),
+		"NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval),
+		// In the 24.11 root: the nodecheck binary, the test's temporary files and the
+		// repository's snapshots, at the paths the test knows them by.
+		"NODECHECK_TESTBED_BIND="+os.TempDir()+" "+repo+":ro")
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // apt-get or the root, in CI
 	defer cancel()
-	start := exec.CommandContext(ctx, script, "start")
-	start.Env = b.Env
-	start.WaitDelay = time.Second
-	out, err := start.CombinedOutput()
+	started := time.Now()
+	out, err := b.runScript(ctx, "start")
 	t.Cleanup(func() {
-		stop := exec.Command(script, "stop")
-		stop.Env = b.Env
-		if out, err := stop.CombinedOutput(); err != nil {
+		if out, err := b.runScript(context.Background(), "stop"); err != nil {
 			t.Errorf("stop the test bed: %v\n%s", err, out)
 		}
 		if t.Failed() {
 			logs := []string{"slurmctld.log"}
-			for _, n := range Nodes {
+			for _, n := range b.Nodes[:min(len(b.Nodes), 4)] {
 				logs = append(logs, "slurmd-"+n+".log")
 			}
 			for _, f := range logs {
@@ -125,9 +266,60 @@ func Start(t *testing.T, opts Options) *Bed {
 		}
 	})
 	if err != nil {
-		unavailable("scripts/slurm-testbed.sh start: %v\n%s", err, out)
+		unavailable(t, "scripts/slurm-testbed.sh start: %v\n%s", err, out)
 	}
+	if b.Root, err = b.state("MERGED"); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := b.runScript(ctx, "version"); err != nil {
+		t.Fatalf("slurm-testbed.sh version: %v\n%s", err, out)
+	} else {
+		b.Version = strings.TrimSpace(out)
+	}
+	t.Logf("Slurm %s test bed (%s), %d nodes, up after %s", b.Series, b.Version, len(b.Nodes), time.Since(started).Round(time.Millisecond))
 	return b
+}
+
+// script_ runs slurm-testbed.sh CMD for this bed.
+func (b *Bed) runScript(ctx context.Context, cmd string) (string, error) {
+	c := exec.CommandContext(ctx, b.script, cmd)
+	c.Env = b.Env
+	c.WaitDelay = time.Second
+	out, err := c.CombinedOutput()
+	return string(out), err
+}
+
+// state reads KEY from what slurm-testbed.sh start recorded.
+func (b *Bed) state(key string) (string, error) {
+	data, err := os.ReadFile(filepath.Join(b.Dir, "run", "testbed.state"))
+	if err != nil {
+		return "", fmt.Errorf("the test bed's state: %w", err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if v, ok := strings.CutPrefix(line, key+"="); ok {
+			return v, nil
+		}
+	}
+	return "", fmt.Errorf("the test bed's state has no %s:\n%s", key, data)
+}
+
+// mountsUnder lists the mount points at or below dir.
+func mountsUnder(dir string) []string {
+	data, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return []string{"(cannot read /proc/self/mountinfo: " + err.Error() + ")"}
+	}
+	var m []string
+	for _, line := range strings.Split(string(data), "\n") {
+		f := strings.Fields(line)
+		if len(f) > 4 {
+			p := strings.ReplaceAll(f[4], `\040`, " ")
+			if p == dir || strings.HasPrefix(p, dir+"/") {
+				m = append(m, p)
+			}
+		}
+	}
+	return m
 }
 
 func tail(s string, n int) string {
@@ -174,20 +366,38 @@ func (b *Bed) Snapshot(t *testing.T, name string) string {
 	return p
 }
 
-// Slurm runs a Slurm client against the test bed, from /, and returns its stdout; a failure
-// fails t.
+// Command runs path (an absolute path) where the bed's nodes run programs: on the host for
+// 22.05, in the bed's root for 24.11, from / either way.
+func (b *Bed) Command(ctx context.Context, path string, args ...string) *exec.Cmd {
+	var cmd *exec.Cmd
+	if b.Root == "" {
+		cmd = exec.CommandContext(ctx, path, args...)
+	} else {
+		cmd = exec.CommandContext(ctx, "/usr/sbin/chroot", append([]string{b.Root, path}, args...)...)
+	}
+	cmd.Dir = "/"
+	cmd.WaitDelay = time.Second
+	return cmd
+}
+
+// Path is where the host finds path as the bed's programs see it (in Root for 24.11).
+func (b *Bed) Path(path string) string {
+	return filepath.Join(b.Root, path)
+}
+
+// Slurm runs the bed's own Slurm client prog (/usr/bin/PROG, in the root for 24.11) against
+// the test bed, from /, and returns its stdout; a failure fails t.
 func (b *Bed) Slurm(t *testing.T, prog string, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "/usr/bin/"+prog, args...)
+	cmd := b.Command(ctx, "/usr/bin/"+prog, args...)
 	cmd.Env = append(os.Environ(), "SLURM_CONF="+b.Conf)
-	cmd.Dir = "/"
 	var stderr bytes.Buffer
 	cmd.Stderr = &stderr
 	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("%s %s: %v: %s", prog, strings.Join(args, " "), err, stderr.String())
+		t.Fatalf("%s %s (Slurm %s): %v: %s", prog, strings.Join(args, " "), b.Series, err, stderr.String())
 	}
 	return string(out)
 }
@@ -217,7 +427,8 @@ func (b *Bed) WaitState(t *testing.T, node, state string) {
 	WaitFor(t, node+" to be "+state, 20*time.Second, func() bool { return b.SinfoState(t, node) == state })
 }
 
-// Reset brings the test bed back to idle nodes without jobs, drains, reasons or hooks.
+// Reset brings the test bed back to idle nodes without jobs, drains, reasons or hooks, with
+// one Slurm call per step for all nodes.
 func (b *Bed) Reset(t *testing.T) {
 	t.Helper()
 	hooks, _ := filepath.Glob(filepath.Join(b.Dir, "hooks", "*"))
@@ -228,16 +439,39 @@ func (b *Bed) Reset(t *testing.T) {
 	}
 	b.Slurm(t, "scancel", "--full", "--partition=debug")
 	WaitFor(t, "no jobs", 30*time.Second, func() bool { return strings.TrimSpace(b.Slurm(t, "squeue", "-h")) == "" })
-	for _, n := range Nodes {
-		st := strings.TrimSpace(b.Slurm(t, "sinfo", "-h", "-N", "-n", n, "-o", "%T"))
+	var resume []string
+	for n, st := range b.States(t) {
 		if strings.HasPrefix(st, "drain") || strings.HasPrefix(st, "down") {
-			b.Slurm(t, "scontrol", "update", "NodeName="+n, "State=RESUME")
+			resume = append(resume, n)
 		}
 	}
-	// A node that does not respond yet (idle*) is skipped by the sweep and fails a job.
-	for _, n := range Nodes {
-		b.WaitState(t, n, "idle")
+	if len(resume) > 0 {
+		b.Slurm(t, "scontrol", "update", "NodeName="+strings.Join(resume, ","), "State=RESUME")
 	}
+	// A node that does not respond yet (idle*) is skipped by the sweep and fails a job.
+	var st map[string]string
+	WaitFor(t, "every node to be idle", 20*time.Second, func() bool {
+		st = b.States(t)
+		for _, n := range b.Nodes {
+			if st[n] != "idle" {
+				return false
+			}
+		}
+		return true
+	})
+}
+
+// States maps each node to its long state as sinfo prints it ("idle", "drained", "idle*"), in
+// one call for all nodes.
+func (b *Bed) States(t *testing.T) map[string]string {
+	t.Helper()
+	st := map[string]string{}
+	for _, line := range strings.Split(b.Slurm(t, "sinfo", "-h", "-N", "-o", "%N %T"), "\n") {
+		if n, s, ok := strings.Cut(strings.TrimSpace(line), " "); ok {
+			st[n] = s
+		}
+	}
+	return st
 }
 
 // Config writes a nodecheck.toml with its state directory beside it, plus extra, and returns
