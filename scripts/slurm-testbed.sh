@@ -19,11 +19,15 @@
 #                                              the default); each node gets 2 fake GPUs
 #   --prefix P       NODECHECK_TESTBED_PREFIX  node name prefix with a count (default n)
 #   --width W        NODECHECK_TESTBED_WIDTH   zero-pad the number to W digits (n001 with 3)
-#   --health-interval S  NODECHECK_TESTBED_HEALTH_INTERVAL  HealthCheckInterval (default 2)
+#   --health-interval S  NODECHECK_TESTBED_HEALTH_INTERVAL  HealthCheckInterval (default 2; 60
+#                                              above 16 nodes)
 #                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
 #                                              every file the test bed writes is under it, nothing under /etc
 #                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
-#                                              PORT+i, so test beds run side by side on other ports
+#                                              PORT+i, so test beds run side by side on other ports.
+#                                              Keep PORT+N below the kernel's ephemeral range
+#                                              (/proc/sys/net/ipv4/ip_local_port_range), or an
+#                                              outgoing connection can take a node's port first
 #                    NODECHECK_TESTBED_BIND    24.11: more host directories to show in the root at the
 #                                              same path ("DIR" read-write, "DIR:ro" read-only); DIR
 #                                              itself always is
@@ -76,7 +80,7 @@ SLURM=${NODECHECK_TESTBED_SLURM:-22.05}
 NODES_ARG=${NODECHECK_TESTBED_NODES:-"n1 n2"}
 PREFIX=${NODECHECK_TESTBED_PREFIX:-n}
 WIDTH=${NODECHECK_TESTBED_WIDTH:-0}
-HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-2}
+HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-}
 CLEAN_CACHE=0
 
 parse_flags() {
@@ -97,7 +101,6 @@ parse_flags() {
   *) die "--slurm $SLURM: want 22.05 (Debian 12, on the host) or 24.11 (Debian 13, in a root)" ;;
   esac
   [[ $WIDTH =~ ^[0-9]+$ ]] || die "--width $WIDTH: want a number of digits"
-  [[ $HEALTH_INTERVAL =~ ^[0-9]+$ ]] || die "--health-interval $HEALTH_INTERVAL: want seconds"
   [[ $PREFIX =~ ^[a-z][a-z0-9-]*$ ]] || die "--prefix $PREFIX: want a lower-case name ([a-z][a-z0-9-]*)"
   if [[ $NODES_ARG =~ ^[0-9]+$ ]]; then
     [ "$NODES_ARG" -ge 1 ] || die "--nodes $NODES_ARG: want at least 1"
@@ -106,6 +109,12 @@ parse_flags() {
   else
     NODES=$NODES_ARG
   fi
+  if [ -z "$HEALTH_INTERVAL" ]; then
+    # Every 2 s makes a test quick; 256 idle nodes would run 128 hooks a second.
+    HEALTH_INTERVAL=2
+    [ "$(echo $NODES | wc -w)" -le 16 ] || HEALTH_INTERVAL=60
+  fi
+  [[ $HEALTH_INTERVAL =~ ^[0-9]+$ ]] || die "--health-interval $HEALTH_INTERVAL: want seconds"
 }
 
 DIR=${NODECHECK_TESTBED_DIR:-/tmp/nodecheck-testbed}
@@ -447,13 +456,23 @@ EOF
   done
 }
 
-# wait_idle SECONDS: every node reads idle, polled with one sinfo call for all nodes.
+# wait_idle SECONDS: every node reads idle, polled with one sinfo call for all nodes; a daemon
+# that died (a port taken, a bad config) ends the wait at once.
 wait_idle() {
-  local deadline=$((SECONDS + $1)) states="" want
+  local deadline=$((SECONDS + $1)) states="" want f polls=0
   want=$(echo $NODES | wc -w)
   while [ $SECONDS -lt $deadline ]; do
     states=$(SLURM_CONF=$CONF in_bed /usr/bin/sinfo -h -N -o '%t' 2>/dev/null | sort | uniq -c | tr -s ' \n' '  ' || true)
     if [ "$states" = " $want idle " ]; then return 0; fi
+    if [ $((polls % 5)) = 0 ]; then
+      for f in "$DIR"/run/*.child; do
+        alive "$f" && continue
+        f=$(basename "$f" .child)
+        log "$f died: $(tail -n 1 "$DIR/log/$f.out" 2>/dev/null)"
+        return 1
+      done
+    fi
+    polls=$((polls + 1))
     sleep 0.2
   done
   log "nodes did not become idle within $1 s: sinfo says (count state): ${states:-nothing}"
@@ -473,8 +492,10 @@ start_daemons() {
   done
 }
 
+now_ms() { local t=${EPOCHREALTIME/./}; echo $((t / 1000)); }
+
 cmd_start() {
-  local timeout running
+  local timeout running t0 t1 t2 t3 t4
   need_root
   cmd_install
   if [ -r "$STATE" ] && (load_state && cmd_status >/dev/null 2>&1); then
@@ -488,6 +509,7 @@ cmd_start() {
   mkdir -p "$DIR/run" "$DIR/log"
   chmod 755 "$DIR"
   rm -f "$DIR"/run/*.child "$DIR/run/munged.pid"
+  t0=$(now_ms)
   if [ "$SLURM" = 24.11 ]; then
     mount_root
     save_state # from here on, stop knows what to unmount
@@ -496,16 +518,21 @@ cmd_start() {
     MERGED=
     start_munge_host
   fi
+  t1=$(now_ms)
   write_config
   save_state
+  t2=$(now_ms)
   start_daemons
+  t3=$(now_ms)
   # 60 s, plus a little per node: 256 slurmd register within seconds, but on 2 cores.
   timeout=$((60 + $(echo $NODES | wc -w) / 4))
   if ! wait_idle $timeout; then
     tail -n 20 "$DIR/log/slurmctld.log" >&2 || true
     exit 1
   fi
-  log "Slurm $SLURM running in $DIR: $(echo $NODES | wc -w) nodes idle"
+  t4=$(now_ms)
+  log "Slurm $SLURM running in $DIR: $(echo $NODES | wc -w) nodes idle after $(((t4 - t0) / 1000)).$(((t4 - t0) % 1000 / 100)) s" \
+    "(root and munge $((t1 - t0)) ms, config $((t2 - t1)) ms, daemons $((t3 - t2)) ms, until idle $((t4 - t3)) ms)"
   cmd_env
 }
 
@@ -556,6 +583,8 @@ cmd_status() {
       ok=1
     fi
   done
+  # Without a controller sinfo retries for seconds: not worth it.
+  alive "$DIR/run/slurmctld.child" || return 1
   SLURM_CONF=$CONF timeout 5 ${MERGED:+/usr/sbin/chroot "$MERGED"} /usr/bin/sinfo -N -o '%N %t %E' || ok=1
   return $ok
 }

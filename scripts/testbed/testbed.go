@@ -26,12 +26,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -59,7 +61,8 @@ type Options struct {
 	Nodes      int
 	NodePrefix string
 	NodeWidth  int
-	// HealthInterval is slurm.conf's HealthCheckInterval in seconds (default 2).
+	// HealthInterval is slurm.conf's HealthCheckInterval in seconds (default 2, or 60 above 16
+	// nodes: 256 idle nodes would run 128 hooks a second).
 	HealthInterval int
 }
 
@@ -186,9 +189,6 @@ func Start(t *testing.T, opts Options) *Bed {
 	if opts.NodePrefix == "" {
 		opts.NodePrefix = "n"
 	}
-	if opts.HealthInterval == 0 {
-		opts.HealthInterval = 2
-	}
 	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && opts.Slurm == Slurm2205 && os.Getenv("CI") != "true" {
 		unavailable(t, "Slurm is not installed")
 	}
@@ -236,20 +236,28 @@ func Start(t *testing.T, opts Options) *Bed {
 		t.Fatalf("build nodecheck: %v\n%s", err, out)
 	}
 
+	unlock, err := lockPorts()
+	if err != nil {
+		t.Fatal(err)
+	}
 	port, err := FreePorts(opts.Nodes + 1)
 	if err != nil {
+		unlock()
 		unavailable(t, "no free ports: %v", err)
 	}
 	b.Env = scriptEnv("NODECHECK_TESTBED_DIR="+b.Dir, "NODECHECK_TESTBED_SLURM="+opts.Slurm,
 		"NODECHECK_TESTBED_NODES="+strings.Join(b.Nodes, " "), "NODECHECK_TESTBED_PORT="+strconv.Itoa(port),
-		"NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval),
 		// In the 24.11 root: the nodecheck binary, the test's temporary files and the
 		// repository's snapshots, at the paths the test knows them by.
 		"NODECHECK_TESTBED_BIND="+os.TempDir()+" "+repo+":ro")
+	if opts.HealthInterval != 0 {
+		b.Env = append(b.Env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval))
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // apt-get or the root, in CI
 	defer cancel()
 	started := time.Now()
 	out, err := b.runScript(ctx, "start")
+	unlock() // the daemons have bound their ports, or failed
 	t.Cleanup(func() {
 		if out, err := b.runScript(context.Background(), "stop"); err != nil {
 			t.Errorf("stop the test bed: %v\n%s", err, out)
@@ -328,28 +336,56 @@ func tail(s string, n int) string {
 }
 
 // FreePorts finds n consecutive free TCP ports on the loopback address and returns the first.
+// They lie below the kernel's ephemeral range (/proc/sys/net/ipv4/ip_local_port_range), where
+// no outgoing connection can take one between this check and the daemon's bind: with 256
+// slurmd connecting to slurmctld, one in the range did, and that slurmd died.
 func FreePorts(n int) (int, error) {
-	for range 50 {
-		l, err := net.Listen("tcp", "127.0.0.1:0")
-		if err != nil {
-			return 0, err
+	const floor = 10000
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
 		}
-		base := l.Addr().(*net.TCPAddr).Port
-		l.Close()
-		ok := base+n <= 65535
-		for i := 1; ok && i < n; i++ {
-			li, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
+	}
+	if low-floor <= n {
+		return 0, fmt.Errorf("no room for %d ports between %d and the ephemeral range at %d", n, floor, low)
+	}
+	for range 50 {
+		base := floor + rand.IntN(low-floor-n)
+		ok := true
+		for i := range n {
+			l, err := net.Listen("tcp", fmt.Sprintf("127.0.0.1:%d", base+i))
 			if err != nil {
 				ok = false
 				break
 			}
-			li.Close()
+			l.Close()
 		}
 		if ok {
 			return base, nil
 		}
 	}
 	return 0, errors.New("no run of free ports found")
+}
+
+// lockPorts serialises choosing ports and starting a test bed on them among the test beds of
+// this machine (go test runs packages in parallel), so that two never pick the same free ports
+// before either binds them. The returned func unlocks.
+func lockPorts() (func(), error) {
+	if err := os.MkdirAll("/run/nodecheck-testbed", 0o755); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile("/run/nodecheck-testbed/ports.lock", os.O_CREATE|os.O_RDWR, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("lock %s: %w", f.Name(), err)
+	}
+	return func() { f.Close() }, nil
 }
 
 // Snapshot returns the absolute path of testdata/snapshots/NAME; where it is missing (a
