@@ -36,7 +36,7 @@
 #                                              /etc/apt/sources.list.d/debian.sources, or sources.list)
 #                    NODECHECK_TESTBED_NO_APT  1: install fails instead of running apt-get (tests off CI)
 #
-# Slurm 24.11: `install --slurm 24.11` builds CACHE/trixie-root once (about 30 s, 180 MB) with
+# Slurm 24.11: `install --slurm 24.11` builds CACHE/trixie-root once (30-80 s, 180 MB) with
 #   mmdebstrap --variant=apt --include=slurmctld,slurmd,slurm-client,munge,procps,util-linux trixie
 # under CACHE/lock, in a temporary directory renamed when complete; it is rebuilt when missing or
 # incomplete. Each test bed mounts its own overlay of it at /run/nodecheck-testbed/ID/root (so its
@@ -108,6 +108,9 @@ parse_flags() {
     NODES=${NODES% }
   else
     NODES=$NODES_ARG
+    for n in $NODES; do
+      [[ $n =~ ^[a-z][a-z0-9-]*$ ]] || die "node name $n: want a lower-case name ([a-z][a-z0-9-]*)"
+    done
   fi
   if [ -z "$HEALTH_INTERVAL" ]; then
     # Every 2 s makes a test quick; 256 idle nodes would run 128 hooks a second.
@@ -232,7 +235,7 @@ build_root() {
   m=$(mirror)
   for tmp in "$CACHE"/trixie-root.tmp.* "$CACHE"/trixie-root.old.*; do remove_tree "$tmp"; done
   tmp=$(mktemp -d "$CACHE/trixie-root.tmp.XXXXXX")
-  log "building the Debian 13 root for Slurm 24.11 in $ROOTFS (about 30 s; log in $CACHE/build.log)"
+  log "building the Debian 13 root for Slurm 24.11 in $ROOTFS (30-80 s; log in $CACHE/build.log)"
   if ! mmdebstrap --variant=apt --include=$ROOT_PKGS trixie "$tmp" "$m" >"$CACHE/build.log" 2>&1; then
     tail -n 20 "$CACHE/build.log" >&2
     remove_tree "$tmp"
@@ -267,6 +270,7 @@ mount_root() {
   mkdir -p "$RT/upper" "$RT/work" "$RT/root"
   chmod 755 "$RUNBASE" "$RT"
   MERGED=$RT/root
+  save_state # from here on, stop knows what to unmount
   mount -t overlay overlay -o "lowerdir=$ROOTFS,upperdir=$RT/upper,workdir=$RT/work" "$MERGED"
   # The host's names: without /etc/hosts every lookup of this host's name goes to DNS, and
   # where that does not answer the Slurm clients stall for 5 s now and then.
@@ -314,12 +318,12 @@ umount_root() {
 
 start_munge_root() {
   local _
-  chroot "$MERGED" /bin/sh -c 'mkdir -p /run/munge && chown munge:munge /run/munge /var/log/munge /var/lib/munge'
+  /usr/sbin/chroot "$MERGED" /bin/sh -c 'mkdir -p /run/munge && chown munge:munge /run/munge /var/log/munge /var/lib/munge'
   # -F: in the foreground, so that its PID is the one recorded; the root's own key and /run.
   setsid /usr/sbin/chroot --userspec=munge:munge "$MERGED" /usr/sbin/munged -F </dev/null >>"$DIR/log/munged.out" 2>&1 &
   echo $! >"$DIR/run/munged.pid"
   for _ in $(seq 50); do
-    if chroot "$MERGED" /bin/sh -c 'munge -n | unmunge' >/dev/null 2>&1; then return 0; fi
+    if /usr/sbin/chroot "$MERGED" /bin/sh -c 'munge -n | unmunge' >/dev/null 2>&1; then return 0; fi
     sleep 0.1
   done
   die "munge in $MERGED does not answer: see $DIR/log/munged.out"
@@ -512,7 +516,6 @@ cmd_start() {
   t0=$(now_ms)
   if [ "$SLURM" = 24.11 ]; then
     mount_root
-    save_state # from here on, stop knows what to unmount
     start_munge_root
   else
     MERGED=
@@ -564,7 +567,6 @@ cmd_stop() {
   log "stopped (files kept in $DIR)"
 }
 
-slurm_version() { in_bed /usr/sbin/slurmctld -V; }
 
 cmd_status() {
   local ok=0 f n
@@ -572,7 +574,7 @@ cmd_status() {
     log "not set up: no $CONF"
     return 1
   }
-  echo "Slurm $SLURM: $(slurm_version 2>&1)${MERGED:+ in $MERGED (overlay of $ROOTFS)}"
+  echo "Slurm $SLURM: $(cmd_version 2>&1)${MERGED:+ in $MERGED (overlay of $ROOTFS)}"
   if [ -n "$MERGED" ] && [ -z "$(mounts_under "$MERGED")" ]; then
     echo "root: not mounted"
     return 1
