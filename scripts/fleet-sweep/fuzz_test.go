@@ -17,10 +17,14 @@ import (
 func FuzzParseSqueue(f *testing.F) {
 	f.Add("41|PENDING|0|Resources|\n44|FAILED|768|NonZeroExitCode|\n")
 	f.Add("45|PENDING|0|ReqNodeNotAvail, UnavailableNodes:n2|\n|||\n")
+	f.Add("5|FAILED|3:0|NonZeroExitCode|\n6|FAILED|0:9|RaisedSignal:9(Killed)|\n")
 	f.Fuzz(func(t *testing.T, out string) {
 		for id, j := range parseSqueue(out) {
 			if id == "" || strings.Contains(id, "|") || j.state == "" && !strings.Contains(out, id+"||") {
 				t.Fatalf("job %q: %+v", id, j)
+			}
+			if st, sig, ok := strings.Cut(j.exitCode, ":"); j.exitCode != "" && (!ok || !digits(st) || !digits(sig)) {
+				t.Fatalf("job %q: exit code %q, want STATUS:SIGNAL", id, j.exitCode)
 			}
 		}
 	})
@@ -119,4 +123,9 @@ func BenchmarkLocate4096(b *testing.B) {
 			b.Fatal(res.Culprits)
 		}
 	}
+}
+
+// digits reports whether s is a non-empty run of ASCII digits.
+func digits(s string) bool {
+	return s != "" && strings.Trim(s, "0123456789") == ""
 }

@@ -245,7 +245,7 @@ func (s *slurmClient) queue(ctx context.Context, ids []string) (map[string]jobSt
 }
 
 // parseSqueue reads `squeue -h -O 'JobID:|,State:|,exit_code:|,Reason:|'` lines:
-// "41|FAILED|512|NonZeroExitCode|".
+// "41|FAILED|512|NonZeroExitCode|" (22.05), "41|FAILED|2:0|NonZeroExitCode|" (24.11).
 func parseSqueue(out string) map[string]jobState {
 	jobs := map[string]jobState{}
 	for _, line := range strings.Split(out, "\n") {
@@ -265,11 +265,20 @@ func parseSqueue(out string) map[string]jobState {
 	return jobs
 }
 
-// exitCodeText spells squeue's exit_code, the raw wait(2) status (768 for exit 3, 9 for
-// SIGKILL; src/squeue/print.c prints job->exit_code as an integer), as scontrol does:
-// "3:0", "0:9". Anything else is "".
+// exitCodeText spells squeue's exit_code as scontrol does: "3:0", "0:9". Slurm 22.05 prints
+// the raw wait(2) status (768 for exit 3, 9 for SIGKILL); 24.11 prints it spelled already
+// ("3:0", "0:9", observed with 24.11.5). Anything else is "".
 func exitCodeText(raw string) string {
-	n, err := strconv.Atoi(strings.TrimSpace(raw))
+	raw = strings.TrimSpace(raw)
+	if status, signal, ok := strings.Cut(raw, ":"); ok {
+		st, err1 := strconv.Atoi(status)
+		sig, err2 := strconv.Atoi(signal)
+		if err1 != nil || err2 != nil || st < 0 || st > 255 || sig < 0 || sig > 127 {
+			return ""
+		}
+		return strconv.Itoa(st) + ":" + strconv.Itoa(sig)
+	}
+	n, err := strconv.Atoi(raw)
 	if err != nil || n < 0 {
 		return ""
 	}

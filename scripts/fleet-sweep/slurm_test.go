@@ -44,7 +44,7 @@ func TestParseSinfo(t *testing.T) {
 
 func TestParseSqueue(t *testing.T) {
 	// As `squeue -h -t all -O 'JobID:|,State:|,exit_code:|,Reason:|'` printed them on the test
-	// bed (Slurm 22.05): exit_code is the raw wait status, 768 for `exit 3`.
+	// bed (Slurm 22.05.8): exit_code is the raw wait status, 768 for `exit 3`.
 	out := "41|PENDING|0|Resources|\n42|RUNNING|0|None|\n43|COMPLETED|0|None|\n44|FAILED|768|NonZeroExitCode|\n" +
 		"45|PENDING|0|ReqNodeNotAvail, UnavailableNodes:n2|\n46|CANCELLED|9|None|\n47|FAILED|x|None|\n\n"
 	want := map[string]jobState{
@@ -58,6 +58,21 @@ func TestParseSqueue(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, parseSqueue(out), cmp.AllowUnexported(jobState{})); diff != "" {
 		t.Errorf("parseSqueue (-want +got):\n%s", diff)
+	}
+	// The same from Slurm 24.11.5 on the test bed, which spells exit_code as scontrol does.
+	out = "4|PENDING|0:0|Resources|\n3|RUNNING|0:0|None|\n5|FAILED|3:0|NonZeroExitCode|\n6|FAILED|0:9|RaisedSignal:9(Killed)|\n" +
+		"3|CANCELLED|0:15|None|\n7|FAILED|3:x|None|\n8|FAILED|:0|None|\n9|FAILED|256:0|None|\n"
+	want = map[string]jobState{
+		"4": {state: "PENDING", reason: "Resources", exitCode: "0:0"},
+		"5": {state: "FAILED", reason: "NonZeroExitCode", exitCode: "3:0"},
+		"6": {state: "FAILED", reason: "RaisedSignal:9(Killed)", exitCode: "0:9"},
+		"3": {state: "CANCELLED", exitCode: "0:15"},
+		"7": {state: "FAILED"},
+		"8": {state: "FAILED"},
+		"9": {state: "FAILED"},
+	}
+	if diff := cmp.Diff(want, parseSqueue(out), cmp.AllowUnexported(jobState{})); diff != "" {
+		t.Errorf("parseSqueue, Slurm 24.11 (-want +got):\n%s", diff)
 	}
 	for _, tc := range []struct {
 		state string
