@@ -443,14 +443,17 @@ write_config() {
   done
   mkdir -p $(for n in $NODES; do echo "$DIR/spool/$n"; done)
   # The version's clients, runnable from the host: in its root for 24.11 (in the caller's
-  # directory where the root has it, else in /).
+  # directory where the root has it, else in /), and from the bed's jobs (fleet-sweep
+  # --multinode's job script runs DIR/slurm-bin/srun).
   rm -f "$DIR"/slurm-bin/*
   for c in $CLIENTS; do
     [ -x "${MERGED}/usr/bin/$c" ] || continue
     if [ -n "$MERGED" ]; then
       cat <<EOF
 #!/bin/sh
-# $c of Slurm $SLURM, in the test bed's root.
+# $c of Slurm $SLURM, in the test bed's root; run in there already (a job's script, where the
+# root is / and $MERGED is not there), the root's own.
+[ -x $MERGED/usr/bin/$c ] || exec /usr/bin/$c "\$@"
 exec /usr/sbin/chroot $MERGED /bin/sh -c 'cd "\$1" 2>/dev/null; shift; exec "\$@"' sh "\$PWD" /usr/bin/$c "\$@"
 EOF
     else

@@ -92,10 +92,12 @@ func checkRunning(t *testing.T, b *Bed) {
 	if len(ports) != 16 {
 		t.Errorf("%d ports for 16 nodes", len(ports))
 	}
-	// The version's clients, from the host's wrappers and where the nodes run programs.
+	// The version's clients, from the host's wrappers, where the nodes run programs, and from
+	// the wrappers there (a job script of fleet-sweep --multinode runs SlurmBin's srun).
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	for _, c := range []*exec.Cmd{exec.CommandContext(ctx, filepath.Join(b.SlurmBin, "sinfo"), "--version"), b.Command(ctx, "/usr/bin/sinfo", "--version")} {
+	for _, c := range []*exec.Cmd{exec.CommandContext(ctx, filepath.Join(b.SlurmBin, "sinfo"), "--version"),
+		b.Command(ctx, "/usr/bin/sinfo", "--version"), b.Command(ctx, filepath.Join(b.SlurmBin, "sinfo"), "--version")} {
 		c.Env = append(os.Environ(), "SLURM_CONF="+b.Conf)
 		out, err := c.CombinedOutput()
 		if f := strings.Fields(string(out)); err != nil || len(f) != 2 || !strings.HasSuffix(b.Version, " "+f[1]) {
