@@ -26,10 +26,11 @@ import (
 // chosen node: in pairs, and in one set of all, it must name that node and only it, within 2
 // rounds (3 with an odd count) and 1 + ceil(log2 N) rounds.
 //
-// It needs a test bed of N nodes: scripts/slurm-testbed.sh takes any NODECHECK_TESTBED_NODES
-// today (one slurmd each, ports PORT+1..PORT+N), and scripts/testbed passes its Nodes; this test
-// sets Nodes for its own run. Until the test bed's --nodes N lands (with free ports checked for
-// every node and a start-up wait that grows with N) use it with N up to about 64.
+// It runs once per Slurm version (testbed.ForEachVersion; NODECHECK_TESTBED_SLURM=22.05 for
+// one), each on its own test bed of N nodes named n1..nN, zero-padded (n001 with 256). It is
+// opt-in: the sweep itself takes seconds, but with the bed's start and stop and the two
+// multi-node searches the test took about 35 s per version at 16 nodes and 3.5-4 minutes at 256
+// on 2 shared cores (README "Fleet sweep").
 func TestFleetSweepScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("NODECHECK_FLEET_SCALE"))
 	if n == 0 {
@@ -38,14 +39,20 @@ func TestFleetSweepScale(t *testing.T) {
 	if n < 16 {
 		t.Fatalf("NODECHECK_FLEET_SCALE=%d: want at least 16 (5 failing and 3 slow nodes among healthy ones)", n)
 	}
-	tb := bed{testbed.Start(t, testbed.Options{
+	testbed.ForEachVersion(t, testbed.Options{
 		RepoRoot:   repoRoot,
 		TempPrefix: "nodecheck-fleet-scale-",
 		Short:      "the fleet sweep's scale test starts a test bed of NODECHECK_FLEET_SCALE nodes",
-		TempMode:   0o755,
-		Nodes:      n,
-	})}
+		// The jobs run as root but read the snapshots and write the reports in here.
+		TempMode:  0o755,
+		Nodes:     n,
+		NodeWidth: len(strconv.Itoa(n)),
+	}, func(t *testing.T, b *testbed.Bed) { testFleetSweepScale(t, bed{b}) })
+}
+
+func testFleetSweepScale(t *testing.T, tb bed) {
 	all := tb.Nodes
+	n := len(all)
 	failing := map[string]string{ // spread over the fleet
 		all[2]:     "h100-ib-port-down",
 		all[n/4]:   "h100-pcie-x8",
@@ -102,7 +109,7 @@ func TestFleetSweepScale(t *testing.T) {
 		calls = append(calls, fmt.Sprintf("%s %d", k, v))
 	}
 	slices.Sort(calls)
-	t.Logf("%d nodes: sweep wall time %.1fs (summary says %.1fs), Slurm calls %d (%s)", n, wall.Seconds(), s.ElapsedS, s.SlurmCallsTotal, strings.Join(calls, ", "))
+	t.Logf("Slurm %s, %d nodes: sweep wall time %.1fs (summary says %.1fs), Slurm calls %d (%s)", tb.Series, n, wall.Seconds(), s.ElapsedS, s.SlurmCallsTotal, strings.Join(calls, ", "))
 
 	// Multi-node, over the healthy and slow nodes: the all_reduce_perf stand-in prints the real
 	// 2-node H100 log, at half the bandwidth in any job holding the chosen node.
@@ -128,8 +135,8 @@ func TestFleetSweepScale(t *testing.T) {
 			if diff := cmp.Diff([]string{"node " + bad}, culpritText(m.Culprits)); diff != "" || m.Rounds > limit {
 				t.Errorf("culprits (-want +got) %s; %d rounds (limit %d)", diff, m.Rounds, limit)
 			}
-			t.Logf("multinode over %d nodes in sets of %d: culprit %v in %d rounds, %d jobs, phase %.1fs, whole command %.1fs, Slurm calls %d",
-				tested, group, culpritText(m.Culprits), m.Rounds, m.Jobs, m.ElapsedS, time.Since(start).Seconds(), s.SlurmCallsTotal)
+			t.Logf("Slurm %s: multinode over %d nodes in sets of %d: culprit %v in %d rounds, %d jobs, phase %.1fs, whole command %.1fs, Slurm calls %d",
+				tb.Series, tested, group, culpritText(m.Culprits), m.Rounds, m.Jobs, m.ElapsedS, time.Since(start).Seconds(), s.SlurmCallsTotal)
 		})
 	}
 }
