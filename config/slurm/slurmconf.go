@@ -79,7 +79,8 @@ type PartitionLine struct {
 	Default  bool // Default=YES
 }
 
-// SlurmConf is what nodecheck reads from slurm.conf: nodes, partitions and GRES types.
+// SlurmConf is what nodecheck reads from slurm.conf: nodes, partitions, GRES types, and the
+// settings of the programs slurmd runs for nodecheck (Hooks).
 type SlurmConf struct {
 	Path  string   // the file named to LoadSlurmConf or ParseSlurmConf
 	Files []string // every file read: Path, then each Include in the order met
@@ -93,6 +94,8 @@ type SlurmConf struct {
 	// GresTypesComment is a commented-out "# GresTypes=" line, remembered when GresTypes is
 	// not set so that lint can point at it; zero otherwise.
 	GresTypesComment Pos
+	// Hooks are the timeouts, health check settings and PrologFlags (hooks.go).
+	Hooks Hooks
 	// Problems lists syntax and value errors, in file order. Parsing goes on after each.
 	Problems []Problem
 }
@@ -244,6 +247,9 @@ func (p *slurmParser) line(l confLine) {
 		if !f.HasEq {
 			p.problem(SeverityError, l.Pos, "", "%q is not a key=value setting; Slurm refuses the file here (Parsing error at unrecognized key): remove it or comment it out with '#'", l.Text)
 			return
+		}
+		if p.hookField(f, l.Pos) {
+			continue
 		}
 		key := strings.ToLower(f.Key)
 		if key == "grestypes" {
