@@ -143,7 +143,7 @@ func TestLintExitCodes(t *testing.T) {
 			wantCode:   0,
 			wantStdout: "slurm.conf  /a/s.conf",
 		},
-		{name: "slurm.conf not found", files: fakeEtc{}, wantCode: 2, wantStderr: "none of /run/slurm/conf/slurm.conf, /var/spool/slurmd/conf-cache/slurm.conf, /etc/slurm/slurm.conf exists"},
+		{name: "slurm.conf not found", files: fakeEtc{}, wantCode: 2, wantStderr: "none of /etc/slurm/slurm.conf, /run/slurm/conf/slurm.conf, /var/spool/slurmd/conf-cache/slurm.conf, /usr/local/etc/slurm.conf, /opt/slurm/etc/slurm.conf, /etc/slurm-llnl/slurm.conf exists"},
 		{name: "explicit slurm.conf missing", files: fakeEtc{"/etc/slurm/slurm.conf": clean}, o: lintOptions{SlurmConf: "/x/slurm.conf"}, wantCode: 2, wantStderr: "/x/slurm.conf does not exist"},
 		{name: "explicit gres.conf missing", files: fakeEtc{"/etc/slurm/slurm.conf": clean}, o: lintOptions{GresConf: "/x/gres.conf"}, wantCode: 2, wantStderr: "/x/gres.conf: read gres.conf"},
 		{name: "Include that cannot be read", files: fakeEtc{"/etc/slurm/slurm.conf": "=Include nodes.conf\n"}, wantCode: 2, wantStderr: "/etc/slurm/slurm.conf:1: Include /etc/slurm/nodes.conf"},

@@ -583,52 +583,6 @@ func TestNodeLookup(t *testing.T) {
 	}
 }
 
-func TestFindSlurmConf(t *testing.T) {
-	tests := []struct {
-		name     string
-		explicit string
-		env      string
-		exist    []string
-		want     string
-		wantErr  []string
-	}{
-		{name: "explicit", explicit: "/x/slurm.conf", exist: []string{"/x/slurm.conf", DefaultSlurmConfPath}, want: "/x/slurm.conf"},
-		{name: "explicit missing is an error", explicit: "/x/slurm.conf", exist: []string{DefaultSlurmConfPath}, wantErr: []string{"/x/slurm.conf does not exist"}},
-		{name: "SLURM_CONF", env: "/y/slurm.conf", exist: []string{"/y/slurm.conf", ConfiglessConfPath}, want: "/y/slurm.conf"},
-		{name: "SLURM_CONF missing is an error", env: "/y/slurm.conf", exist: []string{DefaultSlurmConfPath}, wantErr: []string{"SLURM_CONF=/y/slurm.conf does not exist"}},
-		{name: "configless cache first", exist: []string{ConfiglessConfPath, ConfiglessSpoolConfPath, DefaultSlurmConfPath}, want: ConfiglessConfPath},
-		{name: "older configless cache", exist: []string{ConfiglessSpoolConfPath, DefaultSlurmConfPath}, want: ConfiglessSpoolConfPath},
-		{name: "etc", exist: []string{DefaultSlurmConfPath}, want: DefaultSlurmConfPath},
-		{name: "nothing lists every place", wantErr: []string{ConfiglessConfPath, ConfiglessSpoolConfPath, DefaultSlurmConfPath, "SLURM_CONF is not set"}},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			getenv := func(k string) string {
-				if k == "SLURM_CONF" {
-					return tc.env
-				}
-				return ""
-			}
-			exists := func(p string) bool { return sliceHas(tc.exist, p) }
-			got, err := FindSlurmConf(tc.explicit, getenv, exists)
-			if len(tc.wantErr) > 0 {
-				if err == nil {
-					t.Fatalf("FindSlurmConf = %q, want an error", got)
-				}
-				for _, w := range tc.wantErr {
-					if !strings.Contains(err.Error(), w) {
-						t.Errorf("error %q does not mention %q", err, w)
-					}
-				}
-				return
-			}
-			if err != nil || got != tc.want {
-				t.Errorf("FindSlurmConf = %q, %v; want %q", got, err, tc.want)
-			}
-		})
-	}
-}
-
 func sliceHas(list []string, s string) bool {
 	for _, e := range list {
 		if e == s {
@@ -725,16 +679,4 @@ func FuzzParseGresSpec(f *testing.F) {
 			}
 		}
 	})
-}
-
-func ExampleFindSlurmConf() {
-	// On a configless node slurmd keeps the fetched slurm.conf in /run/slurm/conf.
-	present := map[string]bool{ConfiglessConfPath: true, DefaultSlurmConfPath: true}
-	path, err := FindSlurmConf("", func(string) string { return "" }, func(p string) bool { return present[p] })
-	fmt.Println(path, err)
-	_, err = FindSlurmConf("", func(string) string { return "" }, func(string) bool { return false })
-	fmt.Println(err)
-	// Output:
-	// /run/slurm/conf/slurm.conf <nil>
-	// find slurm.conf: no file given, SLURM_CONF is not set, and none of /run/slurm/conf/slurm.conf, /var/spool/slurmd/conf-cache/slurm.conf, /etc/slurm/slurm.conf exists: name the file (--slurm-conf) or set SLURM_CONF
 }
