@@ -83,9 +83,14 @@ type Env struct {
 	Facts  node.Facts
 	Config *config.Config // effective for this node (groups applied)
 	Mode   config.Mode
-	Node   string // the node's Slurm name
+	Node   string // the node's Slurm name, as the checks look it up in slurm.conf and gres.conf
+	// Target is the live Slurm node a replay reports on and acts on (--node with a
+	// snapshot that names its own node); "" means Node.
+	Target string
 	Job    Job
 	Slurm  *SlurmFiles
+	// Budget is how long the whole run may take and why (NewEnv); zero outside a run.
+	Budget Budget
 	// ReadOnly forbids even the one write a check makes to the node: nccl_allreduce keeps
 	// its last result in the state directory (config [state] dir) so that the modes it does
 	// not run in can report it. Set for snapshot replays (which must not touch the live

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -12,32 +13,58 @@ import (
 
 // Report is the outcome of one run.
 type Report struct {
-	Node      string      `json:"node"`
-	Mode      config.Mode `json:"mode"`
-	Healthy   bool        `json:"healthy"`
-	StartedAt time.Time   `json:"started_at"`
+	// Node is the Slurm node the run is about: the one it acts on (Env.Target in a replay
+	// for another node, else Env.Node).
+	Node string      `json:"node"`
+	Mode config.Mode `json:"mode"`
+	// Verdict is healthy, unhealthy or undecided (verdict.go); Healthy is Verdict ==
+	// VerdictHealthy, kept for the callers and the JSON key that predate the third verdict.
+	Verdict   Verdict   `json:"verdict"`
+	Healthy   bool      `json:"healthy"`
+	StartedAt time.Time `json:"started_at"`
 	Duration  time.Duration
 	Results   []Result `json:"results"`
-	// ConfigError is set when nodecheck.toml could not be used and the run went on with the
-	// built-in defaults (prolog and epilog without fail_closed).
+	// Interrupted is set when nodecheck was told to stop (SIGTERM, SIGINT) before the checks
+	// were done: such a run is never healthy.
+	Interrupted bool `json:"interrupted,omitempty"`
+	// ConfigError is set when nodecheck.toml (or a Slurm file it names) could not be used:
+	// no check ran, and the run is undecided.
 	ConfigError string `json:"config_error,omitempty"`
+	// Budget is the run's time budget and where it comes from; SlurmConf the slurm.conf the
+	// run read and why that one (empty when none was found).
+	Budget    Budget `json:"-"`
+	SlurmConf string `json:"-"`
 }
 
 // Failed returns the results whose status makes the node unhealthy, in run order.
-func (r *Report) Failed() []Result {
+func (r *Report) Failed() []Result { return r.withStatus(StatusFail) }
+
+// Undecided returns the results of checks that could not decide (error), in run order.
+func (r *Report) Undecided() []Result { return r.withStatus(StatusError) }
+
+func (r *Report) withStatus(st Status) []Result {
 	var out []Result
 	for _, res := range r.Results {
-		if res.Status == StatusFail {
+		if res.Status == st {
 			out = append(out, res)
 		}
 	}
 	return out
 }
 
+// ConfigErrorReport is the report of a run that could not use its config (a *ConfigError
+// from NewEnv): no check ran, so it is undecided, never healthy.
+func ConfigErrorReport(e *ConfigError, startedAt time.Time) Report {
+	return Report{Node: e.Node, Mode: e.Mode, Verdict: VerdictUndecided, StartedAt: startedAt, ConfigError: e.Err.Error()}
+}
+
 // RunOptions tunes one run.
 type RunOptions struct {
-	// Budget bounds the whole run; zero means none.
+	// Budget bounds the whole run from its start; zero means none.
 	Budget time.Duration
+	// Deadline, when set, ends the run at that time whatever Budget says (NewEnv's
+	// Env.Budget.Deadline, which counts the setup before the checks too).
+	Deadline time.Time
 	// StopOnFirstFailure skips the checks after the first fail.
 	StopOnFirstFailure bool
 	// ErrorIsFailure makes an error status count against the node's health.
@@ -55,11 +82,19 @@ func Run(ctx context.Context, env *Env, list []Check, o RunOptions) Report {
 		now = time.Now
 	}
 	start := now()
-	rep := Report{Node: env.Node, Mode: env.Mode, StartedAt: start, Healthy: true}
+	rep := Report{Node: cmp.Or(env.Target, env.Node), Mode: env.Mode, StartedAt: start, Budget: env.Budget}
+	if env.Slurm != nil {
+		rep.SlurmConf = env.Slurm.describe()
+	}
 	runCtx := ctx
 	if o.Budget > 0 {
 		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, o.Budget)
+		runCtx, cancel = context.WithTimeout(runCtx, o.Budget)
+		defer cancel()
+	}
+	if !o.Deadline.IsZero() {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithDeadline(runCtx, o.Deadline)
 		defer cancel()
 	}
 	stopped := ""
@@ -69,27 +104,32 @@ func Run(ctx context.Context, env *Env, list []Check, o RunOptions) Report {
 		case stopped != "":
 			res = Result{Check: c.ID(), Status: StatusSkip, Summary: "not run: stop_on_first_failure after " + stopped + " failed"}
 		case runCtx.Err() != nil:
-			res = Result{Check: c.ID(), Status: StatusError, Summary: notRunSummary(ctx, o.Budget)}
+			res = Result{Check: c.ID(), Status: StatusError, Summary: notRunSummary(ctx, cmp.Or(o.Budget, env.Budget.Run))}
 		default:
 			res = runOne(runCtx, env, c, now)
 		}
 		rep.Results = append(rep.Results, res)
 		if res.Status == StatusFail || (o.ErrorIsFailure && res.Status == StatusError) {
-			rep.Healthy = false
 			if o.StopOnFirstFailure && stopped == "" {
 				stopped = c.ID()
 			}
 		}
 	}
 	rep.Duration = now().Sub(start)
+	rep.Interrupted = interrupted(ctx)
+	rep.Verdict = judgeRun(rep.Results, o.ErrorIsFailure, rep.Interrupted)
+	rep.Healthy = rep.Verdict == VerdictHealthy
 	return rep
 }
 
 func notRunSummary(parent context.Context, budget time.Duration) string {
-	if parent.Err() != nil {
+	if interrupted(parent) {
 		return "not run: nodecheck was interrupted"
 	}
-	return fmt.Sprintf("not run: the run's budget of %s was used up by earlier checks", budget)
+	if budget > 0 {
+		return fmt.Sprintf("not run: the run's budget of %s was used up by earlier checks", budget)
+	}
+	return "not run: the run's budget was used up by earlier checks"
 }
 
 // lastResultReporter is a check that keeps its last result (nccl_allreduce, too slow to run

@@ -58,51 +58,51 @@ func TestRun(t *testing.T) {
 		list        []Check
 		opts        RunOptions
 		want        []brief
-		wantHealthy bool
+		wantVerdict Verdict
 	}{
 		{
 			name:        "all ok",
 			list:        []Check{fc("a", time.Second, fixed(StatusOK, "fine")), fc("b", time.Second, fixed(StatusSkip, "n/a"))},
 			want:        []brief{{"a", "ok", "fine"}, {"b", "skip", "n/a"}},
-			wantHealthy: true,
+			wantVerdict: VerdictHealthy,
 		},
 		{
 			name:        "a failure does not hide later checks",
 			list:        []Check{fc("a", time.Second, fixed(StatusFail, "bad")), fc("b", time.Second, fixed(StatusOK, "fine"))},
 			want:        []brief{{"a", "fail", "bad"}, {"b", "ok", "fine"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 		{
 			name:        "stop on first failure",
 			list:        []Check{fc("a", time.Second, fixed(StatusFail, "bad")), fc("b", time.Second, fixed(StatusOK, "fine"))},
 			opts:        RunOptions{StopOnFirstFailure: true},
 			want:        []brief{{"a", "fail", "bad"}, {"b", "skip", "not run: stop_on_first_failure after a failed"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 		{
-			name:        "warn and error keep the node healthy by default",
+			name:        "a check that could not decide makes the run undecided, not healthy",
 			list:        []Check{fc("a", time.Second, fixed(StatusWarn, "hmm")), fc("b", time.Second, fixed(StatusError, "cannot tell"))},
 			want:        []brief{{"a", "warn", "hmm"}, {"b", "error", "cannot tell"}},
-			wantHealthy: true,
+			wantVerdict: VerdictUndecided,
 		},
 		{
 			name:        "error_is_failure",
 			list:        []Check{fc("b", time.Second, fixed(StatusError, "cannot tell"))},
 			opts:        RunOptions{ErrorIsFailure: true},
 			want:        []brief{{"b", "error", "cannot tell"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 		{
 			name:        "disabled and out-of-mode checks skip and say why",
 			list:        []Check{disabled, healthOnly},
 			want:        []brief{{"off", "skip", "disabled in config"}, {"health_only", "skip", "does not run in prolog mode (modes = [health])"}},
-			wantHealthy: true,
+			wantVerdict: VerdictHealthy,
 		},
 		{
 			name:        "a hung check fails with timed out and later checks still run",
 			list:        []Check{fc("hang", 50*time.Millisecond, blockForever), fc("b", time.Second, fixed(StatusOK, "fine"))},
 			want:        []brief{{"hang", "fail", "timed out after 50ms"}, {"b", "ok", "fine"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 		{
 			name: "the budget ends the run and names the checks it could not reach",
@@ -110,13 +110,13 @@ func TestRun(t *testing.T) {
 			opts: RunOptions{Budget: 80 * time.Millisecond},
 			want: []brief{{"hang", "fail", "timed out: the run's budget ran out"},
 				{"b", "error", "not run: the run's budget of 80ms was used up by earlier checks"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 		{
 			name:        "a panicking check is an error, not a crash",
 			list:        []Check{fc("p", time.Second, func(context.Context) Result { panic("boom") })},
 			want:        []brief{{"p", "error", "internal error: boom"}},
-			wantHealthy: true,
+			wantVerdict: VerdictUndecided,
 		},
 		{
 			name: "a check that returns after its deadline is judged timed out",
@@ -125,7 +125,7 @@ func TestRun(t *testing.T) {
 				return Result{Status: StatusError, Summary: ctx.Err().Error()}
 			})},
 			want:        []brief{{"slow", "fail", "timed out after 30ms"}},
-			wantHealthy: false,
+			wantVerdict: VerdictUnhealthy,
 		},
 	}
 	for _, tc := range tests {
@@ -139,8 +139,8 @@ func TestRun(t *testing.T) {
 			if diff := cmp.Diff(tc.want, briefs(rep)); diff != "" {
 				t.Errorf("results (-want +got):\n%s", diff)
 			}
-			if rep.Healthy != tc.wantHealthy {
-				t.Errorf("healthy = %v, want %v", rep.Healthy, tc.wantHealthy)
+			if rep.Verdict != tc.wantVerdict || rep.Healthy != (tc.wantVerdict == VerdictHealthy) {
+				t.Errorf("verdict %q (healthy %v), want %q", rep.Verdict, rep.Healthy, tc.wantVerdict)
 			}
 		})
 	}
@@ -153,6 +153,41 @@ func TestRunInterrupted(t *testing.T) {
 	rep := Run(ctx, env, []Check{fc("a", time.Second, fixed(StatusOK, "fine"))}, RunOptions{})
 	if got := rep.Results[0]; got.Status != StatusError || !strings.Contains(got.Summary, "interrupted") {
 		t.Errorf("got %+v, want an error saying the run was interrupted", got)
+	}
+	if rep.Verdict != VerdictUndecided || !rep.Interrupted || rep.Healthy {
+		t.Errorf("verdict %q interrupted %v healthy %v, want undecided, interrupted", rep.Verdict, rep.Interrupted, rep.Healthy)
+	}
+}
+
+// TestRunInterruptedAfterTheChecks: a signal that comes after every check decided still
+// makes the run undecided: nodecheck was stopped before it could act on what it found.
+func TestRunInterruptedAfterTheChecks(t *testing.T) {
+	ctx, cancel := context.WithCancel(context.Background())
+	env := &Env{Config: config.Default(), Mode: config.ModeHealth}
+	rep := Run(ctx, env, []Check{fc("a", time.Second, func(context.Context) Result {
+		cancel()
+		return Result{Status: StatusOK, Summary: "fine"}
+	})}, RunOptions{})
+	if rep.Verdict != VerdictUndecided || !rep.Interrupted {
+		t.Errorf("verdict %q interrupted %v, want undecided, interrupted", rep.Verdict, rep.Interrupted)
+	}
+}
+
+// TestRunDeadline: RunOptions.Deadline (NewEnv's, which counts the setup) ends the run.
+func TestRunDeadline(t *testing.T) {
+	env := &Env{Config: config.Default(), Mode: config.ModeProlog, Budget: Budget{Run: time.Second}}
+	start := time.Now()
+	rep := Run(context.Background(), env, []Check{fc("hang", time.Hour, blockForever), fc("b", time.Second, fixed(StatusOK, "fine"))},
+		RunOptions{Deadline: start.Add(60 * time.Millisecond)})
+	if d := time.Since(start); d > time.Second {
+		t.Errorf("run took %s", d)
+	}
+	want := []brief{{"hang", "fail", "timed out: the run's budget ran out"}, {"b", "error", "not run: the run's budget of 1s was used up by earlier checks"}}
+	if diff := cmp.Diff(want, briefs(rep)); diff != "" {
+		t.Errorf("results (-want +got):\n%s", diff)
+	}
+	if rep.Interrupted {
+		t.Error("a run that used up its budget is not interrupted")
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io/fs"
 	"path/filepath"
+	"sync"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -14,40 +15,87 @@ import (
 // use, so that a run whose checks need neither never reads them. A read that hangs (a stale
 // NFS mount) holds only the checks that wait for it, each until its own deadline.
 type SlurmFiles struct {
-	facts    node.Facts
-	explicit string
-	getenv   func(string) string
+	facts  node.Facts
+	search slurm.ConfSearch
 
-	pathOnce node.OnceValue[string]
-	confOnce node.OnceValue[*slurm.SlurmConf]
-	gresOnce node.OnceValue[*slurm.GresConf]
+	foundOnce node.OnceValue[slurm.Candidate]
+	confOnce  node.OnceValue[*slurm.SlurmConf]
+	gresOnce  node.OnceValue[*slurm.GresConf]
+
+	mu       sync.Mutex
+	found    *slurm.Candidate // set once the search ended with a file
+	foundErr error
+	data     []byte // the found file's content, read while searching
 }
 
-// NewSlurmFiles finds slurm.conf as Slurm does: explicit path, then SLURM_CONF (from getenv),
-// then slurmd's configless cache, then /etc/slurm/slurm.conf. gres.conf sits beside it.
+// NewSlurmFiles finds slurm.conf at explicit when it is set, else as Slurm does (see
+// slurm.ConfSearch), with SLURM_CONF from getenv. gres.conf sits beside it.
 func NewSlurmFiles(facts node.Facts, explicit string, getenv func(string) string) *SlurmFiles {
-	return &SlurmFiles{facts: facts, explicit: explicit, getenv: getenv}
+	return newSlurmFiles(facts, slurm.ConfSearch{Explicit: explicit, Getenv: getenv})
 }
 
-// ConfPath is the slurm.conf this run uses, found once per run: the facts have no stat for
-// plain files, so telling whether a candidate exists means reading it.
-func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
-	return s.pathOnce.Get(ctx, func(ctx context.Context) (string, error) {
-		return slurm.FindSlurmConf(s.explicit, s.getenv, func(p string) bool {
-			_, err := s.facts.ReadFile(ctx, p)
-			return err == nil
-		})
+// newSlurmFiles searches as s says; its Stat is replaced by a read through facts.
+func newSlurmFiles(facts node.Facts, s slurm.ConfSearch) *SlurmFiles {
+	return &SlurmFiles{facts: facts, search: s}
+}
+
+// Found is the slurm.conf this run uses and why that one, found once per run: the facts
+// have no stat for plain files, so telling whether a candidate exists means reading it,
+// and the content read is kept for Conf.
+func (s *SlurmFiles) Found(ctx context.Context) (slurm.Candidate, error) {
+	return s.foundOnce.Get(ctx, func(ctx context.Context) (slurm.Candidate, error) {
+		search := s.search
+		var data []byte
+		search.Stat = func(p string) error {
+			b, err := s.facts.ReadFile(ctx, p)
+			if err == nil {
+				data = b
+			}
+			return err
+		}
+		c, err := slurm.FindConf(search)
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if err != nil {
+			s.foundErr = err
+			return c, err
+		}
+		s.found, s.data = &c, data
+		return c, nil
 	})
+}
+
+// ConfPath is the path of the slurm.conf this run uses (Found).
+func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
+	c, err := s.Found(ctx)
+	return c.Path, err
+}
+
+// describe says which slurm.conf the run read and why, without waiting: "" while the search
+// has not ended (or never started).
+func (s *SlurmFiles) describe() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.found != nil:
+		return s.found.Path + " (" + s.found.From + ")"
+	case s.foundErr != nil:
+		return "none: " + s.foundErr.Error()
+	}
+	return ""
 }
 
 // Conf returns the parsed slurm.conf.
 func (s *SlurmFiles) Conf(ctx context.Context) (*slurm.SlurmConf, error) {
 	return s.confOnce.Get(ctx, func(ctx context.Context) (*slurm.SlurmConf, error) {
-		path, err := s.ConfPath(ctx)
+		c, err := s.Found(ctx)
 		if err != nil {
 			return nil, err
 		}
-		return slurm.LoadSlurmConf(path, s.reader(ctx))
+		s.mu.Lock()
+		data := s.data
+		s.mu.Unlock()
+		return slurm.ParseSlurmConf(data, c.Path, s.reader(ctx))
 	})
 }
 

@@ -22,6 +22,12 @@ const (
 	ActionSkipped     Action = "skipped"     // the run's budget was used up before drain could start
 )
 
+// Actions lists every Action, in the order above: the values of the metrics'
+// nodecheck_drain_action label (checks/report). A new action goes here too.
+func Actions() []Action {
+	return []Action{ActionNone, ActionDrained, ActionResumed, ActionWaiting, ActionKept, ActionHeld, ActionUnreachable, ActionLocked, ActionSkipped}
+}
+
 // situation is what the decision rests on. Passes counts consecutive clean runs including this
 // one; PassesKnown is false when the state directory cannot be read or written, and then
 // nothing is resumed.

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config/files"
+	"github.com/nodecheck/nodecheck/drain"
 )
 
 // The Prometheus textfile (README "Metrics") describes the last run only: every metric is a
@@ -28,6 +29,7 @@ const (
 	metricCheckStatus   = "nodecheck_check_status"
 	metricCheckDuration = "nodecheck_check_duration_seconds"
 	metricNodeHealthy   = "nodecheck_node_healthy"
+	metricVerdict       = "nodecheck_verdict"
 	metricLastRun       = "nodecheck_last_run_timestamp_seconds"
 	metricRunDuration   = "nodecheck_run_duration_seconds"
 	metricRunInfo       = "nodecheck_run_info"
@@ -38,16 +40,12 @@ const (
 // checkStatuses are the values of nodecheck_check_status's status label, one series each.
 var checkStatuses = []checks.Status{checks.StatusOK, checks.StatusWarn, checks.StatusFail, checks.StatusSkip, checks.StatusError}
 
-// DrainActions are the values of nodecheck_drain_action's action label, as drain.Action spells
-// them (report does not import drain; a test holds the two lists together).
-var DrainActions = []string{"none", "drained", "resumed", "waiting", "kept", "held", "unreachable", "locked", "skipped"}
-
 // MetricsOptions adds to the textfile what the report does not hold.
 type MetricsOptions struct {
-	// DrainAction is what the run did to the node in Slurm (one of DrainActions; in a dry run
-	// what it would have done). Empty when the run may not act (a manual run without --drain
-	// or --resume, a config error): every nodecheck_drain_action series is then 0.
-	DrainAction string
+	// DrainAction is what the run did to the node in Slurm (in a dry run what it would have
+	// done). Empty when the run may not act (a manual run without --drain or --resume, a
+	// config error): every nodecheck_drain_action series is then 0.
+	DrainAction drain.Action
 	// Version is nodecheck's version, for nodecheck_run_info.
 	Version string
 }
@@ -70,20 +68,62 @@ type family struct {
 // error, as it would give a file node_exporter refuses.
 func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 	nodeL := [2]string{"node", r.Node}
-	bit := func(b bool) float64 {
-		if b {
-			return 1
-		}
-		return 0
+	status, duration, err := checkFamilies(r, nodeL)
+	if err != nil {
+		return err
 	}
-	status := family{name: metricCheckStatus,
+	actions := drain.Actions()
+	if o.DrainAction != "" && !slices.Contains(actions, o.DrainAction) {
+		actions = append(actions, o.DrainAction)
+	}
+	var verdicts []string
+	for _, v := range checks.Verdicts() {
+		verdicts = append(verdicts, string(v))
+	}
+	var lastRun float64
+	if !r.StartedAt.IsZero() {
+		lastRun = float64(r.StartedAt.UnixMilli()) / 1000
+	}
+	fams := []family{
+		status, duration,
+		oneHot(metricDrainAction, "What the last run did to the node in Slurm: 1 for its action, 0 for the others; all 0 when the run could not act.",
+			"action", actions, o.DrainAction, nodeL),
+		oneHot(metricVerdict, "The last run's verdict: 1 for it, 0 for the others (healthy: every check decided and none failed; unhealthy: a check failed; undecided: none failed but a check could not decide, the run was interrupted, or nodecheck.toml was unusable).",
+			"verdict", verdicts, string(r.Verdict), nodeL),
+		{name: metricNodeHealthy, help: "1 if the last run found the node healthy (every check decided, none failed), else 0: a check failed, could not decide, the run was interrupted, or nodecheck.toml was unusable (nodecheck_verdict says which).",
+			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.Verdict == checks.VerdictHealthy)}}},
+		{name: metricLastRun, help: "Unix time the last run started, in seconds.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: lastRun}}},
+		{name: metricRunDuration, help: "Time the checks of the last run took, in seconds.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: seconds(r.Duration)}}},
+		{name: metricConfigError, help: "1 if nodecheck.toml could not be used in the last run (no check ran), else 0.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.ConfigError != "")}}},
+		{name: metricRunInfo, help: "Always 1; the labels say in which mode the last run ran and which nodecheck version ran it.",
+			samples: []sample{{labels: [][2]string{{"mode", string(r.Mode)}, nodeL, {"version", o.Version}}, value: 1}}},
+	}
+	_, err = io.WriteString(w, formatFamilies(fams))
+	return err
+}
+
+func bit(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// checkFamilies are the per-check families: each check's status, one-hot, and its duration.
+// A report with two results for one check is an error, as it would give a file
+// node_exporter refuses.
+func checkFamilies(r checks.Report, nodeL [2]string) (status, duration family, err error) {
+	status = family{name: metricCheckStatus,
 		help: "Status of each check in the last run: 1 for the status it had, 0 for the others (ok, warn, fail, skip, error)."}
-	duration := family{name: metricCheckDuration,
+	duration = family{name: metricCheckDuration,
 		help: "Time each check of the last run took, in seconds; 0 for a check that was not run."}
 	seen := map[string]bool{}
 	for _, res := range r.Results {
 		if seen[res.Check] {
-			return fmt.Errorf("write metrics: check %q has two results in the report", res.Check)
+			return status, duration, fmt.Errorf("write metrics: check %q has two results in the report", res.Check)
 		}
 		seen[res.Check] = true
 		statuses := checkStatuses
@@ -101,34 +141,26 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 			value:  seconds(res.Duration),
 		})
 	}
-	drain := family{name: metricDrainAction,
-		help: "What the last run did to the node in Slurm: 1 for its action, 0 for the others; all 0 when the run could not act."}
-	actions := DrainActions
-	if o.DrainAction != "" && !slices.Contains(actions, o.DrainAction) {
-		actions = append(slices.Clip(actions), o.DrainAction)
-	}
-	for _, a := range actions {
-		drain.samples = append(drain.samples, sample{labels: [][2]string{{"action", a}, nodeL}, value: bit(a == o.DrainAction)})
-	}
-	var lastRun float64
-	if !r.StartedAt.IsZero() {
-		lastRun = float64(r.StartedAt.UnixMilli()) / 1000
-	}
-	fams := []family{
-		status, duration, drain,
-		{name: metricNodeHealthy, help: "1 if the last run found the node healthy, 0 if a check failed (or, with error_is_failure, could not decide); 1 also when a config error kept every check from running.",
-			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.Healthy)}}},
-		{name: metricLastRun, help: "Unix time the last run started, in seconds.",
-			samples: []sample{{labels: [][2]string{nodeL}, value: lastRun}}},
-		{name: metricRunDuration, help: "Time the checks of the last run took, in seconds.",
-			samples: []sample{{labels: [][2]string{nodeL}, value: seconds(r.Duration)}}},
-		{name: metricConfigError, help: "1 if nodecheck.toml could not be used in the last run (no check ran), else 0.",
-			samples: []sample{{labels: [][2]string{nodeL}, value: bit(r.ConfigError != "")}}},
-		{name: metricRunInfo, help: "Always 1; the labels say in which mode the last run ran and which nodecheck version ran it.",
-			samples: []sample{{labels: [][2]string{{"mode", string(r.Mode)}, nodeL, {"version", o.Version}}, value: 1}}},
-	}
-	slices.SortFunc(fams, func(a, b family) int { return strings.Compare(a.name, b.name) })
+	return status, duration, nil
+}
 
+// oneHot is a family with one series per value of label, 1 for the value that holds.
+func oneHot[T ~string](name, help, label string, values []T, holds T, nodeL [2]string) family {
+	f := family{name: name, help: help}
+	for _, v := range values {
+		labels := [][2]string{{label, string(v)}, nodeL}
+		if label > nodeL[0] {
+			labels = [][2]string{nodeL, {label, string(v)}}
+		}
+		f.samples = append(f.samples, sample{labels: labels, value: bit(v == holds)})
+	}
+	return f
+}
+
+// formatFamilies writes the families in the text format, sorted by name, their series by
+// label values.
+func formatFamilies(fams []family) string {
+	slices.SortFunc(fams, func(a, b family) int { return strings.Compare(a.name, b.name) })
 	var b strings.Builder
 	for _, f := range fams {
 		if len(f.samples) == 0 {
@@ -155,8 +187,7 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 			b.WriteString("} " + strconv.FormatFloat(s.value, 'f', -1, 64) + "\n")
 		}
 	}
-	_, err := io.WriteString(w, b.String())
-	return err
+	return b.String()
 }
 
 // seconds is a duration in seconds with microsecond precision, so that the file shows

@@ -5,10 +5,6 @@ import (
 	"context"
 	"errors"
 	"flag"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -26,6 +22,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/drain"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/metrics")
@@ -43,7 +40,7 @@ var metricsCases = []struct {
 }{
 	{
 		name: "health-healthy",
-		rep: checks.Report{Node: "gpu01", Mode: config.ModeHealth, Healthy: true, StartedAt: started, Duration: 412345 * time.Microsecond,
+		rep: checks.Report{Node: "gpu01", Mode: config.ModeHealth, Verdict: checks.VerdictHealthy, Healthy: true, StartedAt: started, Duration: 412345 * time.Microsecond,
 			Results: []checks.Result{
 				{Check: "gres_devices", Status: checks.StatusOK, Duration: 1200 * time.Microsecond},
 				{Check: "gpu_count", Status: checks.StatusOK, Duration: 250 * time.Millisecond},
@@ -52,28 +49,28 @@ var metricsCases = []struct {
 				{Check: "ib_ports", Status: checks.StatusWarn, Duration: 800 * time.Microsecond},
 				{Check: "nccl_allreduce", Status: checks.StatusSkip},
 			}},
-		opts: MetricsOptions{DrainAction: "none", Version: "1.2.0"},
+		opts: MetricsOptions{DrainAction: drain.ActionNone, Version: "1.2.0"},
 	},
 	{
 		name: "prolog-drained",
-		rep: checks.Report{Node: "gpu02", Mode: config.ModeProlog, Healthy: false, StartedAt: started, Duration: 2 * time.Second,
+		rep: checks.Report{Node: "gpu02", Mode: config.ModeProlog, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: 2 * time.Second,
 			Results: []checks.Result{
 				{Check: "gres_devices", Status: checks.StatusOK, Duration: time.Millisecond},
 				{Check: "gpu_count", Status: checks.StatusError, Duration: 5 * time.Millisecond},
 				{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_2 port 1: state DOWN, want ACTIVE", Duration: 2 * time.Millisecond},
 			}},
-		opts: MetricsOptions{DrainAction: "drained", Version: "1.2.0"},
+		opts: MetricsOptions{DrainAction: drain.ActionDrained, Version: "1.2.0"},
 	},
 	{
 		name: "health-held",
-		rep: checks.Report{Node: "gpu03", Mode: config.ModeHealth, Healthy: false, StartedAt: started, Duration: time.Second,
+		rep: checks.Report{Node: "gpu03", Mode: config.ModeHealth, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: time.Second,
 			Results: []checks.Result{{Check: "fabric_manager", Status: checks.StatusFail, Duration: 40 * time.Millisecond}}},
-		opts: MetricsOptions{DrainAction: "held", Version: "1.2.0"},
+		opts: MetricsOptions{DrainAction: drain.ActionHeld, Version: "1.2.0"},
 	},
 	{
-		// The run that could not use nodecheck.toml: no check ran, no drain.
+		// The run that could not use nodecheck.toml: no check ran, no drain, undecided.
 		name: "prolog-config-error",
-		rep: checks.Report{Node: "gpu04", Mode: config.ModeProlog, Healthy: true, StartedAt: started,
+		rep: checks.Report{Node: "gpu04", Mode: config.ModeProlog, Verdict: checks.VerdictUndecided, StartedAt: started,
 			ConfigError: `nodecheck.toml:3: unknown key "checks.ib_ports.min_rate_gpbs"`},
 		opts: MetricsOptions{Version: "1.2.0"},
 	},
@@ -81,9 +78,20 @@ var metricsCases = []struct {
 		// A manual run without --drain: the run may not act, every action is 0. The node
 		// name and version exercise the label escapes (Slurm allows none of these).
 		name: "manual-escaping",
-		rep: checks.Report{Node: "odd\"node\\name\nx", Mode: config.ModeManual, Healthy: true, StartedAt: started, Duration: 90 * time.Second,
+		rep: checks.Report{Node: "odd\"node\\name\nx", Mode: config.ModeManual, Verdict: checks.VerdictHealthy, Healthy: true, StartedAt: started, Duration: 90 * time.Second,
 			Results: []checks.Result{{Check: "nccl_allreduce", Status: checks.StatusOK, Duration: 89500 * time.Millisecond}}},
 		opts: MetricsOptions{Version: `devel-"x"\`},
+	},
+	{
+		// A health run whose checks could not read their GPUs: undecided, so neither healthy
+		// nor unhealthy, and nothing drained.
+		name: "health-undecided",
+		rep: checks.Report{Node: "gpu05", Mode: config.ModeHealth, Verdict: checks.VerdictUndecided, StartedAt: started, Duration: 30 * time.Millisecond,
+			Results: []checks.Result{
+				{Check: "gres_devices", Status: checks.StatusOK, Duration: time.Millisecond},
+				{Check: "gpu_count", Status: checks.StatusError, Duration: 2 * time.Millisecond},
+			}},
+		opts: MetricsOptions{DrainAction: drain.ActionNone, Version: "1.2.0"},
 	},
 }
 
@@ -179,7 +187,7 @@ func TestWriteMetricsParses(t *testing.T) {
 	wantFamilies := []string{
 		"nodecheck_check_duration_seconds", "nodecheck_check_status", "nodecheck_config_error",
 		"nodecheck_drain_action", "nodecheck_last_run_timestamp_seconds", "nodecheck_node_healthy",
-		"nodecheck_run_duration_seconds", "nodecheck_run_info",
+		"nodecheck_run_duration_seconds", "nodecheck_run_info", "nodecheck_verdict",
 	}
 	for _, tc := range metricsCases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -229,8 +237,8 @@ func TestWriteMetricsParses(t *testing.T) {
 			if got := len(fams["nodecheck_check_status"]); got != 5*len(tc.rep.Results) {
 				t.Errorf("%d check_status series, want 5 per check", got)
 			}
-			for _, a := range DrainActions {
-				if got, want := value(t, fams, "nodecheck_drain_action", map[string]string{"action": a}), boolValue(a == tc.opts.DrainAction); got != want {
+			for _, a := range drain.Actions() {
+				if got, want := value(t, fams, "nodecheck_drain_action", map[string]string{"action": string(a)}), boolValue(a == tc.opts.DrainAction); got != want {
 					t.Errorf("drain action %s = %v, want %v", a, got, want)
 				}
 			}
@@ -240,7 +248,18 @@ func TestWriteMetricsParses(t *testing.T) {
 					t.Errorf("%s = %v, want %v", name, got, want)
 				}
 			}
-			checkValue("nodecheck_node_healthy", boolValue(tc.rep.Healthy))
+			checkValue("nodecheck_node_healthy", boolValue(tc.rep.Verdict == checks.VerdictHealthy))
+			sum := 0.0
+			for _, v := range checks.Verdicts() {
+				got := value(t, fams, "nodecheck_verdict", map[string]string{"verdict": string(v)})
+				sum += got
+				if want := boolValue(v == tc.rep.Verdict); got != want {
+					t.Errorf("verdict %s = %v, want %v", v, got, want)
+				}
+			}
+			if sum != 1 {
+				t.Errorf("verdicts sum to %v, want 1 (one-hot)", sum)
+			}
 			checkValue("nodecheck_config_error", boolValue(tc.rep.ConfigError != ""))
 			checkValue("nodecheck_last_run_timestamp_seconds", float64(tc.rep.StartedAt.UnixMilli())/1000)
 			checkValue("nodecheck_run_duration_seconds", tc.rep.Duration.Seconds())
@@ -314,45 +333,6 @@ func TestWriteMetricsEdges(t *testing.T) {
 				}
 			}
 		})
-	}
-}
-
-// TestDrainActionsMatchDrain holds DrainActions to drain's Action constants, read from the
-// source since checks may not import drain (TestImports).
-func TestDrainActionsMatchDrain(t *testing.T) {
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, "../../drain", func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, p := range pkgs {
-		for _, f := range p.Files {
-			for _, d := range f.Decls {
-				gd, ok := d.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "Action" {
-						continue
-					}
-					for _, v := range vs.Values {
-						if lit, ok := v.(*ast.BasicLit); ok {
-							s, _ := strconv.Unquote(lit.Value)
-							got = append(got, s)
-						}
-					}
-				}
-			}
-		}
-	}
-	if len(got) == 0 {
-		t.Fatal("no Action constants found in ../../drain")
-	}
-	if diff := cmp.Diff(slices.Sorted(slices.Values(DrainActions)), slices.Sorted(slices.Values(got))); diff != "" {
-		t.Errorf("DrainActions differ from drain's Action constants (-report +drain):\n%s", diff)
 	}
 }
 

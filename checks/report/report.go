@@ -11,30 +11,65 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/text"
+	"github.com/nodecheck/nodecheck/drain"
 )
 
 // SchemaVersion is the "schema" key of the JSON output. It changes only if a key changes
-// meaning; new keys may appear at any version.
+// meaning; new keys may appear at any version (README "Output": verdict, interrupted,
+// budget and slurm_conf came with the third verdict, and healthy kept its name but is
+// false for an undecided run).
 const SchemaVersion = 1
 
 type jsonReport struct {
-	Schema      int          `json:"schema"`
-	Node        string       `json:"node"`
-	Mode        config.Mode  `json:"mode"`
-	Healthy     bool         `json:"healthy"`
-	StartedAt   string       `json:"started_at"`
-	DurationMS  float64      `json:"duration_ms"`
-	ConfigError string       `json:"config_error,omitempty"`
-	Results     []jsonResult `json:"results"`
-	Drain       any          `json:"drain,omitempty"`
+	Schema      int            `json:"schema"`
+	Node        string         `json:"node"`
+	Mode        config.Mode    `json:"mode"`
+	Verdict     checks.Verdict `json:"verdict"`
+	Healthy     bool           `json:"healthy"`
+	Interrupted bool           `json:"interrupted,omitempty"`
+	StartedAt   string         `json:"started_at"`
+	DurationMS  float64        `json:"duration_ms"`
+	Budget      *jsonBudget    `json:"budget,omitempty"`
+	SlurmConf   string         `json:"slurm_conf,omitempty"`
+	ConfigError string         `json:"config_error,omitempty"`
+	Results     []jsonResult   `json:"results"`
+	Drain       *drain.Outcome `json:"drain,omitempty"`
+}
+
+// jsonBudget is the run's time budget: seconds (0: none), where it comes from, and Slurm's
+// limit for the hook it runs as when there is one.
+type jsonBudget struct {
+	Seconds             float64 `json:"seconds"`
+	ConfiguredSeconds   float64 `json:"configured_seconds"`
+	From                string  `json:"from"`
+	SlurmLimit          string  `json:"slurm_limit,omitempty"`
+	SlurmLimitSeconds   float64 `json:"slurm_limit_seconds,omitempty"`
+	SlurmLimitSetAt     string  `json:"slurm_limit_set_at,omitempty"`
+	CappedBySlurmLimits bool    `json:"capped_by_slurm_limit,omitempty"`
+}
+
+func newJSONBudget(b checks.Budget) *jsonBudget {
+	if b.Key == "" {
+		return nil // a report not built by NewEnv: nothing is known about its budget
+	}
+	out := &jsonBudget{Seconds: b.Run.Seconds(), ConfiguredSeconds: b.Configured.Seconds(), From: b.From(),
+		SlurmLimitSeconds: b.Slurm.Limit.Seconds(), SlurmLimitSetAt: b.Slurm.Pos.String(), CappedBySlurmLimits: b.Capped()}
+	if b.Slurm.Limit > 0 || b.Slurm.Key != "" {
+		out.SlurmLimit = b.Slurm.Key
+		if out.SlurmLimit == "" {
+			out.SlurmLimit = "fixed"
+		}
+	}
+	return out
 }
 
 // JSONOption adds to the JSON report.
 type JSONOption func(*jsonReport)
 
-// WithDrain adds the "drain" key: what the run did to the node's Slurm state (the CLI passes a
-// drain.Outcome; report formats it without knowing drain). Absent when the run could not act.
-func WithDrain(v any) JSONOption { return func(r *jsonReport) { r.Drain = v } }
+// WithDrain adds the "drain" key: what the run did to the node's Slurm state. Absent when the
+// run could not act.
+func WithDrain(d *drain.Outcome) JSONOption { return func(r *jsonReport) { r.Drain = d } }
 
 type jsonResult struct {
 	Check      string          `json:"check"`
@@ -52,9 +87,13 @@ func WriteJSON(w io.Writer, r checks.Report, opts ...JSONOption) error {
 		Schema:      SchemaVersion,
 		Node:        r.Node,
 		Mode:        r.Mode,
-		Healthy:     r.Healthy,
+		Verdict:     r.Verdict,
+		Healthy:     r.Verdict == checks.VerdictHealthy,
+		Interrupted: r.Interrupted,
 		StartedAt:   r.StartedAt.UTC().Format(time.RFC3339Nano),
 		DurationMS:  ms(r.Duration),
+		Budget:      newJSONBudget(r.Budget),
+		SlurmConf:   r.SlurmConf,
 		ConfigError: r.ConfigError,
 		Results:     make([]jsonResult, 0, len(r.Results)),
 	}
@@ -91,8 +130,14 @@ type TextOptions struct {
 func WriteText(w io.Writer, r checks.Report, o TextOptions) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node %s, mode %s\n", orDash(r.Node), r.Mode)
+	if o.Details && r.Budget.Key != "" {
+		fmt.Fprintf(&b, "%s\n", r.Budget)
+	}
+	if o.Details && r.SlurmConf != "" {
+		fmt.Fprintf(&b, "slurm.conf %s\n", r.SlurmConf)
+	}
 	if r.ConfigError != "" {
-		fmt.Fprintf(&b, "CONFIG ERROR (running with built-in defaults): %s\n", r.ConfigError)
+		fmt.Fprintf(&b, "CONFIG ERROR (no check ran): %s\n", r.ConfigError)
 	}
 	width := len("check")
 	for _, res := range r.Results {
@@ -115,17 +160,43 @@ func WriteText(w io.Writer, r checks.Report, o TextOptions) error {
 			fmt.Fprintf(&b, "       %-*s  %-5s %s: %s\n", width, "", strings.ToUpper(string(d.Status)), d.Device, d.Message)
 		}
 	}
-	verdict := "HEALTHY"
-	if !r.Healthy {
-		verdict = "UNHEALTHY"
-	}
-	if o.Timing {
-		fmt.Fprintf(&b, "%s (%d checks in %s)\n", verdict, len(r.Results), fmtDuration(r.Duration))
-	} else {
-		fmt.Fprintf(&b, "%s (%d checks)\n", verdict, len(r.Results))
-	}
+	b.WriteString(verdictLine(r, o.Timing) + "\n")
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// verdictLine is the table's last line: the verdict in capitals, and for an undecided run
+// why: "UNDECIDED: 4 checks could not decide (gpu_count, ...) (12 checks in 15ms)".
+func verdictLine(r checks.Report, timing bool) string {
+	n := len(r.Results)
+	count := fmt.Sprintf("(%d %s)", n, text.Plural(n, "check", "checks"))
+	if timing {
+		count = fmt.Sprintf("(%d %s in %s)", n, text.Plural(n, "check", "checks"), fmtDuration(r.Duration))
+	}
+	switch r.Verdict {
+	case checks.VerdictHealthy:
+		return "HEALTHY " + count
+	case checks.VerdictUnhealthy:
+		return "UNHEALTHY " + count
+	}
+	if r.ConfigError != "" {
+		return "UNDECIDED: the config is unusable, no check ran"
+	}
+	var why []string
+	if r.Interrupted {
+		why = append(why, "interrupted")
+	}
+	if u := r.Undecided(); len(u) > 0 {
+		ids := make([]string, 0, len(u))
+		for _, res := range u {
+			ids = append(ids, res.Check)
+		}
+		why = append(why, fmt.Sprintf("%d %s could not decide (%s)", len(u), text.Plural(len(u), "check", "checks"), strings.Join(ids, ", ")))
+	}
+	if len(why) == 0 {
+		why = append(why, "a check said what this version does not know")
+	}
+	return "UNDECIDED: " + strings.Join(why, ", ") + " " + count
 }
 
 func colour(s checks.Status) string {

@@ -74,9 +74,14 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		log.Error().Err(err).Msg("max_drained unusable: no drain action taken")
 		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: "max_drained: " + err.Error()}, code
 	}
-	if b := eff.Budget.For(mode); b > 0 {
+	if rep.Interrupted {
+		// Told to stop: act on nothing, since the checks did not finish looking.
+		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: "interrupted: no drain action taken"}, code
+	}
+	if d := rep.Budget.Deadline; !d.IsZero() {
+		// The budget counts from the run's start, setup included (checks.NewEnv).
 		var cancel context.CancelFunc
-		ctx, cancel = context.WithDeadline(ctx, rep.StartedAt.Add(b))
+		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
 	client := drain.New(eff.Drain.Scontrol, eff.Drain.Sinfo, drain.WithSlurmConf(slurmConf))
@@ -92,8 +97,10 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		Failures: drainFailures(rep, eff.ErrorIsFailure),
 		Drain:    mayDrain,
 		Resume:   mayResume,
-		Partial:  len(o.checkIDs) > 0,
-		DryRun:   o.dryRun,
+		// A run that could not decide is no clean run either: until drain knows the verdict
+		// itself, it counts as a partial one (never a pass toward resume_after_passes).
+		Partial: len(o.checkIDs) > 0 || rep.Verdict == checks.VerdictUndecided,
+		DryRun:  o.dryRun,
 	})
 	if out.Action == drain.ActionHeld && hook {
 		code = exitHealthy

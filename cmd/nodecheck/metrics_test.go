@@ -117,7 +117,8 @@ func TestRunPromFileConfigError(t *testing.T) {
 			}
 			for _, want := range []string{
 				`nodecheck_config_error{node="gpu07"} 1`,
-				`nodecheck_node_healthy{node="gpu07"} 1`,
+				`nodecheck_node_healthy{node="gpu07"} 0`,
+				`nodecheck_verdict{node="gpu07",verdict="undecided"} 1`,
 				`nodecheck_drain_action{action="none",node="gpu07"} 0`,
 			} {
 				if !strings.Contains(string(got), want+"\n") {

@@ -23,6 +23,7 @@ var packageFiles = []string{
 	"/usr/sbin/nodecheck",
 	"/usr/sbin/nodecheck-health",
 	"/usr/share/bash-completion/completions/nodecheck",
+	"/usr/share/doc/nodecheck/README.md",
 	"/usr/share/fish/vendor_completions.d/nodecheck.fish",
 	"/usr/share/man/man1/nodecheck.1.gz",
 	"/usr/share/man/man1/nodecheck-run.1.gz",

@@ -7,14 +7,17 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, one table for every verb (README "Exit codes").
+// Exit codes, one table for every verb (README "Verdicts and exit codes"); run's come from the checks
+// library, which decides them per verdict and mode (checks.ExitCode).
 const (
-	exitHealthy   = 0 // healthy, or nothing wrong found
-	exitUnhealthy = 1 // a check failed (lint: an error-severity problem)
-	exitCannotRun = 2 // usage error, unreadable or invalid input, nodecheck could not run
+	exitHealthy   = checks.ExitHealthy   // healthy, or nothing wrong found
+	exitUnhealthy = checks.ExitUnhealthy // a check failed (lint: an error-severity problem)
+	exitCannotRun = checks.ExitCannotRun // usage error, unreadable or invalid input, nodecheck could not run
+	exitUndecided = checks.ExitUndecided // run: no check failed, but one could not decide
 )
 
 // exitError carries an exit code out of a cobra RunE.
@@ -74,10 +77,15 @@ By hand:
   nodecheck run --snapshot DIR             replay a recorded node
   nodecheck lint                           slurm.conf against gres.conf
 
-Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run.`,
+Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run,
+3 undecided (no check failed, but one could not look; a prolog or epilog exits 0 then).
+
+The admin's guide is README.md, installed as /usr/share/doc/nodecheck/README.md.`,
+		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,
 	}
+	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
 	root.AddCommand(newImportNvidiaSMICmd(g))
 	return root

@@ -2,14 +2,13 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"os"
-	"time"
 
 	"github.com/mattn/go-isatty"
 	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/checks/report"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
@@ -31,18 +30,13 @@ type runOpts struct {
 	drain      bool
 	resume     bool
 	promFile   string
-
-	// Set by `nodecheck snapshot` (snapshot.go), never by flags: wrapFacts wraps the node's
-	// facts (in a node.Recorder), and afterRun sees the run's environment and report.
-	wrapFacts func(node.Facts) node.Facts
-	afterRun  func(*checks.Env, checks.Report)
 }
 
 func newRunCmd(g *globals) *cobra.Command {
 	var o runOpts
 	cmd := &cobra.Command{
 		Use:   "run",
-		Short: "Run the checks and report; exit 0 healthy, 1 unhealthy, 2 could not run",
+		Short: "Run the checks and report; exit 0 healthy, 1 unhealthy, 2 could not run, 3 undecided",
 		Long: `Run the checks in their fixed order, each under its timeout and all within the mode's
 budget (prolog 5s, epilog 30s, health 50s, manual none by default), and report every result.
 
@@ -54,9 +48,25 @@ the slurm.conf NodeName whose NodeHostname (or name) is this host's name.
 
 Without --all or --check, every check that runs in the mode runs (the same as --all).
 
+slurm.conf is --slurm-conf, else slurm_conf in nodecheck.toml, else SLURM_CONF, else where
+the installed Slurm looks: the file the parent slurmd was started with (-f), the default
+compiled into the Slurm programs found (PREFIX/etc/slurm.conf; /etc/slurm for /usr), the
+configless cache /run/slurm/conf, then /usr/local/etc and /opt/slurm/etc. A path named with
+--slurm-conf, --config, --snapshot or SLURM_CONF must exist; a relative one is relative to
+the working directory.
+
+The verdict is HEALTHY when every check that applies decided (ok, warn, skip) and none
+failed, UNHEALTHY when one failed, and UNDECIDED when none failed but one could not decide
+(error), the run was interrupted, or the config was unusable. Exit codes: 0 healthy, 1
+unhealthy, 2 could not run (usage, a named path that does not exist, an unusable config),
+3 undecided. A prolog or epilog exits 0 when undecided, and when its config is unusable
+unless fail_closed is set, so that a fault of nodecheck's own never drains the cluster: it
+logs the reason as an error and the metrics say nodecheck_verdict{verdict="undecided"}.
+
 When a check fails, prolog, epilog and health runs drain the node through scontrol with the
 reason "nodecheck: CHECK: SUMMARY"; health runs resume a node nodecheck drained once it passes
-resume_after_passes runs in a row ([drain] in nodecheck.toml, README "Draining"). Manual runs
+resume_after_passes runs in a row ([drain] in nodecheck.toml; "Draining" in README.md,
+installed as /usr/share/doc/nodecheck/README.md). Manual runs
 and snapshot replays only report, unless given --drain or --resume (a replay also needs --node).`,
 		Example: `  nodecheck run --all
   nodecheck run --check ib_ports --format json
@@ -96,120 +106,74 @@ and snapshot replays only report, unless given --drain or --resume (a replay als
 // runChecks is `nodecheck run` without the flag parsing: it returns the exit code.
 func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	log, _ := newLogger(g.stderr, config.LogConfig{Level: "info"})
-	if o.format != "text" && o.format != "json" {
-		fmt.Fprintf(g.stderr, "nodecheck: --format %q: use text or json\n", o.format)
-		return exitCannotRun
-	}
-	mode := checks.DetectMode(g.getenv, g.argv0)
-	if o.mode != "" {
-		m, err := config.ParseMode(o.mode)
-		if err != nil {
-			fmt.Fprintf(g.stderr, "nodecheck: --mode: %v\n", err)
-			return exitCannotRun
-		}
-		mode = m
-	}
-	list := checks.All()
-	if len(o.checkIDs) > 0 {
-		if o.all {
-			fmt.Fprintln(g.stderr, "nodecheck: --all and --check exclude each other")
-			return exitCannotRun
-		}
-		sel, err := checks.Select(o.checkIDs)
-		if err != nil {
-			fmt.Fprintf(g.stderr, "nodecheck: --check: %v\n", err)
-			return exitCannotRun
-		}
-		list = sel
-	}
-
-	facts, snap, err := openFacts(o.snapshot)
+	mode, list, err := parseRunFlags(g, o)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
-	if o.wrapFacts != nil {
-		facts = o.wrapFacts(facts)
+	env, setup, err := checks.NewEnv(ctx, checks.EnvOptions{
+		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
+		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(),
+	})
+	var cfgErr *checks.ConfigError
+	if errors.As(err, &cfgErr) {
+		return configFailure(g, log, o, cfgErr, setup)
 	}
-	facts = node.NewMemo(facts)
-	if err := checkDrainFlags(o, mode, snap != nil); err != nil {
+	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
-	getenv := g.getenv
-	if snap != nil {
-		// A replay must not pick up this machine's Slurm environment.
-		getenv = func(string) string { return "" }
-	}
-
-	cfg, raw, cfgErr := loadRunConfig(ctx, facts, snap != nil, o.configPath)
-	if cfgErr != nil {
-		name := o.nodeName
-		if name == "" {
-			name = getenv("SLURMD_NODENAME")
-		}
-		return configFailure(g, log, mode, o, cfgErr, config.PeekFailClosed(raw), name, promFilePath(o, config.PeekPromFile(raw), snap != nil))
-	}
-	log, closeLog := newLogger(g.stderr, cfg.Log)
+	replay := setup.Snapshot != nil
+	log, closeLog := newLogger(g.stderr, env.Config.Log)
 	defer closeLog()
 
-	slurmConf := o.slurmConf
-	if slurmConf == "" {
-		slurmConf = cfg.SlurmConf
-	}
-	if slurmConf == "" && snap != nil {
-		slurmConf = snap.Meta().SlurmConf // where the recorded run found it
-	}
-	slurm := checks.NewSlurmFiles(facts, slurmConf, getenv)
-	nodeName, err := checks.ResolveNodeName(ctx, checks.NodeNameSources{
-		Flag: o.nodeName, Getenv: getenv, Snapshot: snapshotNodeName(snap), Facts: facts, Slurm: slurm,
-	})
-	if err != nil {
-		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
-		return exitCannotRun
-	}
-	eff, err := cfg.ForNode(nodeName)
-	if err != nil {
-		return configFailure(g, log, mode, o, err, cfg.FailClosed, nodeName, promFilePath(o, cfg.PromFile, snap != nil))
-	}
-	env := &checks.Env{
-		Facts: facts, Config: eff, Mode: mode, Node: nodeName, Slurm: slurm,
-		// The job comes from this process's environment even in a replay: like the mode
-		// (DetectMode above), it says which invocation this is, not what the node holds, so
-		// a prolog or epilog that replays a snapshot still judges its own job's GPUs.
-		Job: checks.Job{
-			ID: g.getenv("SLURM_JOB_ID"), GPUs: g.getenv("SLURM_JOB_GPUS"),
-			UID: g.getenv("SLURM_JOB_UID"), User: g.getenv("SLURM_JOB_USER"),
-		},
-		// A replay must not write to this machine, nor may a dry run write anywhere.
-		ReadOnly: snap != nil || o.dryRun,
-	}
-	rep := checks.Run(ctx, env, list, checks.RunOptions{
-		Budget:             eff.Budget.For(mode),
-		StopOnFirstFailure: eff.StopOnFirstFailure,
-		ErrorIsFailure:     eff.ErrorIsFailure,
-	})
-	if o.afterRun != nil {
-		o.afterRun(env, rep)
-	}
+	rep := checks.Run(ctx, env, list, env.RunOptions())
 	if mode != config.ModeManual {
 		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
 		logResults(log, rep)
 	}
 	// Drain before writing the report, which says what was done; and in a prolog before
 	// exiting, so that the node carries nodecheck's reason rather than Slurm's "Prolog error".
-	code := exitHealthy
-	if !rep.Healthy {
-		code = exitUnhealthy
-	}
-	outcome, code := applyDrain(ctx, log, rep, eff, mode, o, snap != nil, slurmConfForClients(ctx, g, slurm, snap != nil), code)
+	code := checks.ExitCode(rep.Verdict, mode)
+	outcome, code := applyDrain(ctx, log, rep, env.Config, mode, o, replay, slurmConfForClients(ctx, g, env.Slurm, replay), code)
 	werr := writeReport(g.stdout, rep, o, outcome)
-	writeMetrics(log, promFilePath(o, eff.PromFile, snap != nil), rep, outcome)
+	writeMetrics(log, promFilePath(o, env.Config.PromFile, replay), rep, outcome)
 	if werr != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", werr)
 		return exitCannotRun
 	}
 	return code
+}
+
+// parseRunFlags checks the flags that need no config: the format, the mode (else detected
+// from Slurm's environment), the checks to run, and the drain flags.
+func parseRunFlags(g *globals, o runOpts) (config.Mode, []checks.Check, error) {
+	if o.format != "text" && o.format != "json" {
+		return "", nil, fmt.Errorf("--format %q: use text or json", o.format)
+	}
+	mode := checks.DetectMode(g.getenv, g.argv0)
+	if o.mode != "" {
+		m, err := config.ParseMode(o.mode)
+		if err != nil {
+			return "", nil, fmt.Errorf("--mode: %w", err)
+		}
+		mode = m
+	}
+	list := checks.All()
+	if len(o.checkIDs) > 0 {
+		if o.all {
+			return "", nil, errors.New("--all and --check exclude each other")
+		}
+		sel, err := checks.Select(o.checkIDs)
+		if err != nil {
+			return "", nil, fmt.Errorf("--check: %w", err)
+		}
+		list = sel
+	}
+	if err := checkDrainFlags(o, mode, o.snapshot != ""); err != nil {
+		return "", nil, err
+	}
+	return mode, list, nil
 }
 
 // promFilePath is where the run writes its metrics: --prom-file, else prom_file from the
@@ -233,85 +197,30 @@ func writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.O
 	}
 	mo := report.MetricsOptions{Version: versionString()}
 	if d != nil {
-		mo.DrainAction = string(d.Action)
+		mo.DrainAction = d.Action
 	}
 	if err := report.WriteMetricsFile(path, rep, mo); err != nil {
 		log.Error().Err(err).Msg("metrics not written; the exit code is unchanged")
 	}
 }
 
-// openFacts gives the live node, or a recorded one when dir is set.
-func openFacts(dir string) (node.Facts, *node.Snapshot, error) {
-	if dir != "" {
-		s, err := node.OpenSnapshot(dir)
-		if err != nil {
-			return nil, nil, fmt.Errorf("--snapshot: %w", err)
-		}
-		return s, s, nil
+// configFailure ends a run whose config is unusable (a *checks.ConfigError): no check ran,
+// so the run is undecided. It is logged as an error, reported, and written to the metrics
+// when there is a path for them (--prom-file, or prom_file read leniently from the broken
+// file), so that a bad config pushed to the fleet shows on a dashboard. The exit code is
+// checks.ConfigErrorExitCode's: a prolog or epilog passes unless fail_closed says otherwise.
+func configFailure(g *globals, log zerolog.Logger, o runOpts, e *checks.ConfigError, setup checks.Setup) int {
+	code := checks.ConfigErrorExitCode(e.Mode, e.FailClosed)
+	log.Error().Err(e.Err).Str("mode", string(e.Mode)).Str("verdict", string(checks.VerdictUndecided)).
+		Bool("fail_closed", e.FailClosed).Int("exit", code).Msg("config is unusable; no check ran")
+	rep := checks.ConfigErrorReport(e, setup.StartedAt)
+	writeMetrics(log, promFilePath(o, e.PromFile, o.snapshot != ""), rep, nil)
+	if code == exitCannotRun {
+		fmt.Fprintf(g.stderr, "nodecheck: %v\n", e)
+		return code
 	}
-	// newGPUSource is the NVML adapter in a cgo build, and a source that says NVML is
-	// unavailable in a CGO_ENABLED=0 build (nvml_cgo.go, nvml_nocgo.go).
-	live, err := node.NewLive(node.DefaultPaths(), node.WithGPUSource(newGPUSource()))
-	if err != nil {
-		return nil, nil, err
-	}
-	return live, nil, nil
-}
-
-func snapshotNodeName(s *node.Snapshot) string {
-	if s == nil {
-		return ""
-	}
-	return s.Meta().NodeName
-}
-
-// loadRunConfig reads nodecheck.toml. On the live node it is read from disk with the
-// permission check; in a replay the default path is looked up inside the snapshot, so a
-// recorded node carries its own policy. An absent file at the default path means defaults.
-// On error it also returns the file's bytes, when they could be read, for PeekFailClosed.
-func loadRunConfig(ctx context.Context, facts node.Facts, replay bool, path string) (*config.Config, []byte, error) {
-	explicit := path != ""
-	if !explicit {
-		path = config.DefaultConfigPath
-	}
-	if replay && !explicit {
-		data, err := facts.ReadFile(ctx, path)
-		if isNotExist(err) {
-			return config.Default(), nil, nil
-		}
-		if err != nil {
-			return nil, nil, fmt.Errorf("read %s in the snapshot: %w", path, err)
-		}
-		cfg, err := config.ParseConfig(data, path)
-		return cfg, data, err
-	}
-	if _, err := os.Stat(path); !explicit && isNotExist(err) {
-		return config.Default(), nil, nil
-	}
-	cfg, err := config.LoadConfig(path)
-	if err != nil {
-		data, _ := os.ReadFile(path)
-		return nil, data, err
-	}
-	return cfg, nil, nil
-}
-
-// configFailure applies the rule for an unusable nodecheck.toml: in prolog and epilog a
-// broken config must not fail every job on the fleet, so nodecheck logs it, reports it and
-// exits 0 without running checks, unless the file says fail_closed = true (read leniently,
-// since the file is broken). Elsewhere nodecheck cannot run (exit 2). In every mode the
-// metrics, when there is a path for them (--prom-file, or prom_file read as leniently), say
-// nodecheck_config_error 1, so that a bad config pushed to the fleet shows on a dashboard.
-func configFailure(g *globals, log zerolog.Logger, mode config.Mode, o runOpts, err error, failClosed bool, nodeName, promPath string) int {
-	log.Error().Err(err).Str("mode", string(mode)).Bool("fail_closed", failClosed).Msg("config is unusable; no check ran")
-	rep := checks.Report{Node: nodeName, Mode: mode, Healthy: true, StartedAt: time.Now(), ConfigError: err.Error()}
-	writeMetrics(log, promPath, rep, nil)
-	if (mode == config.ModeProlog || mode == config.ModeEpilog) && !failClosed {
-		_ = writeReport(g.stdout, rep, o, nil)
-		return exitHealthy
-	}
-	fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
-	return exitCannotRun
+	_ = writeReport(g.stdout, rep, o, nil)
+	return code
 }
 
 func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome) error {
@@ -348,6 +257,17 @@ func logResults(log zerolog.Logger, rep checks.Report) {
 		}
 		ev.Msg(r.Summary)
 	}
-	log.Info().Str("node", rep.Node).Str("mode", string(rep.Mode)).Bool("healthy", rep.Healthy).
-		Int("failed", len(rep.Failed())).Dur("duration", rep.Duration).Msg("run finished")
+	ev := log.Info()
+	msg := "run finished"
+	if rep.Verdict == checks.VerdictUndecided {
+		// Undecided exits 0 in a prolog or epilog: this line is where it must be seen.
+		ev = log.Error()
+		msg = "run finished undecided: a check could not look, nothing is known to be wrong"
+		if rep.Interrupted {
+			msg = "run interrupted before it could decide"
+		}
+	}
+	ev.Str("node", rep.Node).Str("mode", string(rep.Mode)).Str("verdict", string(rep.Verdict)).Bool("healthy", rep.Healthy).
+		Int("failed", len(rep.Failed())).Int("undecided", len(rep.Undecided())).Dur("duration", rep.Duration).
+		Dur("budget", rep.Budget.Run).Msg(msg)
 }

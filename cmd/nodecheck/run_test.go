@@ -192,7 +192,7 @@ func TestConfigErrors(t *testing.T) {
 		wantStdout string
 	}{
 		{"manual mode cannot run", nil, bad, exitCannotRun, "nodecheck.toml:2", ""},
-		{"prolog mode logs and passes", prolog, bad, exitHealthy, `"level":"error"`, "CONFIG ERROR"},
+		{"prolog mode logs and passes, undecided", prolog, bad, exitHealthy, `"verdict":"undecided"`, "CONFIG ERROR (no check ran): " + bad + ":2"},
 		{"prolog mode with fail_closed fails", prolog, closed, exitCannotRun, "closed.toml:3", ""},
 		{"missing explicit config", nil, filepath.Join(dir, "absent.toml"), exitCannotRun, "absent.toml", ""},
 	}
@@ -208,6 +208,12 @@ func TestConfigErrors(t *testing.T) {
 			if !strings.Contains(out, tc.wantStdout) {
 				t.Errorf("stdout lacks %q:\n%s", tc.wantStdout, out)
 			}
+			if regexp.MustCompile(`(?m)^HEALTHY`).MatchString(out) || strings.Contains(out, "built-in defaults") {
+				t.Errorf("a run whose config was unusable says it was healthy or ran on defaults:\n%s", out)
+			}
+			if out != "" && !strings.Contains(out, "UNDECIDED: the config is unusable, no check ran") {
+				t.Errorf("the verdict line does not say the run is undecided:\n%s", out)
+			}
 		})
 	}
 }
@@ -215,28 +221,78 @@ func TestConfigErrors(t *testing.T) {
 // TestExitCodes has one row per line of the README's exit code table.
 func TestExitCodes(t *testing.T) {
 	snaps := filepath.Join(repoRoot, "testdata", "snapshots")
+	undecided := undecidedSnapshot(t)
+	dir := t.TempDir()
+	slurmConf := filepath.Join(dir, "slurm.conf")
+	if err := os.WriteFile(slurmConf, []byte("NodeName=gpu[01-04] Gres=gpu:8\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	prolog := map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42"}
+	epilog := map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURM_JOB_ID": "42"}
 	tests := []struct {
-		name string
-		args []string
-		want int
+		name      string
+		env       map[string]string
+		args      []string
+		want      int
+		stderrHas string
 	}{
-		{"healthy", []string{"run", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 0},
-		{"unhealthy", []string{"run", "--snapshot", filepath.Join(snaps, "h100-ib-port-down")}, 1},
-		{"unknown check", []string{"run", "--check", "nope", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2},
-		{"unknown flag", []string{"run", "--bogus"}, 2},
-		{"bad mode", []string{"run", "--mode", "pro", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2},
-		{"bad format", []string{"run", "--format", "yaml", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2},
-		{"snapshot that is not one", []string{"run", "--snapshot", t.TempDir()}, 2},
-		{"version", []string{"version"}, 0},
-		{"list", []string{"list"}, 0},
+		{"healthy", nil, []string{"run", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 0, ""},
+		{"unhealthy", nil, []string{"run", "--snapshot", filepath.Join(snaps, "h100-ib-port-down")}, 1, ""},
+		{"undecided manual run", nil, []string{"run", "--snapshot", undecided}, 3, ""},
+		{"undecided health run", nil, []string{"run", "--mode", "health", "--snapshot", undecided}, 3, ""},
+		{"undecided prolog passes", prolog, []string{"run", "--snapshot", undecided}, 0, `"verdict":"undecided"`},
+		{"undecided epilog passes", epilog, []string{"run", "--snapshot", undecided}, 0, `"verdict":"undecided"`},
+		{"undecided with error_is_failure is unhealthy", nil, []string{"run", "--snapshot", undecided, "--config", errorIsFailureConfig(t)}, 1, ""},
+		{"unknown check", nil, []string{"run", "--check", "nope", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2, "nope"},
+		{"unknown flag", nil, []string{"run", "--bogus"}, 2, "bogus"},
+		{"bad mode", nil, []string{"run", "--mode", "pro", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2, "pro"},
+		{"bad format", nil, []string{"run", "--format", "yaml", "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2, "yaml"},
+		{"snapshot that is not one", nil, []string{"run", "--snapshot", t.TempDir()}, 2, "meta.json"},
+		{"--snapshot that does not exist", nil, []string{"run", "--snapshot", filepath.Join(dir, "nosnap")}, 2, filepath.Join(dir, "nosnap")},
+		{"--slurm-conf that does not exist", nil, []string{"run", "--slurm-conf", "/nonexistent/slurm.conf", "--node", "gpu01"}, 2, "--slurm-conf /nonexistent/slurm.conf does not exist"},
+		{"--config that does not exist", nil, []string{"run", "--config", filepath.Join(dir, "absent.toml"), "--snapshot", filepath.Join(snaps, "h100-healthy")}, 2, "absent.toml does not exist"},
+		{"SLURM_CONF that does not exist", map[string]string{"SLURM_CONF": "/nonexistent/slurm.conf"}, []string{"run", "--node", "gpu01"}, 2, "SLURM_CONF=/nonexistent/slurm.conf does not exist"},
+		{"--node that slurm.conf does not define", nil, []string{"run", "--slurm-conf", slurmConf, "--node", "nosuch"}, 2, "--node nosuch: no NodeName line of " + slurmConf},
+		{"a node name with a newline", nil, []string{"run", "--snapshot", filepath.Join(snaps, "h100-healthy"), "--node", "gpu01\nUNHEALTHY"}, 2, `"gpu01\nUNHEALTHY"`},
+		{"version", nil, []string{"version"}, 0, ""},
+		{"--version", nil, []string{"--version"}, 0, ""},
+		{"list", nil, []string{"list"}, 0, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			if _, stderr, code := run(t, nil, tc.args...); code != tc.want {
+			_, stderr, code := run(t, tc.env, tc.args...)
+			if code != tc.want {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.want, stderr)
+			}
+			if !strings.Contains(stderr, tc.stderrHas) {
+				t.Errorf("stderr lacks %q:\n%s", tc.stderrHas, stderr)
+			}
+			if strings.Contains(stderr, "\nUNHEALTHY") {
+				t.Errorf("a control character from the command line reached stderr raw:\n%s", stderr)
 			}
 		})
 	}
+}
+
+// undecidedSnapshot is a recorded node whose checks can decide nothing: no slurm.conf, no
+// NVML facts (written for the test: only meta.json). No check fails.
+func undecidedSnapshot(t *testing.T) string {
+	t.Helper()
+	dir := t.TempDir()
+	meta := `{"format": 1, "hostname": "gpu01", "node_name": "gpu01", "taken_at": "2025-01-01T00:00:00Z", "nodecheck_version": "test"}`
+	if err := os.WriteFile(filepath.Join(dir, "meta.json"), []byte(meta), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+func errorIsFailureConfig(t *testing.T) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "nodecheck.toml")
+	if err := os.WriteFile(p, []byte("error_is_failure = true\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func TestList(t *testing.T) {

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -91,31 +90,24 @@ type recorded struct {
 	gpuErr error
 }
 
-// recordNode runs every check through a node.Recorder, with the same pipeline as
-// `nodecheck run` (runChecks), adds the node's inventory and the config, and saves it.
+// recordNode builds a manual run's environment through a node.Recorder (checks.NewEnv), runs
+// every check, adds the node's inventory and the config, and saves it.
 func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, error) {
 	var res recorded
 	if err := checkEmptyDir(o.out); err != nil {
 		return res, err
 	}
 	takenAt := time.Now().UTC().Truncate(time.Second)
-	var (
-		rec *node.Recorder
-		env *checks.Env
-		ran bool
-	)
-	ro := runOpts{
-		all: true, mode: string(config.ModeManual), format: "text",
-		configPath: o.configPath, snapshot: o.from, nodeName: o.nodeName, slurmConf: o.slurmConf,
-		wrapFacts: func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
-		afterRun:  func(e *checks.Env, r checks.Report) { env, res.report, ran = e, r, true },
+	var rec *node.Recorder
+	env, _, err := checks.NewEnv(ctx, checks.EnvOptions{
+		Mode: config.ModeManual, ConfigPath: o.configPath, SnapshotDir: o.from, NodeName: o.nodeName,
+		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(),
+		Wrap: func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
+	})
+	if err != nil {
+		return res, fmt.Errorf("no check ran, so nothing was recorded: %w", err)
 	}
-	quiet := *g
-	quiet.stdout = io.Discard // the report is summed up by printRecorded; errors still go to stderr
-	runChecks(ctx, &quiet, ro)
-	if !ran {
-		return res, errors.New("no check ran, so nothing was recorded (see the error above)")
-	}
+	res.report = checks.Run(ctx, env, checks.All(), env.RunOptions())
 
 	res.gpus, res.gpuErr = rec.RecordInventory(ctx, inventoryTimeout)
 

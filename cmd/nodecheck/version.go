@@ -45,13 +45,18 @@ func versionString() string {
 	return "devel-" + rev
 }
 
+// versionLine is what `nodecheck version` and `nodecheck --version` print.
+func versionLine() string {
+	return fmt.Sprintf("nodecheck %s (%s, %s/%s)", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+}
+
 func newVersionCmd(g *globals) *cobra.Command {
 	return &cobra.Command{
 		Use:   "version",
 		Short: "Print nodecheck's version",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			fmt.Fprintf(g.stdout, "nodecheck %s (%s, %s/%s)\n", versionString(), runtime.Version(), runtime.GOOS, runtime.GOARCH)
+			fmt.Fprintln(g.stdout, versionLine())
 			return nil
 		},
 	}
