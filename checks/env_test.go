@@ -269,3 +269,24 @@ func slurmdNodename(name string) func(string) string {
 		return ""
 	}
 }
+
+// BenchmarkProbeInstall is the cost the health check pays to learn where the installed Slurm
+// keeps slurm.conf (this machine's /proc and Slurm programs).
+func BenchmarkProbeInstall(b *testing.B) {
+	ctx := context.Background()
+	for b.Loop() {
+		probeInstall(ctx, InstallProbe{}, func(string) string { return "" }, []string{"/usr/bin/scontrol", "/usr/bin/sinfo"})
+	}
+}
+
+// BenchmarkNewEnvReplay is building a run's environment for a recorded node: config,
+// slurm.conf, node name and budget.
+func BenchmarkNewEnvReplay(b *testing.B) {
+	ctx := context.Background()
+	dir := filepath.Join(snapshotsDir, "h100-healthy")
+	for b.Loop() {
+		if _, _, err := NewEnv(ctx, EnvOptions{SnapshotDir: dir, Mode: config.ModeProlog}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
