@@ -80,6 +80,7 @@ Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run.`
 	}
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
 	root.AddCommand(newImportNvidiaSMICmd(g))
+	root.AddCommand(newTopologyCmd(g))
 	return root
 }
 
