@@ -33,8 +33,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"strconv"
-	"strings"
 )
 
 // maxFabricBytes bounds what ParseIBNetDiscover reads. A 10,000-node fabric with 8 adapters a
@@ -90,7 +90,31 @@ type Fabric struct {
 	Problems []Problem
 
 	index [4]map[uint64]int32 // by FabricNodeType, node GUID -> index in Nodes
-	ports map[uint64]int32    // connected port (endKey) -> index in Links
+	// linkOf[node][port] is the index in Links of the link at that port, -1 for none. An
+	// array per node, not a map: a capture has a link in every 200 bytes.
+	linkOf [][]int32
+}
+
+// portLink returns the index in Links of the link at port of node, or -1.
+func (f *Fabric) portLink(node int32, port int) int32 {
+	if ps := f.linkOf[node]; port < len(ps) {
+		return ps[port]
+	}
+	return -1
+}
+
+func (f *Fabric) setPortLink(node int32, port int, link int32) {
+	ps := f.linkOf[node]
+	if port >= len(ps) {
+		grown := make([]int32, max(port+1, 2*len(ps)))
+		copy(grown, ps)
+		for i := len(ps); i < len(grown); i++ {
+			grown[i] = -1
+		}
+		ps = grown
+		f.linkOf[node] = ps
+	}
+	ps[port] = link
 }
 
 // FabricNode is one switch, channel adapter or router.
@@ -108,8 +132,13 @@ type FabricNode struct {
 
 // Name returns the node as ibnetdiscover names it: "S-0008f10500200b50", "H-...", "R-...".
 func (n FabricNode) Name() string {
-	prefix := map[FabricNodeType]string{FabricSwitch: "S-", FabricCA: "H-", FabricRouter: "R-"}[n.Type]
-	return fmt.Sprintf("%s%016x", prefix, n.GUID)
+	const hexDigits = "0123456789abcdef"
+	var b [18]byte
+	b[0], b[1] = "?SHR"[n.Type&3], '-'
+	for i := 17; i >= 2; i-- {
+		b[i] = hexDigits[n.GUID>>(4*(17-i))&0xf]
+	}
+	return string(b[:])
 }
 
 // FabricLink is a cable between two ports.
@@ -128,15 +157,14 @@ type FabricPort struct {
 	GUID uint64 // port GUID when printed (CA and router ports), else 0
 }
 
-// endKey packs a node index and a port number (at most maxFabricPort) into a map key that
-// hashes fast.
-func endKey(node int32, port int) uint64 { return uint64(uint32(node))<<16 | uint64(port&0xffff) }
-
 // Remote returns the port at the other end of port p of node n, and false when the output
 // shows that port unconnected or not at all.
 func (f *Fabric) Remote(n int32, p int) (FabricPort, bool) {
-	i, ok := f.ports[endKey(n, p)]
-	if !ok {
+	if n < 0 || int(n) >= len(f.linkOf) || p < 0 {
+		return FabricPort{}, false
+	}
+	i := f.portLink(n, p)
+	if i < 0 {
 		return FabricPort{}, false
 	}
 	l := f.Links[i]
@@ -152,10 +180,14 @@ func (f *Fabric) Remote(n int32, p int) (FabricPort, bool) {
 // than 64 KiB, or in which nothing is ibnetdiscover output; lines it does not know are in
 // Fabric.Problems.
 func ParseIBNetDiscover(r io.Reader, file string) (*Fabric, error) {
-	f := &Fabric{Path: file, ports: map[uint64]int32{}}
+	// Size the tables for the capture when its size is known: growing them is a good part
+	// of the cost. A topology file has a link in about every 200 bytes.
+	est := min(sizeHint(r)/200, 1<<22)
+	f := &Fabric{Path: file, Links: make([]FabricLink, 0, est), Nodes: make([]FabricNode, 0, est/2), linkOf: make([][]int32, 0, est/2)}
 	for t := range f.index {
 		f.index[t] = map[uint64]int32{}
 	}
+	f.index[FabricCA] = make(map[uint64]int32, est/2)
 	p := &fabricParser{f: f, cur: -1}
 	lr := &io.LimitedReader{R: r, N: maxFabricBytes + 1}
 	sc := bufio.NewScanner(lr)
@@ -183,6 +215,19 @@ func ParseIBNetDiscover(r io.Reader, file string) (*Fabric, error) {
 		return nil, fmt.Errorf("%s: no switch or channel adapter found: the capture is empty; run ibnetdiscover on a node of the fabric", file)
 	}
 	return f, nil
+}
+
+// sizeHint returns how many bytes r holds, when it can say, else 0.
+func sizeHint(r io.Reader) int64 {
+	switch v := r.(type) {
+	case interface{ Len() int }:
+		return int64(v.Len())
+	case interface{ Stat() (fs.FileInfo, error) }:
+		if fi, err := v.Stat(); err == nil && fi.Mode().IsRegular() {
+			return fi.Size()
+		}
+	}
+	return 0
 }
 
 type fabricParser struct {
@@ -328,9 +373,6 @@ func (p *fabricParser) nodeHeader(b []byte) string {
 	n := p.node(t, guid, desc)
 	node := &p.f.Nodes[n]
 	node.Ports = nports
-	if node.Desc == "" {
-		node.Desc = desc
-	}
 	if want == FabricSwitch {
 		if i := bytes.Index(tail, []byte(" lid ")); i >= 0 {
 			ts := fabricScanner{b: tail[i+len(" lid "):]}
@@ -346,10 +388,10 @@ func (p *fabricParser) nodeHeader(b []byte) string {
 // fabricDesc takes a node description out of the text after '#': `"desc" ...`. A switch
 // header continues with ` enhanced port 0 ...` or ` base port 0 ...`; anything else ends at
 // the last quote. Descriptions may contain quotes and '#'.
-func fabricDesc(rest []byte, sw bool) (desc string, tail []byte) {
+func fabricDesc(rest []byte, sw bool) (desc, tail []byte) {
 	rest = bytes.TrimLeft(rest, " \t")
 	if len(rest) == 0 || rest[0] != '"' {
-		return "", rest
+		return nil, rest
 	}
 	body := rest[1:]
 	end := -1
@@ -364,9 +406,9 @@ func fabricDesc(rest []byte, sw bool) (desc string, tail []byte) {
 		end = bytes.LastIndexByte(body, '"')
 	}
 	if end < 0 {
-		return string(body), nil
+		return body, nil
 	}
-	return string(body[:end]), body[end+1:]
+	return body[:end], body[end+1:]
 }
 
 // portLine parses a port line of the current node:
@@ -417,6 +459,17 @@ func (p *fabricParser) portLine(b []byte) string {
 		}
 		rest = rest[i:]
 	}
+	// Every link is printed from both ends: the second time, only port GUIDs can be new.
+	if rn, ok := p.f.index[t][guid]; ok {
+		if li := p.f.portLink(p.cur, port); li >= 0 {
+			if l := &p.f.Links[li]; l.A.Node == rn && l.A.Port == rport || l.B.Node == rn && l.B.Port == rport {
+				remote.Node = rn
+				fillPortGUID(l, local)
+				fillPortGUID(l, remote)
+				return ""
+			}
+		}
+	}
 	desc, tail := fabricPortDesc(rest)
 	remote.Node = p.node(t, guid, desc)
 	if rn := &p.f.Nodes[remote.Node]; rn.LID == 0 && rn.Type == FabricSwitch {
@@ -434,30 +487,34 @@ func (p *fabricParser) portLine(b []byte) string {
 
 // fabricPortDesc takes the remote description out of `"desc" lid 3 4xSDR ...`: up to the
 // last `" lid `.
-func fabricPortDesc(rest []byte) (string, []byte) {
+func fabricPortDesc(rest []byte) (desc, tail []byte) {
 	if len(rest) == 0 || rest[0] != '"' {
-		return "", rest
+		return nil, rest
 	}
 	body := rest[1:]
 	if i := bytes.LastIndex(body, []byte(`" lid `)); i >= 0 {
-		return string(body[:i]), body[i+1:]
+		return body[:i], body[i+1:]
 	}
 	if i := bytes.LastIndexByte(body, '"'); i >= 0 {
-		return string(body[:i]), body[i+1:]
+		return body[:i], body[i+1:]
 	}
-	return string(body), nil
+	return body, nil
 }
 
 // fabricRate finds the width and speed ("4xQDR") after " lid N".
-func fabricRate(tail []byte) string {
+func fabricRate(tail []byte) []byte {
 	s := fabricScanner{b: tail}
 	s.blanks()
 	if !s.lit("lid ") {
-		return ""
+		return nil
 	}
 	s.int()
 	s.blanks()
-	return s.word()
+	j := s.i
+	for j < len(s.b) && s.b[j] != ' ' && s.b[j] != '\t' {
+		j++
+	}
+	return s.b[s.i:j]
 }
 
 // portsLine parses one line of a ports report.
@@ -468,13 +525,15 @@ func (p *fabricParser) portsLine(b []byte) {
 		p.strayLine(b, "not a ports report line")
 		return
 	}
-	width, speed := s.word(), s.word()
-	rate := width + " " + speed
+	s.blanks()
+	start := s.i
+	s.word()
+	s.word()
+	rate := s.b[start:s.i]
 	s.blanks()
 	if s.lit("'") {
 		// An unconnected port: `SW 2052 37 0x... 4x ???      'name'`.
-		name := strings.TrimSpace(string(bytes.TrimSuffix(s.rest(), []byte("'"))))
-		p.f.Nodes[local.n].setDesc(name)
+		p.f.Nodes[local.n].setDesc(bytes.TrimSuffix(s.rest(), []byte("'")))
 		return
 	}
 	if !s.lit("-") {
@@ -497,8 +556,8 @@ func (p *fabricParser) portsLine(b []byte) {
 		p.strayLine(b, "no ( 'name' - 'name' ) at the end")
 		return
 	}
-	p.f.Nodes[local.n].setDesc(strings.TrimSpace(string(a)))
-	p.f.Nodes[remote.n].setDesc(strings.TrimSpace(string(bName)))
+	p.f.Nodes[local.n].setDesc(a)
+	p.f.Nodes[remote.n].setDesc(bName)
 	p.link(local.port, remote.port, rate)
 }
 
@@ -528,7 +587,7 @@ func (p *fabricParser) portsEnd(s *fabricScanner) (portsEnd, bool) {
 	if !ok1 || !ok2 || !ok3 {
 		return portsEnd{}, false
 	}
-	n := p.node(t, guid, "")
+	n := p.node(t, guid, nil)
 	if p.f.Nodes[n].LID == 0 {
 		p.f.Nodes[n].LID = lid
 	}
@@ -539,31 +598,33 @@ func (p *fabricParser) portsEnd(s *fabricScanner) (portsEnd, bool) {
 	return portsEnd{n: n, port: fp}, true
 }
 
-func (n *FabricNode) setDesc(d string) {
+// setDesc sets a ports report's name, which ibnetdiscover pads with blanks, as the node's
+// description, unless it has one.
+func (n *FabricNode) setDesc(d []byte) {
 	if n.Desc == "" {
-		n.Desc = d
+		n.Desc = string(bytes.TrimSpace(d))
 	}
 }
 
 // node finds or adds the node of type t and guid.
-func (p *fabricParser) node(t FabricNodeType, guid uint64, desc string) int32 {
+func (p *fabricParser) node(t FabricNodeType, guid uint64, desc []byte) int32 {
 	if i, ok := p.f.index[t][guid]; ok {
-		if p.f.Nodes[i].Desc == "" {
-			p.f.Nodes[i].Desc = desc
+		if p.f.Nodes[i].Desc == "" && len(desc) > 0 {
+			p.f.Nodes[i].Desc = string(desc)
 		}
 		return i
 	}
 	i := int32(len(p.f.Nodes))
-	p.f.Nodes = append(p.f.Nodes, FabricNode{Type: t, GUID: guid, Desc: desc, Line: p.lineNo})
+	p.f.Nodes = append(p.f.Nodes, FabricNode{Type: t, GUID: guid, Desc: string(desc), Line: p.lineNo})
+	p.f.linkOf = append(p.f.linkOf, nil)
 	p.f.index[t][guid] = i
 	return i
 }
 
 // link records a cable between a and b once, whichever end shows it first; a port shown
 // cabled to two different places is reported.
-func (p *fabricParser) link(a, b FabricPort, rate string) {
-	ea, eb := endKey(a.Node, a.Port), endKey(b.Node, b.Port)
-	if i, ok := p.f.ports[ea]; ok {
+func (p *fabricParser) link(a, b FabricPort, rate []byte) {
+	if i := p.f.portLink(a.Node, a.Port); i >= 0 {
 		l := &p.f.Links[i]
 		other := l.B
 		if l.B.Node == a.Node && l.B.Port == a.Port {
@@ -578,16 +639,16 @@ func (p *fabricParser) link(a, b FabricPort, rate string) {
 		fillPortGUID(l, b)
 		return
 	}
-	if i, ok := p.f.ports[eb]; ok {
+	if i := p.f.portLink(b.Node, b.Port); i >= 0 {
 		l := p.f.Links[i]
 		p.problem(SeverityWarning, "port %d of %s is shown cabled to %s port %d here, but to another port at line %d: the capture contradicts itself; capture again",
 			b.Port, p.f.Nodes[b.Node].Name(), p.f.Nodes[a.Node].Name(), a.Port, l.Line)
 		return
 	}
 	i := int32(len(p.f.Links))
-	p.f.Links = append(p.f.Links, FabricLink{A: a, B: b, Rate: rate, Line: p.lineNo})
-	p.f.ports[ea] = i
-	p.f.ports[eb] = i
+	p.f.Links = append(p.f.Links, FabricLink{A: a, B: b, Rate: string(rate), Line: p.lineNo})
+	p.f.setPortLink(a.Node, a.Port, i)
+	p.f.setPortLink(b.Node, b.Port, i)
 }
 
 func fillPortGUID(l *FabricLink, e FabricPort) {
@@ -600,218 +661,4 @@ func fillPortGUID(l *FabricLink, e FabricPort) {
 	if l.B.Node == e.Node && l.B.Port == e.Port && l.B.GUID == 0 {
 		l.B.GUID = e.GUID
 	}
-}
-
-// fabricScanner reads the tokens of one line.
-type fabricScanner struct {
-	b []byte
-	i int
-}
-
-func (s *fabricScanner) blanks() {
-	for s.i < len(s.b) && (s.b[s.i] == ' ' || s.b[s.i] == '\t') {
-		s.i++
-	}
-}
-
-func (s *fabricScanner) rest() []byte { return s.b[s.i:] }
-
-func (s *fabricScanner) lit(l string) bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte(l)) {
-		s.i += len(l)
-		return true
-	}
-	return false
-}
-
-// word returns the next blank-separated word.
-func (s *fabricScanner) word() string {
-	s.blanks()
-	j := s.i
-	for j < len(s.b) && s.b[j] != ' ' && s.b[j] != '\t' {
-		j++
-	}
-	w := string(s.b[s.i:j])
-	s.i = j
-	return w
-}
-
-// int reads a decimal number after blanks.
-func (s *fabricScanner) int() (int, bool) {
-	s.blanks()
-	n, j := 0, s.i
-	for j < len(s.b) && s.b[j] >= '0' && s.b[j] <= '9' && j-s.i < 9 {
-		n = n*10 + int(s.b[j]-'0')
-		j++
-	}
-	if j == s.i {
-		return 0, false
-	}
-	s.i = j
-	return n, true
-}
-
-// hex reads 1 to 16 hex digits, after "0x" when prefixed is true.
-func (s *fabricScanner) hex(prefixed bool) (uint64, bool) {
-	if prefixed && !s.lit("0x") {
-		return 0, false
-	}
-	var v uint64
-	j := s.i
-	for j < len(s.b) && j-s.i < 16 {
-		c := s.b[j]
-		var d byte
-		switch {
-		case c >= '0' && c <= '9':
-			d = c - '0'
-		case c >= 'a' && c <= 'f':
-			d = c - 'a' + 10
-		case c >= 'A' && c <= 'F':
-			d = c - 'A' + 10
-		default:
-			goto done
-		}
-		v = v<<4 | uint64(d)
-		j++
-	}
-done:
-	if j == s.i {
-		return 0, false
-	}
-	s.i = j
-	return v, true
-}
-
-// bracketInt reads "[N]".
-func (s *fabricScanner) bracketInt() (int, bool) {
-	if !s.lit("[") {
-		return 0, false
-	}
-	n, ok := s.int()
-	if !ok || n > maxFabricPort || !s.lit("]") {
-		return 0, false
-	}
-	return n, true
-}
-
-// ext skips -g's "[ext N]" external port number.
-func (s *fabricScanner) ext() {
-	if bytes.HasPrefix(s.b[s.i:], []byte("[ext ")) {
-		if j := bytes.IndexByte(s.b[s.i:], ']'); j >= 0 {
-			s.i += j + 1
-		}
-	}
-}
-
-// parenGUID reads "(<hex>)" after blanks, or nothing.
-func (s *fabricScanner) parenGUID() (uint64, bool) {
-	save := s.i
-	s.blanks()
-	if !s.lit("(") {
-		s.i = save
-		return 0, false
-	}
-	g, ok := s.hex(false)
-	if !ok || !s.lit(")") {
-		s.i = save
-		return 0, false
-	}
-	return g, true
-}
-
-// quotedName reads `"S-0008f10500200b50"` (or H-, R-) after blanks.
-func (s *fabricScanner) quotedName() (FabricNodeType, uint64, bool) {
-	s.blanks()
-	if !s.lit(`"`) || s.i+2 > len(s.b) || s.b[s.i+1] != '-' {
-		return 0, 0, false
-	}
-	var t FabricNodeType
-	switch s.b[s.i] {
-	case 'S':
-		t = FabricSwitch
-	case 'H':
-		t = FabricCA
-	case 'R':
-		t = FabricRouter
-	default:
-		return 0, 0, false
-	}
-	s.i += 2
-	g, ok := s.hex(false)
-	if !ok || !s.lit(`"`) {
-		return 0, 0, false
-	}
-	return t, g, true
-}
-
-// maxGUIDMapBytes bounds a GUID map: one short line an adapter.
-const maxGUIDMapBytes = 64 << 20
-
-// ParseGUIDMap parses a map from InfiniBand GUIDs to host names, read from r, which came from
-// file. It takes the forms sites keep:
-//
-//	H-0002c90300080e84 r510gluster1           (ltaulell/HPC_toolset's map_GUID.py)
-//	0x0002c90300080e85 "gpu001 mlx5_0"        (ibnetdiscover --node-name-map)
-//	0002c90300080e84   gpu001
-//
-// one GUID (node or port) and a name a line, '#' comments and blank lines ignored. The host is
-// the name's first word. The error is for input that cannot be read or is larger than 64 MiB;
-// malformed lines and a GUID given two different hosts are in the problems, and the map
-// keeps the first host.
-func ParseGUIDMap(r io.Reader, file string) (map[uint64]string, []Problem, error) {
-	data, err := io.ReadAll(io.LimitReader(r, maxGUIDMapBytes+1))
-	if err != nil {
-		return nil, nil, fmt.Errorf("read %s: %w", file, err)
-	}
-	if len(data) > maxGUIDMapBytes {
-		return nil, nil, fmt.Errorf("read %s: more than %d bytes: not a GUID map", file, maxGUIDMapBytes)
-	}
-	m := map[uint64]string{}
-	first := map[uint64]int{}
-	var probs []Problem
-	bad := func(line int, format string, args ...any) {
-		pos := Pos{File: file, Line: line}
-		probs = append(probs, Problem{Severity: SeverityError, File: file, Line: line, Message: ref(pos) + ": " + fmt.Sprintf(format, args...)})
-	}
-	for i, raw := range strings.Split(string(data), "\n") {
-		line := strings.TrimSpace(raw)
-		if line == "" || line[0] == '#' {
-			continue
-		}
-		g, name, _ := strings.Cut(line, " ")
-		if t := strings.IndexByte(g, '\t'); t >= 0 {
-			g, name = line[:t], line[t+1:]
-		}
-		name = strings.Trim(strings.TrimSpace(name), `"`)
-		host, _, _ := strings.Cut(strings.TrimSpace(name), " ")
-		guid, ok := parseGUIDText(g)
-		switch {
-		case !ok:
-			bad(i+1, "%q is not a GUID (H-<16 hex digits>, 0x<hex> or <hex>): fix the line", shorten(g))
-		case host == "":
-			bad(i+1, "GUID %s has no host name after it: write \"%s HOST\"", g, g)
-		default:
-			if prev, dup := m[guid]; dup && prev != host {
-				bad(i+1, "GUID %s is mapped to %s here and to %s at line %d: keep one", g, host, prev, first[guid])
-				continue
-			}
-			if _, dup := m[guid]; !dup {
-				m[guid], first[guid] = host, i+1
-			}
-		}
-	}
-	return m, probs, nil
-}
-
-// parseGUIDText reads "H-<hex>", "S-<hex>", "0x<hex>" or "<hex>", 1 to 16 hex digits.
-func parseGUIDText(s string) (uint64, bool) {
-	if len(s) > 2 && s[1] == '-' && strings.ContainsRune("HSR", rune(s[0])) {
-		s = s[2:]
-	}
-	s = strings.TrimPrefix(strings.TrimPrefix(s, "0x"), "0X")
-	if s == "" || len(s) > 16 {
-		return 0, false
-	}
-	v, err := strconv.ParseUint(s, 16, 64)
-	return v, err == nil
 }

@@ -101,7 +101,7 @@ func TestParseIBNetDiscoverCorpus(t *testing.T) {
 			if !ok || f.Nodes[r.Node].Name() != tc.remote || r.Port != tc.remotePort {
 				t.Fatalf("%s port %d: remote %+v (%v), want %s port %d", tc.node, tc.port, r, ok, tc.remote, tc.remotePort)
 			}
-			l := f.Links[f.ports[endKey(i, tc.port)]]
+			l := f.Links[f.portLink(i, tc.port)]
 			if l.Rate != tc.rate {
 				t.Errorf("rate %q, want %q", l.Rate, tc.rate)
 			}

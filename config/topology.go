@@ -246,10 +246,18 @@ func (p *topoParser) recordFields(pos Pos, kind, name string, fields []confField
 	return vals
 }
 
-func (p *topoParser) switchLine(pos Pos, fields []confField) {
+// recordName returns the name a SwitchName= or BlockName= line gives, reporting none.
+func (p *topoParser) recordName(pos Pos, fields []confField, kind, what string) (string, bool) {
 	name := fields[0].Value
 	if name == "" {
-		p.problem(SeverityError, pos, "", "SwitchName= has no name: Slurm refuses the file; name the switch")
+		p.problem(SeverityError, pos, "", "%s= has no name: Slurm refuses the file; name the %s", kind, what)
+	}
+	return name, name != ""
+}
+
+func (p *topoParser) switchLine(pos Pos, fields []confField) {
+	name, ok := p.recordName(pos, fields, "SwitchName", "switch")
+	if !ok {
 		return
 	}
 	if len(name) > maxSwitchNameLen {
@@ -289,9 +297,8 @@ func (p *topoParser) hostlist(pos Pos, what, v string) *Hostlist {
 }
 
 func (p *topoParser) blockLine(pos Pos, fields []confField) {
-	name := fields[0].Value
-	if name == "" {
-		p.problem(SeverityError, pos, "", "BlockName= has no name: Slurm refuses the file; name the block")
+	name, ok := p.recordName(pos, fields, "BlockName", "block")
+	if !ok {
 		return
 	}
 	vals := p.recordFields(pos, "BlockName", name, fields, []string{"Nodes"})

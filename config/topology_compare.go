@@ -91,25 +91,8 @@ func (l *topoLinter) compareFabric() {
 // adapter of a node is cabled to a switch.
 func (v *fabricView) nameAdapters() bool {
 	l, f := v.l, v.f
-	type caLink struct {
-		port, sw, swPort int
-		guid             uint64
-	}
-	links := map[int32][]caLink{}
-	var cas []int32
-	for _, lk := range f.Links {
-		a, b := lk.A, lk.B
-		if f.Nodes[a.Node].Type == FabricSwitch {
-			a, b = b, a
-		}
-		if f.Nodes[a.Node].Type != FabricCA || f.Nodes[b.Node].Type != FabricSwitch {
-			continue
-		}
-		if _, ok := links[a.Node]; !ok {
-			cas = append(cas, a.Node)
-		}
-		links[a.Node] = append(links[a.Node], caLink{a.Port, int(b.Node), b.Port, a.GUID})
-	}
+	cas, links := v.adapterLinks()
+	var guids []uint64
 	var noHost, sharp []int32
 	unknown := map[string][]int32{}
 	hostPorts := map[string][]adPort{}
@@ -117,8 +100,8 @@ func (v *fabricView) nameAdapters() bool {
 	mapped := 0
 	for _, ca := range cas {
 		n := &f.Nodes[ca]
-		guids := []uint64{n.GUID}
-		for _, lk := range links[ca] {
+		guids = append(guids[:0], n.GUID)
+		for _, lk := range links(ca) {
 			if lk.guid != 0 {
 				guids = append(guids, lk.guid)
 			}
@@ -130,7 +113,7 @@ func (v *fabricView) nameAdapters() bool {
 			for int(node) >= len(v.ports) {
 				v.ports = append(v.ports, nil)
 			}
-			for _, lk := range links[ca] {
+			for _, lk := range links(ca) {
 				v.ports[node] = append(v.ports[node], adPort{ca: ca, caPort: lk.port, leaf: int32(lk.sw), leafPort: lk.swPort, adapter: adapter})
 			}
 		case host != "":
@@ -138,7 +121,7 @@ func (v *fabricView) nameAdapters() bool {
 				unknownOrder = append(unknownOrder, host)
 			}
 			unknown[host] = append(unknown[host], ca)
-			for _, lk := range links[ca] {
+			for _, lk := range links(ca) {
 				hostPorts[host] = append(hostPorts[host], adPort{ca: ca, caPort: lk.port, leaf: int32(lk.sw), leafPort: lk.swPort, adapter: adapter})
 			}
 		case strings.Contains(n.Desc, "Aggregation Node"):
@@ -163,13 +146,53 @@ func (v *fabricView) nameAdapters() bool {
 	return true
 }
 
+// caLink is a channel adapter's port cabled to a switch.
+type caLink struct {
+	port, sw, swPort int
+	guid             uint64 // the adapter port's GUID, 0 when not printed
+}
+
+// adapterLinks returns the channel adapters cabled to switches, in capture order, and their
+// links: all of them at once, grouped by adapter (offsets by node), not a map of slices.
+func (v *fabricView) adapterLinks() (cas []int32, links func(ca int32) []caLink) {
+	f := v.f
+	start := make([]int32, len(f.Nodes)+1)
+	isCALink := func(lk FabricLink) (ca, sw FabricPort, ok bool) {
+		ca, sw = lk.A, lk.B
+		if f.Nodes[ca.Node].Type == FabricSwitch {
+			ca, sw = sw, ca
+		}
+		return ca, sw, f.Nodes[ca.Node].Type == FabricCA && f.Nodes[sw.Node].Type == FabricSwitch
+	}
+	for _, lk := range f.Links {
+		if ca, _, ok := isCALink(lk); ok {
+			start[ca.Node+1]++
+		}
+	}
+	for i := range f.Nodes {
+		if start[i+1] > 0 {
+			cas = append(cas, int32(i))
+		}
+		start[i+1] += start[i]
+	}
+	caLinks := make([]caLink, start[len(f.Nodes)])
+	fill := slices.Clone(start)
+	for _, lk := range f.Links {
+		if ca, sw, ok := isCALink(lk); ok {
+			caLinks[fill[ca.Node]] = caLink{ca.Port, int(sw.Node), sw.Port, ca.GUID}
+			fill[ca.Node]++
+		}
+	}
+	return cas, func(ca int32) []caLink { return caLinks[start[ca]:start[ca+1]] }
+}
+
 // nameAdapter finds the node of adapter n (guids: its node GUID and port GUIDs): the node,
 // or -1 with the host it names (none when it names none), and the adapter's name.
 func (l *topoLinter) nameAdapter(n *FabricNode, guids []uint64) (node int32, host, adapter string) {
-	words := strings.Fields(n.Desc)
-	adapter = n.Name()
-	if len(words) == 2 {
-		adapter = words[1]
+	first, second, more := descWords(n.Desc)
+	adapter = second
+	if second == "" || more {
+		adapter = n.Name()
 	}
 	for _, g := range guids {
 		if h, ok := l.in.Naming.GUIDs[g]; ok {
@@ -202,17 +225,33 @@ func (l *topoLinter) nameAdapter(n *FabricNode, guids []uint64) (node int32, hos
 		}
 		return l.hostNode(h), h, adapter
 	}
-	if len(words) == 0 {
+	if first == "" {
 		return -1, "", adapter
 	}
-	h := words[0]
-	if i := l.hostNode(h); i >= 0 {
-		return i, h, adapter
+	if i := l.hostNode(first); i >= 0 {
+		return i, first, adapter
 	}
-	if len(words) == 2 && isIBDeviceName(words[1]) {
-		return -1, h, adapter
+	if second != "" && !more && isIBDeviceName(second) {
+		return -1, first, adapter
 	}
 	return -1, "", adapter
+}
+
+// descWords returns the first two blank-separated words of a node description and whether
+// there are more, without splitting the whole of it.
+func descWords(d string) (first, second string, more bool) {
+	next := func() string {
+		d = strings.TrimLeft(d, " \t")
+		i := strings.IndexAny(d, " \t")
+		if i < 0 {
+			i = len(d)
+		}
+		w := d[:i]
+		d = d[i:]
+		return w
+	}
+	first, second = next(), next()
+	return first, second, strings.TrimLeft(d, " \t") != ""
 }
 
 // hostNode returns the node host names, or -1.
@@ -269,6 +308,15 @@ func deviceNumber(adapter string) (int, bool) {
 
 // setRails gives a node's ports their rail and sorts them by it.
 func (v *fabricView) setRails(ps []adPort) {
+	if len(ps) == 1 {
+		d, ok := deviceNumber(ps[0].adapter)
+		if !ok {
+			ps[0].rail = 1 << 24
+			return
+		}
+		ps[0].rail = int32(d)<<8 | int32(ps[0].caPort&0xff)
+		return
+	}
 	numbered := true
 	for i := range ps {
 		d, ok := deviceNumber(ps[i].adapter)

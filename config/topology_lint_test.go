@@ -123,7 +123,7 @@ func TestLintTopologyOnly(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			r := tc.c.run(t)
 			if len(r.Problems) != len(tc.wantProbs) {
-				t.Fatalf("%d problems, want %d:\n%s", len(r.Problems), len(tc.wantProbs), problemsText(r.Problems))
+				t.Fatalf("%d problems, want %d:\n%s", len(r.Problems), len(tc.wantProbs), dumpProblems(r.Problems))
 			}
 			for i, p := range r.Problems {
 				if !strings.Contains(p.Message, tc.wantProbs[i]) || p.Nodes != tc.wantNodes[i] {
@@ -154,7 +154,7 @@ func TestLintTopologyCorpus(t *testing.T) {
 			}
 			r := topoCase{topo: string(b)}.run(t)
 			if len(r.Problems) != len(parts) {
-				t.Fatalf("%d problems, want %d:\n%s", len(r.Problems), len(parts), problemsText(r.Problems))
+				t.Fatalf("%d problems, want %d:\n%s", len(r.Problems), len(parts), dumpProblems(r.Problems))
 			}
 			for i, p := range parts {
 				if !strings.Contains(r.Problems[i].Message, p) {
@@ -259,7 +259,7 @@ func TestLintTopologyMovedNodes(t *testing.T) {
 			c.topo = string(conf)
 			r := c.run(t)
 			if got := named(t, r); fmt.Sprint(got) != fmt.Sprint(pc.baseline) {
-				t.Errorf("named %v, want %v:\n%s", got, pc.baseline, problemsText(r.Problems))
+				t.Errorf("named %v, want %v:\n%s", got, pc.baseline, dumpProblems(r.Problems))
 			}
 		})
 		for _, moves := range pc.moves {
@@ -276,7 +276,7 @@ func TestLintTopologyMovedNodes(t *testing.T) {
 				want = append(want, pc.baseline...)
 				sort.Strings(want)
 				if got := named(t, r); fmt.Sprint(got) != fmt.Sprint(want) {
-					t.Errorf("named %v, want %v:\n%s\n%s", got, want, text, problemsText(r.Problems))
+					t.Errorf("named %v, want %v:\n%s\n%s", got, want, text, dumpProblems(r.Problems))
 				}
 				for _, p := range r.Problems {
 					if slices.Contains(want, p.Nodes) && p.Nodes != gb200Swap && !strings.Contains(p.Message, "move "+p.Nodes+" to ") {
@@ -339,10 +339,10 @@ func TestLintTopologyRecabled(t *testing.T) {
 	moved := recable(t, string(x5), "H-78e7d1030022773c", 1, "S-0002c902004827b0", 11)
 	r := topoCase{topo: string(x5conf), fabric: "=" + moved, guidMap: "testdata/ibnetdiscover/ltaulell-x5-guid-hostname-map.txt"}.run(t)
 	if got := named(t, r); fmt.Sprint(got) != "[sl390lin22]" {
-		t.Fatalf("named %v:\n%s", got, problemsText(r.Problems))
+		t.Fatalf("named %v:\n%s", got, dumpProblems(r.Problems))
 	}
-	if !strings.Contains(problemsText(r.Problems), "puts sl390lin22 under SwitchName=S-0008f1050020369c, but its adapter H-78e7d1030022773c is cabled to leaf 'Infiniscale-IV Mellanox Technologies' (S-0002c902004827b0) port 11, with the nodes of SwitchName=S-0002c902004827b0 (topology.conf:13); the rest of SwitchName=S-0008f1050020369c is on leaf 'Voltaire 4036 # 4036-369C' (S-0008f1050020369c): move sl390lin22 to SwitchName=S-0002c902004827b0") {
-		t.Errorf("message:\n%s", problemsText(r.Problems))
+	if !strings.Contains(dumpProblems(r.Problems), "puts sl390lin22 under SwitchName=S-0008f1050020369c, but its adapter H-78e7d1030022773c is cabled to leaf 'Infiniscale-IV Mellanox Technologies' (S-0002c902004827b0) port 11, with the nodes of SwitchName=S-0002c902004827b0 (topology.conf:13); the rest of SwitchName=S-0008f1050020369c is on leaf 'Voltaire 4036 # 4036-369C' (S-0008f1050020369c): move sl390lin22 to SwitchName=S-0002c902004827b0") {
+		t.Errorf("message:\n%s", dumpProblems(r.Problems))
 	}
 
 	gb, err := os.ReadFile("testdata/ibnetdiscover/topograph-gb200-rail-optimized-ndr.txt")
@@ -354,10 +354,10 @@ func TestLintTopologyRecabled(t *testing.T) {
 	one := recable(t, string(gb), "H-e09d730300857a68", 1, "S-2c5eab0300c26180", 25)
 	r = topoCase{topo: string(racks), fabric: "=" + one}.run(t)
 	if got := named(t, r); fmt.Sprint(got) != "[a07-p1-dgx-03-c05 b08-p1-dgx-08-c01]" {
-		t.Fatalf("named %v:\n%s", got, problemsText(r.Problems))
+		t.Fatalf("named %v:\n%s", got, dumpProblems(r.Problems))
 	}
-	if !strings.Contains(problemsText(r.Problems), "lists a07-p1-dgx-03-c05 in SwitchName=su03, and 1 of its 4 rails is elsewhere: adapter HCA-2 (H-e09d730300857a68) is cabled to leaf 'MF0;B09-P1-IBLEAF-02-05:MQM9701/U1' (S-2c5eab0300c26180) port 25, with the nodes of SwitchName=su05 (topology.conf:6), not to leaf 'MF0;A09-P1-IBLEAF-02-03:MQM9701/U1'") {
-		t.Errorf("message:\n%s", problemsText(r.Problems))
+	if !strings.Contains(dumpProblems(r.Problems), "lists a07-p1-dgx-03-c05 in SwitchName=su03, and 1 of its 4 rails is elsewhere: adapter HCA-2 (H-e09d730300857a68) is cabled to leaf 'MF0;B09-P1-IBLEAF-02-05:MQM9701/U1' (S-2c5eab0300c26180) port 25, with the nodes of SwitchName=su05 (topology.conf:6), not to leaf 'MF0;A09-P1-IBLEAF-02-03:MQM9701/U1'") {
+		t.Errorf("message:\n%s", dumpProblems(r.Problems))
 	}
 }
 
@@ -368,7 +368,7 @@ func TestLintTopologyRails(t *testing.T) {
 	if !r.RailOptimized {
 		t.Fatal("the GB200 fabric is not recognised as rail-optimized")
 	}
-	notes := problemsText(r.Notes)
+	notes := dumpProblems(r.Notes)
 	for _, want := range []string{
 		"rail-optimized fabric: 119 of 122 nodes with adapters on several leaves follow 4 rails (HCA-1 on 8 leaves, HCA-2 on 8 leaves, HCA-5 on 7 leaves, HCA-6 on 8 leaves)",
 		"69 channel adapters cabled to switches name no host in their node description ('MT4129 ConnectX7   Mellanox Technologies' H-e09d730300858d88, line 56)",
@@ -380,8 +380,8 @@ func TestLintTopologyRails(t *testing.T) {
 			t.Errorf("notes lack %q:\n%s", want, notes)
 		}
 	}
-	if !strings.Contains(problemsText(r.Problems), "b08-p1-dgx-08-c01's adapters leave the rails the other nodes follow: HCA-5 (H-e09d730300859464) is on leaf 'MF0;B09-P1-IBLEAF-04-08:MQM9701/U1' (S-2c5eab0300c26540) port 1, which carries HCA-6 of the other nodes") {
-		t.Errorf("problems:\n%s", problemsText(r.Problems))
+	if !strings.Contains(dumpProblems(r.Problems), "b08-p1-dgx-08-c01's adapters leave the rails the other nodes follow: HCA-5 (H-e09d730300859464) is on leaf 'MF0;B09-P1-IBLEAF-04-08:MQM9701/U1' (S-2c5eab0300c26540) port 1, which carries HCA-6 of the other nodes") {
+		t.Errorf("problems:\n%s", dumpProblems(r.Problems))
 	}
 
 	// Not rail-optimized: one dual-homed node among single-adapter ones (an invented capture
@@ -397,7 +397,7 @@ Switch	36 "S-0000000000000b01"		# "leaf-b" base port 0 lid 2 lmc 0
 `
 	r = topoCase{topo: "SwitchName=a Nodes=n[1-3]\nSwitchName=b Nodes=n4\nSwitchName=top Switches=a,b\n", fabric: "=" + split}.run(t)
 	if r.RailOptimized || fmt.Sprint(named(t, r)) != "[n1]" || !strings.Contains(r.Problems[0].Message, "n1's adapters reach different leaf switches (mlx5_0 (H-0000000000000101) on leaf 'leaf-a' (S-0000000000000a01) port 1; mlx5_1 (H-0000000000000102) on leaf 'leaf-b' (S-0000000000000b01) port 1) and the fabric is not rail-optimized") {
-		t.Errorf("railed %v, problems:\n%s", r.RailOptimized, problemsText(r.Problems))
+		t.Errorf("railed %v, problems:\n%s", r.RailOptimized, dumpProblems(r.Problems))
 	}
 }
 
@@ -427,7 +427,7 @@ func TestLintTopologyNaming(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			r := topoCase{topo: topo, slurm: slurm, fabric: "=" + capture, naming: tc.naming}.run(t)
-			notes := problemsText(r.Notes)
+			notes := dumpProblems(r.Notes)
 			for _, w := range tc.want {
 				if !strings.Contains(notes, w) {
 					t.Errorf("notes lack %q:\n%s", w, notes)
@@ -437,7 +437,7 @@ func TestLintTopologyNaming(t *testing.T) {
 				t.Errorf("notes lack %q:\n%s", want, notes)
 			}
 			if len(r.Problems) != 0 {
-				t.Errorf("problems:\n%s", problemsText(r.Problems))
+				t.Errorf("problems:\n%s", dumpProblems(r.Problems))
 			}
 		})
 	}
@@ -445,8 +445,8 @@ func TestLintTopologyNaming(t *testing.T) {
 
 func TestLintTopologyNoAdapterNamed(t *testing.T) {
 	r := topoCase{topo: "SwitchName=s Nodes=a[1-2]\n", fabric: "testdata/ibnetdiscover/jabl-ibtopotool-test1.txt"}.run(t)
-	if !strings.Contains(problemsText(r.Notes), "no channel adapter in the capture could be named to a node (4 adapters cabled to a switch)") {
-		t.Errorf("notes:\n%s", problemsText(r.Notes))
+	if !strings.Contains(dumpProblems(r.Notes), "no channel adapter in the capture could be named to a node (4 adapters cabled to a switch)") {
+		t.Errorf("notes:\n%s", dumpProblems(r.Notes))
 	}
 }
 

@@ -104,7 +104,7 @@ func TestParseTopologyConf(t *testing.T) {
 func checkProblems(t *testing.T, got []Problem, want []string) {
 	t.Helper()
 	if len(got) != len(want) {
-		t.Errorf("%d problems, want %d:\n%s", len(got), len(want), problemsText(got))
+		t.Errorf("%d problems, want %d:\n%s", len(got), len(want), dumpProblems(got))
 		return
 	}
 	for i, p := range got {
@@ -115,14 +115,6 @@ func checkProblems(t *testing.T, got []Problem, want []string) {
 			t.Errorf("problem %d does not start with its file and line: %+v", i, p)
 		}
 	}
-}
-
-func problemsText(ps []Problem) string {
-	var b strings.Builder
-	for _, p := range ps {
-		b.WriteString("  " + p.String() + "\n")
-	}
-	return b.String()
 }
 
 // TestParseTopologyConfCorpus parses every real topology.conf: each is read whole, with the
@@ -156,7 +148,7 @@ func TestParseTopologyConfCorpus(t *testing.T) {
 			t.Fatalf("%s: %v", f, err)
 		}
 		if len(tc.Problems) > 0 {
-			t.Errorf("%s: problems:\n%s", f, problemsText(tc.Problems))
+			t.Errorf("%s: problems:\n%s", f, dumpProblems(tc.Problems))
 		}
 		if w, ok := want[filepath.Base(f)]; ok {
 			if len(tc.Switches) != w.switches || len(tc.Blocks) != w.blocks || tc.Form() != w.form {
