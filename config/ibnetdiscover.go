@@ -194,7 +194,7 @@ func ParseIBNetDiscover(r io.Reader, file string) (*Fabric, error) {
 	sc.Buffer(make([]byte, 0, 64<<10), maxFabricLine)
 	for sc.Scan() {
 		p.lineNo++
-		p.line(bytes.TrimRight(sc.Bytes(), " \t\r"))
+		p.line(trimBlanksRight(sc.Bytes()))
 	}
 	if err := sc.Err(); err != nil {
 		if errors.Is(err, bufio.ErrTooLong) {
@@ -262,6 +262,10 @@ func (p *fabricParser) line(b []byte) {
 		p.cur = -1 // a blank line ends a node's port lines
 		return
 	}
+	if b[0] == '[' && p.f.Format == FabricFormatTopology {
+		p.topologyLine(b) // most lines: a port line
+		return
+	}
 	if p.f.Format == "" && !isFabricComment(b) {
 		if isPortsReportLine(b) {
 			p.f.Format = FabricFormatPorts
@@ -283,8 +287,24 @@ func (p *fabricParser) line(b []byte) {
 
 // isFabricComment: the header ("# Topology file: ...") and -g's "# Spine Nodes" headings.
 func isFabricComment(b []byte) bool {
-	t := bytes.TrimLeft(b, " \t")
+	t := trimBlanksLeft(b)
 	return len(t) > 0 && t[0] == '#'
+}
+
+// trimBlanksRight and trimBlanksLeft cut blanks, tabs and CRs (the cutset functions of
+// package bytes build a set on every call, which shows at a line every 200 bytes).
+func trimBlanksRight(b []byte) []byte {
+	for len(b) > 0 && (b[len(b)-1] == ' ' || b[len(b)-1] == '\t' || b[len(b)-1] == '\r') {
+		b = b[:len(b)-1]
+	}
+	return b
+}
+
+func trimBlanksLeft(b []byte) []byte {
+	for len(b) > 0 && (b[0] == ' ' || b[0] == '\t') {
+		b = b[1:]
+	}
+	return b
 }
 
 func isPortsReportLine(b []byte) bool {
@@ -389,7 +409,7 @@ func (p *fabricParser) nodeHeader(b []byte) string {
 // header continues with ` enhanced port 0 ...` or ` base port 0 ...`; anything else ends at
 // the last quote. Descriptions may contain quotes and '#'.
 func fabricDesc(rest []byte, sw bool) (desc, tail []byte) {
-	rest = bytes.TrimLeft(rest, " \t")
+	rest = trimBlanksLeft(rest)
 	if len(rest) == 0 || rest[0] != '"' {
 		return nil, rest
 	}
@@ -460,14 +480,17 @@ func (p *fabricParser) portLine(b []byte) string {
 		rest = rest[i:]
 	}
 	// Every link is printed from both ends: the second time, only port GUIDs can be new.
-	if rn, ok := p.f.index[t][guid]; ok {
-		if li := p.f.portLink(p.cur, port); li >= 0 {
-			if l := &p.f.Links[li]; l.A.Node == rn && l.A.Port == rport || l.B.Node == rn && l.B.Port == rport {
-				remote.Node = rn
-				fillPortGUID(l, local)
-				fillPortGUID(l, remote)
-				return ""
-			}
+	if li := p.f.portLink(p.cur, port); li >= 0 {
+		l := &p.f.Links[li]
+		other := l.B
+		if l.B.Node == p.cur && l.B.Port == port {
+			other = l.A
+		}
+		if on := p.f.Nodes[other.Node]; on.GUID == guid && on.Type == t && other.Port == rport {
+			remote.Node = other.Node
+			fillPortGUID(l, local)
+			fillPortGUID(l, remote)
+			return ""
 		}
 	}
 	desc, tail := fabricPortDesc(rest)

@@ -17,7 +17,7 @@ func (s *fabricScanner) blanks() {
 func (s *fabricScanner) rest() []byte { return s.b[s.i:] }
 
 func (s *fabricScanner) lit(l string) bool {
-	if bytes.HasPrefix(s.b[s.i:], []byte(l)) {
+	if len(s.b)-s.i >= len(l) && string(s.b[s.i:s.i+len(l)]) == l {
 		s.i += len(l)
 		return true
 	}
@@ -96,7 +96,7 @@ func (s *fabricScanner) bracketInt() (int, bool) {
 
 // ext skips -g's "[ext N]" external port number.
 func (s *fabricScanner) ext() {
-	if bytes.HasPrefix(s.b[s.i:], []byte("[ext ")) {
+	if s.i < len(s.b) && s.b[s.i] == '[' && bytes.HasPrefix(s.b[s.i:], []byte("[ext ")) {
 		if j := bytes.IndexByte(s.b[s.i:], ']'); j >= 0 {
 			s.i += j + 1
 		}

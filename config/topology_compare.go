@@ -574,35 +574,42 @@ func (v *fabricView) suggest(n int32) int32 {
 	if int(n) >= len(v.ports) || len(v.ports[n]) == 0 {
 		return -1
 	}
-	rail, leaf := v.position(v.ports[n])[0].rail, v.position(v.ports[n])[0].leaf
-	if m := v.matches[rail]; m != nil {
-		if ts := m.targets(leaf, -1); len(ts) > 0 {
-			return ts[0]
+	target, done := int32(-1), false
+	v.positions(v.ports[n], func(p *adPort, rail int32) {
+		if done {
+			return
 		}
-	}
-	return -1
-}
-
-// position returns the ports that place a node: one per rail when the fabric is
-// rail-optimized, else the one port on the leaf most of its adapters reach (rail 0).
-func (v *fabricView) position(ps []adPort) []adPort {
-	if v.railed {
-		out := make([]adPort, 0, len(ps))
-		for i, p := range ps {
-			if i == 0 || p.rail != ps[i-1].rail {
-				out = append(out, p)
+		done = true
+		if m := v.matches[rail]; m != nil {
+			if ts := m.targets(p.leaf, -1); len(ts) > 0 {
+				target = ts[0]
 			}
 		}
-		return out
+	})
+	return target
+}
+
+// positions calls fn with the ports that place a node and the rail each stands for: one per
+// rail when the fabric is rail-optimized, else the one port on the leaf most of its adapters
+// reach, for rail 0.
+func (v *fabricView) positions(ps []adPort, fn func(p *adPort, rail int32)) {
+	if v.railed {
+		for i := range ps {
+			if i == 0 || ps[i].rail != ps[i-1].rail {
+				fn(&ps[i], ps[i].rail)
+			}
+		}
+		return
 	}
-	count := map[int32]int{}
-	best := ps[0]
-	for _, p := range ps {
-		count[p.leaf]++
-		if count[p.leaf] > count[best.leaf] {
-			best = p
+	best := 0
+	if len(ps) > 1 {
+		count := map[int32]int{}
+		for i, p := range ps {
+			count[p.leaf]++
+			if count[p.leaf] > count[ps[best].leaf] {
+				best = i
+			}
 		}
 	}
-	best.rail = 0
-	return []adPort{best}
+	fn(&ps[best], 0)
 }

@@ -77,7 +77,7 @@ func (m *railMatch) expected(g int32) int32 {
 type placed struct {
 	node  int32
 	group int32
-	port  adPort
+	port  *adPort
 }
 
 // awayPort is a position of a node that is not where its group is.
@@ -102,12 +102,14 @@ func (v *fabricView) compare() {
 		if len(ps) == 0 || n >= len(l.groupOf) || l.groupOf[n] < 0 {
 			continue
 		}
-		for _, p := range v.position(ps) {
-			if _, ok := byRail[p.rail]; !ok {
-				rails = append(rails, p.rail)
+		v.positions(ps, func(p *adPort, rail int32) {
+			es, ok := byRail[rail]
+			if !ok {
+				rails = append(rails, rail)
+				es = make([]placed, 0, len(v.ports)-n)
 			}
-			byRail[p.rail] = append(byRail[p.rail], placed{int32(n), l.groupOf[n], p})
-		}
+			byRail[rail] = append(es, placed{int32(n), l.groupOf[n], p})
+		})
 	}
 	slices.Sort(rails)
 	verdicts := make([]verdict, len(l.names))
@@ -126,7 +128,7 @@ func (v *fabricView) compare() {
 			if m.home(e.group, e.port.leaf) {
 				continue
 			}
-			a := awayPort{port: e.port, target: -1, expected: m.expected(e.group)}
+			a := awayPort{port: *e.port, target: -1, expected: m.expected(e.group)}
 			if ts := m.targets(e.port.leaf, e.group); len(ts) > 0 {
 				a.target, a.others = ts[0], ts[1:]
 			}
