@@ -396,12 +396,10 @@ func (l *topoLinter) checkTree() {
 	if broken || l.checkLoops(children) {
 		return
 	}
-	var tops []int
-	for i := range l.tc.Switches {
-		if !isChild[i] {
-			if _, ok := byName[l.tc.Switches[i].Name]; ok && byName[l.tc.Switches[i].Name] == i {
-				tops = append(tops, i)
-			}
+	var tops []int // switches no other lists, each name once
+	for i, s := range l.tc.Switches {
+		if !isChild[i] && byName[s.Name] == i {
+			tops = append(tops, i)
 		}
 	}
 	if len(tops) > 1 {
@@ -600,7 +598,7 @@ func (l *topoLinter) checkOmitted() {
 	}
 }
 
-// groupList names groups for a message: "SwitchName=s1 (topology.conf:3)".
+// groupText names a group for a message: "SwitchName=s1 (topology.conf:3)".
 func (l *topoLinter) groupText(g int32) string {
 	if g < 0 {
 		return ""

@@ -132,6 +132,9 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		// --topology without a slurm.conf: check topology.conf on its own names.
 		r = config.Report{Problems: []config.Problem{}, Notes: []config.Problem{{Severity: config.SeverityInfo, File: o.Topology,
 			Message: fmt.Sprintf("%s: no slurm.conf (%v): topology.conf's node names are not checked against it and nodes it omits are not found; give --slurm-conf", filepath.Base(o.Topology), err)}}}
+		if o.Format == "text" {
+			r.SlurmConf = "(none)" // JSON keeps "", as for gres_conf
+		}
 	} else {
 		var sc *config.SlurmConf
 		var code int
