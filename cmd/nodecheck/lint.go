@@ -21,9 +21,19 @@ type lintOptions struct {
 	GresConf  string // --gres-conf; empty: gres.conf beside slurm.conf, if there is one
 	Format    string // --format: text or json
 
+	// Topology is --topology: topology.conf to check; IBNetDiscover is --ibnetdiscover, a
+	// capture to check it against ("-" for Stdin); IBGUIDMap and IBHostRegexp are
+	// --ib-guid-map and --ib-host-regexp, how adapters are named to hosts.
+	Topology      string
+	IBNetDiscover string
+	IBGUIDMap     string
+	IBHostRegexp  string
+
 	Getenv   func(string) string
 	ReadFile slurm.ReadFileFunc
 	Exists   func(string) bool
+	Open     func(string) (io.ReadCloser, error)
+	Stdin    io.Reader
 }
 
 func newLintCmd() *cobra.Command {
@@ -41,15 +51,27 @@ and line, the nodes (as one hostlist), and what to change.
 slurm.conf is found as Slurm finds it (--slurm-conf, SLURM_CONF, slurmd's configless cache,
 /etc/slurm/slurm.conf); gres.conf defaults to the one beside it.
 
+--topology checks topology.conf (tree or block form) as Slurm's topology plugins will, and
+against slurm.conf: nodes it omits, names it does not know, empty switches. With
+--ibnetdiscover (a saved capture, see "nodecheck topology capture", or - for standard input)
+it also checks topology.conf against the fabric: every node topology.conf puts under a leaf
+switch other than the one its adapters are cabled to is named, with where it is cabled and
+where to move it. Adapters are named to nodes by their node description ("gpu001 mlx5_0"),
+or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. Without a
+slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
+
 Exit codes: 0 no error (warnings allowed), 1 errors found, 2 a file could not be read or
 the usage is wrong.`,
 		Example: `  nodecheck lint
   nodecheck lint --slurm-conf /etc/slurm/slurm.conf --gres-conf /etc/slurm/gres.conf
-  nodecheck lint --format json | jq '.problems[] | select(.severity == "error")'`,
+  nodecheck lint --format json | jq '.problems[] | select(.severity == "error")'
+  nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover fabric.txt
+  ibnetdiscover | nodecheck lint --topology topology.conf --ibnetdiscover -`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			o.Stdin = cmd.InOrStdin()
 			if code := runLint(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o); code != exitHealthy {
 				return exitError{code}
 			}
@@ -60,6 +82,10 @@ the usage is wrong.`,
 	f.StringVar(&o.SlurmConf, "slurm-conf", "", "slurm.conf to read (default: as Slurm finds it)")
 	f.StringVar(&o.GresConf, "gres-conf", "", "gres.conf to read (default: gres.conf beside slurm.conf)")
 	f.StringVar(&o.Format, "format", "text", "output format: text or json")
+	f.StringVar(&o.Topology, "topology", "", "topology.conf to check")
+	f.StringVar(&o.IBNetDiscover, "ibnetdiscover", "", "ibnetdiscover output to check --topology against (- for standard input)")
+	f.StringVar(&o.IBGUIDMap, "ib-guid-map", "", "file of \"GUID host\" lines naming adapters whose description has no host")
+	f.StringVar(&o.IBHostRegexp, "ib-host-regexp", "", "regular expression finding the host in a node description (group \"host\", else the first group)")
 	return cmd
 }
 
@@ -88,31 +114,42 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
 		return exitCannotRun
 	}
+	var topo *topologyInputs
+	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {
+		var err error
+		if topo, err = readTopologyInputs(ctx, o); err != nil {
+			fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
+			return exitCannotRun
+		}
+	}
 	path, err := slurm.FindSlurmConf(o.SlurmConf, o.Getenv, o.Exists)
-	if err != nil {
+	if err != nil && (topo == nil || o.SlurmConf != "") {
 		fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
 		return exitCannotRun
 	}
-	sc, err := slurm.LoadSlurmConf(path, o.ReadFile)
+	var r slurm.Report
 	if err != nil {
-		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", path, err)
-		return exitCannotRun
+		// --topology without a slurm.conf: check topology.conf on its own names.
+		r = slurm.Report{Problems: []slurm.Problem{}, Notes: []slurm.Problem{{Severity: slurm.SeverityInfo, File: o.Topology,
+			Message: fmt.Sprintf("%s: no slurm.conf (%v): topology.conf's node names are not checked against it and nodes it omits are not found; give --slurm-conf", filepath.Base(o.Topology), err)}}}
+		if o.Format == "text" {
+			r.SlurmConf = "(none)" // JSON keeps "", as for gres_conf
+		}
+	} else {
+		var sc *slurm.SlurmConf
+		var code int
+		if r, sc, code = lintSlurm(path, o, stderr); code != exitHealthy {
+			return code
+		}
+		if topo != nil {
+			topo.input.Slurm = sc
+		}
 	}
-	gresPath := o.GresConf
-	if gresPath == "" {
-		gresPath = filepath.Join(filepath.Dir(path), "gres.conf")
+	if topo != nil {
+		res := slurm.LintTopology(topo.input)
+		res.Problems = append(res.Problems, topo.extra...)
+		slurm.MergeTopology(&r, res)
 	}
-	gc, err := slurm.LoadGresConf(gresPath, o.ReadFile)
-	switch {
-	case err != nil && o.GresConf == "" && errors.Is(err, fs.ErrNotExist):
-		// No gres.conf beside slurm.conf is a legal setup (no GRES, or all AutoDetect);
-		// Lint then says what that means for nodes that configure GPUs.
-		gc = nil
-	case err != nil:
-		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
-		return exitCannotRun
-	}
-	r := slurm.Lint(sc, gc)
 	if o.Format == "json" {
 		err = r.WriteJSON(stdout)
 	} else {
@@ -126,4 +163,29 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		return exitUnhealthy
 	}
 	return exitHealthy
+}
+
+// lintSlurm lints slurm.conf at path and the gres.conf beside it (or given). It returns
+// exitHealthy or the exit code of a file it cannot read.
+func lintSlurm(path string, o lintOptions, stderr io.Writer) (slurm.Report, *slurm.SlurmConf, int) {
+	sc, err := slurm.LoadSlurmConf(path, o.ReadFile)
+	if err != nil {
+		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", path, err)
+		return slurm.Report{}, nil, exitCannotRun
+	}
+	gresPath := o.GresConf
+	if gresPath == "" {
+		gresPath = filepath.Join(filepath.Dir(path), "gres.conf")
+	}
+	gc, err := slurm.LoadGresConf(gresPath, o.ReadFile)
+	switch {
+	case err != nil && o.GresConf == "" && errors.Is(err, fs.ErrNotExist):
+		// No gres.conf beside slurm.conf is a legal setup (no GRES, or all AutoDetect);
+		// Lint then says what that means for nodes that configure GPUs.
+		gc = nil
+	case err != nil:
+		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
+		return slurm.Report{}, nil, exitCannotRun
+	}
+	return slurm.Lint(sc, gc), sc, exitHealthy
 }

@@ -6,11 +6,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 const corpus = "../../config/slurm/testdata"
@@ -208,5 +210,117 @@ func TestLintCommand(t *testing.T) {
 				t.Errorf("exit %d, want %d; stdout:\n%s\nstderr:\n%s", code, tc.wantCode, out.String(), errb.String())
 			}
 		})
+	}
+}
+
+func (f fakeEtc) open(path string) (io.ReadCloser, error) {
+	b, err := f.read(path)
+	if err != nil {
+		return nil, err
+	}
+	return io.NopCloser(bytes.NewReader(b)), nil
+}
+
+// TestLintTopologyGolden runs `nodecheck lint --topology --ibnetdiscover` on real captures
+// and topology.conf files written for them, files placed at the paths a site has them.
+func TestLintTopologyGolden(t *testing.T) {
+	test3conf, err := os.ReadFile(filepath.Join(corpus, "topology/nodecheck-jabl-test3.conf"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// r-ufm216 recabled from the SwitchIB to the SX6012 leaf, topology.conf not updated.
+	moved := strings.Replace(strings.Replace(string(test3conf), "r-ufm[111,216]", "r-ufm111", 1), "r-ufm[96,100-101]", "r-ufm[96,100-101,216]", 1)
+	tests := []struct {
+		name     string
+		files    fakeEtc
+		o        lintOptions
+		wantCode int
+	}{
+		{name: "topology-test3-moved", wantCode: 0,
+			files: fakeEtc{"/etc/slurm/slurm.conf": "testdata/topology/jabl-test3-slurm.conf", "/etc/slurm/topology.conf": "=" + moved,
+				"/var/tmp/fabric.txt": filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt")},
+			o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt"}},
+		{name: "topology-x5-guid-map", wantCode: 1,
+			files: fakeEtc{"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/ltaulell-x5-topology.conf"),
+				"/var/tmp/fabric.txt": filepath.Join(corpus, "ibnetdiscover/ltaulell-x5-ibnetdiscover.txt"), "/etc/slurm/x5.map": filepath.Join(corpus, "ibnetdiscover/ltaulell-x5-guid-hostname-map.txt")},
+			o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt", IBGUIDMap: "/etc/slurm/x5.map"}},
+		{name: "topology-gb200-racks", wantCode: 0,
+			files: fakeEtc{"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/nodecheck-gb200-racks-tree.conf"),
+				"/var/tmp/fabric.txt": filepath.Join(corpus, "ibnetdiscover/topograph-gb200-rail-optimized-ndr.txt")},
+			o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt"}},
+		{name: "topology-only-tux", wantCode: 0,
+			files: fakeEtc{"/etc/slurm/slurm.conf": filepath.Join(corpus, "slurmconf/nodecheck-man-gres-tux16.conf"), "/etc/slurm/gres.conf": filepath.Join(corpus, "gres/slurm-man-single-file-positive-nodename-ranges.conf"),
+				"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/slurm-doc-topology-tree-ex1.conf")},
+			o: lintOptions{Topology: "/etc/slurm/topology.conf"}},
+	}
+	for _, tc := range tests {
+		for _, format := range []string{"text", "json"} {
+			t.Run(tc.name+"/"+format, func(t *testing.T) {
+				o := tc.o
+				o.Format = format
+				o.Open = tc.files.open
+				out, errs, code := lintRun(t, tc.files, nil, o)
+				if code != tc.wantCode || errs != "" {
+					t.Errorf("exit %d, stderr %q; want exit %d and no stderr\n%s", code, errs, tc.wantCode, out)
+				}
+				if format == "json" && !json.Valid([]byte(out)) {
+					t.Errorf("output is not JSON:\n%s", out)
+				}
+				checkLintGolden(t, tc.name+map[string]string{"text": ".txt", "json": ".json"}[format], out)
+			})
+		}
+	}
+}
+
+// TestLintTopologyUsage has a row per way --topology and its companions can be misused, and
+// one reading the capture from standard input.
+func TestLintTopologyUsage(t *testing.T) {
+	files := fakeEtc{"/etc/slurm/slurm.conf": "testdata/topology/jabl-test3-slurm.conf",
+		"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/nodecheck-jabl-test3.conf"),
+		"/var/tmp/fabric.txt":      filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"),
+		"/var/tmp/bad.map":         "=H-zz host\n"}
+	capture, err := os.ReadFile(filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name             string
+		o                lintOptions
+		wantCode         int
+		wantOut, wantErr string
+	}{
+		{name: "capture without topology", o: lintOptions{IBNetDiscover: "/var/tmp/fabric.txt"}, wantCode: 2, wantErr: "need --topology"},
+		{name: "map without capture", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBGUIDMap: "/var/tmp/bad.map"}, wantCode: 2, wantErr: "need --ibnetdiscover"},
+		{name: "bad regexp", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt", IBHostRegexp: "(["}, wantCode: 2, wantErr: "--ib-host-regexp: error parsing regexp"},
+		{name: "missing topology.conf", o: lintOptions{Topology: "/etc/slurm/nope.conf"}, wantCode: 2, wantErr: "read topology.conf: open /etc/slurm/nope.conf"},
+		{name: "missing capture", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/nope"}, wantCode: 2, wantErr: "read --ibnetdiscover: open /nope"},
+		{name: "capture that is not one", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/etc/slurm/slurm.conf"}, wantCode: 2, wantErr: "no switch or channel adapter found"},
+		{name: "bad map line is a lint error", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt", IBGUIDMap: "/var/tmp/bad.map"}, wantCode: 1, wantOut: `bad.map:1: "H-zz" is not a GUID`},
+		{name: "capture on stdin", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "-", Stdin: bytes.NewReader(capture)}, wantCode: 0, wantOut: "slurm.conf:4 defines spare1, which topology.conf puts in no switch"},
+		{name: "explicit slurm.conf still required", o: lintOptions{SlurmConf: "/x/slurm.conf", Topology: "/etc/slurm/topology.conf"}, wantCode: 2, wantErr: "/x/slurm.conf does not exist"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.o.Open = files.open
+			out, errs, code := lintRun(t, files, nil, tc.o)
+			if code != tc.wantCode || !strings.Contains(out, tc.wantOut) || !strings.Contains(errs, tc.wantErr) {
+				t.Errorf("exit %d (want %d)\nstdout:\n%s\nstderr:\n%s\nwant stdout %q, stderr %q", code, tc.wantCode, out, errs, tc.wantOut, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestLintTopologyStdinDeadline: a capture pipe that never ends does not hang lint once its
+// context is done.
+func TestLintTopologyStdinDeadline(t *testing.T) {
+	pr, pw := io.Pipe()
+	defer pw.Close()
+	files := fakeEtc{"/etc/slurm/topology.conf": "=SwitchName=s0 Nodes=a1\n"}
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	var out, errb bytes.Buffer
+	o := lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "-", Stdin: pr, ReadFile: files.read, Exists: files.exists, Open: files.open, Getenv: func(string) string { return "" }}
+	if code := runLint(ctx, &out, &errb, o); code != 2 || !strings.Contains(errb.String(), "read -: context deadline exceeded") {
+		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }

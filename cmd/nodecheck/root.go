@@ -88,6 +88,7 @@ The admin's guide is README.md, installed as /usr/share/doc/nodecheck/README.md.
 	root.SetVersionTemplate(versionLine() + "\n")
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
 	root.AddCommand(newImportNvidiaSMICmd(g))
+	root.AddCommand(newTopologyCmd(g))
 	return root
 }
 
