@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
@@ -140,7 +140,7 @@ func captureTopology(ctx context.Context, stdout, stderr io.Writer, o captureOpt
 			return fail("write: %v", err)
 		}
 	} else {
-		if err := writeCapture(o.Out, []byte(res.Stdout)); err != nil {
+		if err := files.WriteAtomic(o.Out, []byte(res.Stdout), 0o644); err != nil {
 			return fail("write %s: %v", o.Out, err)
 		}
 		where = o.Out
@@ -167,35 +167,4 @@ func firstLine(s string) string {
 		}
 	}
 	return "(nothing on stderr)"
-}
-
-// writeCapture replaces path with data, whole or not at all: a temporary file in the same
-// directory, synced, renamed over path (a symlink at path is replaced, not followed).
-// TODO(merge): use config/files' atomic writer once it lands.
-func writeCapture(path string, data []byte) (err error) {
-	dir := filepath.Dir(path)
-	f, err := os.CreateTemp(dir, "."+filepath.Base(path)+".tmp*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	defer func() {
-		if err != nil {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if _, err = io.Copy(f, bytes.NewReader(data)); err != nil {
-		return err
-	}
-	if err = f.Chmod(0o644); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
-		return err
-	}
-	return os.Rename(tmp, path)
 }

@@ -101,3 +101,29 @@ func TestTopologyCommand(t *testing.T) {
 		t.Errorf("exit %d, stderr %s", code, stderr.String())
 	}
 }
+
+// TestTopologyCaptureSymlinkOut: capture runs as root; a symlink planted at --out is replaced
+// by the capture and its target is left alone (files.WriteAtomic never follows a link).
+func TestTopologyCaptureSymlinkOut(t *testing.T) {
+	dir := t.TempDir()
+	target := filepath.Join(dir, "passwd")
+	if err := os.WriteFile(target, []byte("root:x:0:0\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, "fabric.txt")
+	if err := os.Symlink(target, out); err != nil {
+		t.Fatal(err)
+	}
+	o := captureOptions{Program: repoBin(t, "ibnetdiscover-standin"), Out: out, Timeout: 30 * time.Second}
+	var stdout, stderr bytes.Buffer
+	if code := captureTopology(context.Background(), &stdout, &stderr, o); code != 0 {
+		t.Fatalf("exit %d: %s", code, stderr.String())
+	}
+	if b, _ := os.ReadFile(target); string(b) != "root:x:0:0\n" {
+		t.Errorf("the link's target was written: %q", b)
+	}
+	fi, err := os.Lstat(out)
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o644 {
+		t.Errorf("--out after capture: %v, %v; want a regular file of mode 0644", fi, err)
+	}
+}
