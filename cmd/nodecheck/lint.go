@@ -44,7 +44,7 @@ func newLintCmd() *cobra.Command {
 		Long: `lint reads slurm.conf and gres.conf and checks them against each other for every node
 slurm.conf defines, as slurmd and slurmctld will: GPU counts that differ (nodes then register
 with fewer GPUs, go INVAL, and jobs stay PENDING), types in one file and not the other,
-duplicate device files, Cores= beyond the node's CPUs, gres.conf lines that match no node,
+duplicate device files, Cores=/CPUs= beyond the node's cores, gres.conf lines that match no node,
 GRES missing from GresTypes, unknown keys and broken hostlists. Each problem names the file
 and line, the nodes (as one hostlist), and what to change.
 

@@ -51,8 +51,13 @@ type GresLine struct {
 	// AutoDetect is AutoDetect= on this line, lower case; empty when not given.
 	AutoDetect string
 	// Cores is Cores= (or the older CPUs=), brackets removed: Cores=[0-3] and Cores=0-3 are
-	// both {0, 3}. Nil when not given.
+	// both {0, 3}. Nil when not given. Both keys count cores, not CPUs (gres.conf(5); slurmd
+	// converts them with xcpuinfo_abs_to_mac). When a line gives both, Slurm takes Cores=.
 	Cores []Range
+	// CoresKey is "Cores" or "CPUs", the key Cores came from, and CoresText its value as
+	// written, for messages that quote slurmd's; both empty when neither is given.
+	CoresKey  string
+	CoresText string
 	// Links is Links= (or Link=): one number per GPU of the node, -1 for this GPU itself.
 	// Nil when not given or when Slurm would ignore it (see Problems).
 	Links []int
@@ -300,7 +305,9 @@ func (p *gresParser) values(line *GresLine, raw *gresRaw, nodes string) {
 		cores, coresKey = raw.set["CPUs"], "CPUs"
 	}
 	if _, ok := raw.set[coresKey]; ok {
-		line.Cores = p.cores(pos, nodes, raw.spelt[coresKey], cores)
+		if line.Cores = p.cores(pos, nodes, raw.spelt[coresKey], cores); line.Cores != nil {
+			line.CoresKey, line.CoresText = coresKey, cores
+		}
 	}
 	if v, ok := raw.set["Links"]; ok {
 		line.Links = p.links(pos, nodes, *line, v)

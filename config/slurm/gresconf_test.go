@@ -24,12 +24,12 @@ func TestParseGresConfLines(t *testing.T) {
 		{
 			name: "ranges, count default, keys in any case",
 			in:   "NAME=gpu type=h100 FILE=/dev/nvidia[0,2-3] COREs=[0-3]\n",
-			want: []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "h100", Files: []string{"/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"}, Cores: []Range{{0, 3}}}},
+			want: []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "h100", Files: []string{"/dev/nvidia0", "/dev/nvidia2", "/dev/nvidia3"}, Cores: []Range{{0, 3}}, CoresKey: "Cores", CoresText: "[0-3]"}},
 		},
 		{
 			name: "NodeName hostlist, CPUs is the old spelling of Cores",
 			in:   "NodeName=tux[0-2] Name=gpu File=/dev/nvidia0 CPUs=0,2-3\n",
-			want: []GresLine{{Pos: Pos{"gres.conf", 1}, NodeNames: mustHostlist("tux[0-2]"), Name: "gpu", Files: []string{"/dev/nvidia0"}, Cores: []Range{{0, 0}, {2, 3}}}},
+			want: []GresLine{{Pos: Pos{"gres.conf", 1}, NodeNames: mustHostlist("tux[0-2]"), Name: "gpu", Files: []string{"/dev/nvidia0"}, Cores: []Range{{0, 0}, {2, 3}}, CoresKey: "CPUs", CoresText: "0,2-3"}},
 		},
 		{
 			name: "count suffixes are powers of 1024",
@@ -74,7 +74,7 @@ func TestParseGresConfLines(t *testing.T) {
 		},
 		{
 			name:         "missing Name is reported and the line ignored",
-			in:           "NodeName=node1 Name=gpu Type=tesla File=/dev/nvidia1\nNodeName=node1 Type=tesla File=/dev/nvidia2\nName= File=/dev/nvidia3\n",
+			in:           "NodeName=node1 Name=gpu Type=tesla File=/dev/nvidia1\nNodeName=node1 Type=tesla File=/dev/nvidia2\nName=\"\" File=/dev/nvidia3\n",
 			want:         []GresLine{{Pos: Pos{"gres.conf", 1}, NodeNames: mustHostlist("node1"), Name: "gpu", Type: "tesla", Files: []string{"/dev/nvidia1"}}},
 			wantProblems: []string{"error gres.conf:2", "error gres.conf:3"},
 			wantMsg:      "line has no Name=",
@@ -93,7 +93,7 @@ func TestParseGresConfLines(t *testing.T) {
 		{
 			name:         "Links on a multi-file line",
 			in:           "Name=gpu Type=gtx File=/dev/nvidia[3-5] COREs=0-1 Links=-1,0,0,0,0,0\n",
-			want:         []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "gtx", Files: []string{"/dev/nvidia3", "/dev/nvidia4", "/dev/nvidia5"}, Cores: []Range{{0, 1}}, Links: []int{-1, 0, 0, 0, 0, 0}}},
+			want:         []GresLine{{Pos: Pos{"gres.conf", 1}, Name: "gpu", Type: "gtx", Files: []string{"/dev/nvidia3", "/dev/nvidia4", "/dev/nvidia5"}, Cores: []Range{{0, 1}}, CoresKey: "Cores", CoresText: "0-1", Links: []int{-1, 0, 0, 0, 0, 0}}},
 			wantProblems: []string{"error gres.conf:1"},
 			wantMsg:      "split the line into one line per File=",
 		},
@@ -279,6 +279,9 @@ func TestGresConfCorpus(t *testing.T) {
 		{file: "slurm-testsuite-7.17.4.conf", node: "test_node0", want: []gresLineSummary{{5, "gpu", "", "/dev/tty[0-3]", 4}, {6, "gpu", "", "/dev/tty[4-7]", 4}}},
 		{file: "slurm-testsuite-7.17.6.conf", node: "test_node0", want: []gresLineSummary{{5, "gpu", "", "/dev/tty[0-3]", 4}, {6, "gpu", "", "/dev/tty[4-7]", 4}}},
 		{file: "slurm-testsuite-7.17.7.conf", node: "test_node0", want: []gresLineSummary{{5, "gpu", "", "/dev/tty[0-3]", 4}, {6, "gpu", "", "/dev/tty[4-7]", 4}}},
+		{file: "csua-slurm-docker-cluster-gres.conf", node: "c1", want: []gresLineSummary{
+			{2, "gpu", "", "/dev/nvidia0", 1}, {3, "gpu", "", "/dev/nvidia1", 1}, {4, "gpu", "", "/dev/nvidia2", 1}, {5, "gpu", "", "/dev/nvidia3", 1},
+			{6, "gpu", "", "/dev/nvidia4", 1}, {7, "gpu", "", "/dev/nvidia5", 1}, {8, "gpu", "", "/dev/nvidia6", 1}, {9, "gpu", "", "/dev/nvidia7", 1}}},
 		{file: "nodecheck-mig-multiplefiles.conf", node: "tux1", wantAD: "off", want: []gresLineSummary{
 			{3, "gpu", "a100", "/dev/nvidia0", 1}, {4, "gpu", "a100_3g.20gb", "/dev/nvidia1,/dev/nvidia-caps/nvidia-cap21", 1}, {5, "gpu", "a100_3g.20gb", "/dev/nvidia1,/dev/nvidia-caps/nvidia-cap30", 1}}},
 	}

@@ -93,7 +93,7 @@ const nodesPlaceholder = "\x00nodes\x00"
 // slurm.conf defines and returns each node's configured and gres.conf GRES and every problem:
 // the parsers' own problems, GPU counts that differ between the files (nodes then register
 // with fewer GPUs than slurmctld expects and jobs stay PENDING), types in one file and not the
-// other, duplicate device files, Cores= beyond the node's CPUs, gres.conf lines that match no
+// other, duplicate device files, Cores= beyond the node's cores, gres.conf lines that match no
 // node, GRES names missing from GresTypes, partitions naming undefined nodes.
 func Lint(sc *SlurmConf, gc *GresConf) Report {
 	l := &linter{sc: sc, gc: gc, groupIdx: map[groupKey]int{}, index: map[string]int32{}}

@@ -444,20 +444,31 @@ func linesRef(ls []*GresLine) string {
 	return filepath.Base(file) + " lines " + c
 }
 
-// checkCores reports Cores= naming a CPU the node does not have. slurmd sizes the core bitmap
-// to the node's CPU count and refuses the line (fatal: ... only N CPUs are available);
-// test7.17.7 expects that failure for Cores=[0-10000] on an 8-CPU node, and test7.17.1
-// success for Cores=[4-7] on the same count, so the bound is the CPU count, not the cores.
+// checkCores reports Cores= (or CPUs=) naming a core the node does not have. Both count
+// cores, not CPUs (gres.conf(5)): slurmd's _parse_gres_config hands the value to
+// xcpuinfo_abs_to_mac, whose bitmap has Sockets × CoresPerSocket bits, so on a node of 2
+// cores with 2 threads each CPUs=0-3 fails. Seen on slurmd 22.05.8 (and the same code in
+// 23.02 to 25.05): "error: xcpuinfo_abs_to_mac: failed", then "error: Invalid GRES data for
+// gpu, CPUs=0-3", and slurmd goes on with the GRES unbound to any core: an error in the log,
+// not a fatal one, so lint warns. (The "fatal: ... only N CPUs are available" in the same
+// function is for callers without the conversion, such as the testsuite's test7.17.prog,
+// which is why test7.17.1's Cores=[4-7] on a node of 4 cores and 8 CPUs passes there.)
 func (e *evalCtx) checkCores(ls []*GresLine) {
-	cpus, ok := e.nl.CPUCount()
+	cores, ok := e.nl.CoreCount()
 	if !ok {
 		return
 	}
 	for _, g := range ls {
-		if m := g.MaxCore(); m >= cpus {
-			e.emit(SeverityError, g.Pos, "Cores=%s names CPU %d, but %s gives %s %d CPUs (%s): slurmd refuses the line (fatal: Invalid GRES data ... only %d CPUs are available): fix Cores=",
-				FormatRangeList(g.Cores), m, ref(topologyPos(e.nl)), nodesPlaceholder, cpus, topologyText(e.nl), cpus)
+		m := g.MaxCore()
+		if m < cores {
+			continue
 		}
+		use := "core 0"
+		if cores > 1 {
+			use = fmt.Sprintf("cores 0-%d", cores-1)
+		}
+		e.emit(SeverityWarning, g.Pos, "%s=%s names core %d, but %s gives %s %d %s (%s); %s= counts cores, not CPUs: slurmd logs \"error: Invalid GRES data for %s, %s=%s\" and goes on with the line's %s bound to no core (an error, not fatal, in Slurm 22.05 and later): use %s",
+			g.CoresKey, g.CoresText, m, ref(topologyPos(e.nl)), nodesPlaceholder, cores, text.Plural(cores, "core", "cores"), topologyText(e.nl), g.CoresKey, g.Name, g.CoresKey, g.CoresText, g.Name, use)
 	}
 }
 
@@ -471,9 +482,6 @@ func topologyPos(n NodeLine) Pos {
 }
 
 func topologyText(n NodeLine) string {
-	if n.CPUs > 0 {
-		return "CPUs=" + strconv.Itoa(n.CPUs)
-	}
 	var parts []string
 	for _, kv := range []struct {
 		k string
@@ -482,6 +490,9 @@ func topologyText(n NodeLine) string {
 		if kv.v > 0 {
 			parts = append(parts, kv.k+"="+strconv.Itoa(kv.v))
 		}
+	}
+	if n.CPUs > 0 {
+		parts = append(parts, "CPUs="+strconv.Itoa(n.CPUs))
 	}
 	return strings.Join(parts, " ")
 }

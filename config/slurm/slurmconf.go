@@ -69,6 +69,34 @@ func (n NodeLine) CPUCount() (cpus int, ok bool) {
 	return sockets * one(n.CoresPerSocket) * one(n.ThreadsPerCore), ok
 }
 
+// CoreCount returns the number of cores Slurm derives for these nodes, as read_config.c's
+// _parse_nodename does: sockets are Boards × SocketsPerBoard when SocketsPerBoard is given
+// (it wins over Sockets=), else Sockets=, else CPUs / (CoresPerSocket × ThreadsPerCore) when
+// that divides evenly, else Boards; cores are sockets × CoresPerSocket; each key defaults
+// to 1. ok is false when slurm.conf gives none of the topology keys (see CPUCount).
+func (n NodeLine) CoreCount() (cores int, ok bool) {
+	one := func(v int) int {
+		if v <= 0 {
+			return 1
+		}
+		return v
+	}
+	perSocket, threads, boards := one(n.CoresPerSocket), one(n.ThreadsPerCore), one(n.Boards)
+	var sockets int
+	switch {
+	case n.SocketsPerBoard > 0:
+		sockets = boards * n.SocketsPerBoard
+	case n.Sockets > 0:
+		sockets = n.Sockets
+	case n.CPUs > 0 && n.CPUs%(perSocket*threads) == 0:
+		sockets = n.CPUs / (perSocket * threads)
+	default:
+		sockets = boards
+	}
+	ok = n.CPUs > 0 || n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
+	return sockets * perSocket, ok
+}
+
 // PartitionLine is one PartitionName= line of slurm.conf (DEFAULT lines are applied, not kept).
 type PartitionLine struct {
 	Pos   Pos

@@ -147,8 +147,46 @@ func TestParseSlurmConfSyntax(t *testing.T) {
 		},
 		{
 			name:      "quoted values and escaped hash",
-			in:        "NodeName=n1 Feature=\"a,b\" Reason=\"power, #ETA=Dec25\" Gres=gpu:1 Extra=x\\#y\n",
+			in:        "NodeName=n1 Feature=\"a,b\" Reason=\"power, ETA=Dec25\" Gres=gpu:1 Extra=x\\#y\n",
 			wantNodes: []node{{Line: 1, Names: "n1", Gres: "gpu:1", Features: []string{"a", "b"}}},
+		},
+		{
+			// slurmctld 22.05.8 read `Features="a#b" CPUs=4` as Features="a and CPUs unset:
+			// _strip_comments does not look at quotes.
+			name:         "a hash inside quotes is a comment to Slurm",
+			in:           "NodeName=n1 Feature=\"a,b\" Reason=\"power, #ETA=Dec25\" Gres=gpu:1\n",
+			wantNodes:    []node{{Line: 1, Names: "n1", Gres: "(none)", Features: []string{"a", "b"}}},
+			wantProblems: []string{"error slurm.conf:1"},
+			wantMsg:      `so it reads "NodeName=n1 Feature=\"a,b\" Reason=\"power," and ignores the rest of the line: write \# for a literal '#'`,
+		},
+		{
+			// Seen on slurmctld 22.05.8: each of these lines set CPUs (and Weight=77).
+			name: "blanks around equals, continuations with blanks or a comment after the backslash, escapes",
+			in: "NodeName = n1 CPUs = 4 RealMemory =100\nNodeName=n2 \\   \n  CPUs=2\nNodeName=n3 \\ # a comment \\\n  CPUs=3\n" +
+				"NodeName=n4 Features=p\\,q CPUs=1\\\n6\nNodeName=n5 CPUs=5 Features=x\\\\#y\nNodeName=n6 Features = \"u v\"\n",
+			wantNodes: []node{{Line: 1, Names: "n1", CPUs: 4, Mem: 100, Gres: "(none)"}, {Line: 2, Names: "n2", CPUs: 2, Gres: "(none)"},
+				{Line: 4, Names: "n3", CPUs: 3, Gres: "(none)"}, {Line: 6, Names: "n4", CPUs: 16, Gres: "(none)", Features: []string{"p", "q"}},
+				{Line: 8, Names: "n5", CPUs: 5, Gres: "(none)", Features: []string{`x\`}}, {Line: 9, Names: "n6", Gres: "(none)", Features: []string{"u v"}}},
+		},
+		{
+			// slurmctld 22.05.8 set Features to "CPUs=6" and left CPUs unset.
+			name:         "a blank after equals takes the next word as the value",
+			in:           "NodeName=n6 Features= CPUs=6\n",
+			wantNodes:    []node{{Line: 1, Names: "n6", Gres: "(none)", Features: []string{"CPUs=6"}}},
+			wantProblems: []string{"warning slurm.conf:1"},
+			wantMsg:      "Features= is followed by a blank, so Slurm takes the next word as its value (Features=CPUs=6)",
+		},
+		{
+			// Each stopped slurmctld 22.05.8 (Parse error ... fatal).
+			name:         "empty value, text after a closing quote, a quote inside a value",
+			in:           "NodeName=n1 Features=\nNodeName=n2 Features=\"a b\"c\nNodeName=n3 Features=a\"b c\"\n",
+			wantNodes:    []node{{Line: 1, Names: "n1", Gres: "(none)"}, {Line: 2, Names: "n2", Gres: "(none)", Features: []string{`"a`}}, {Line: 3, Names: "n3", Gres: "(none)", Features: []string{`a"b`}}},
+			wantProblems: []string{"error slurm.conf:1", "error slurm.conf:2", "error slurm.conf:2", "error slurm.conf:3"},
+		},
+		{
+			name:      "a comment ending in a backslash does not continue",
+			in:        "NodeName=n1 CPUs=2 # old: CPUs=1 \\\nNodeName=n2\n",
+			wantNodes: []node{{Line: 1, Names: "n1", CPUs: 2, Gres: "(none)"}, {Line: 2, Names: "n2", Gres: "(none)"}},
 		},
 		{
 			name:      "continuation line",
@@ -485,6 +523,10 @@ func TestSlurmConfCorpus(t *testing.T) {
 		{file: "nodecheck-test39.18-c10.conf", want: corpusSlurm{
 			Nodes:     []corpusNode{{Line: 3, Names: "node1", Gres: "gpu:tesla:8", CPUs: 4}},
 			GresTypes: []string{"gpu", "mps", "nic", "mic", "tmpdisk"}}},
+		{file: "csua-slurm-docker-cluster-slurm.conf", want: corpusSlurm{
+			Nodes:      []corpusNode{{Line: 93, Names: "c[1-7]", Gres: "gpu:1", CPUs: 4, Features: []string{"P100"}}},
+			Partitions: []string{"normal*=c[1-7]"},
+			GresTypes:  []string{"gpu"}}},
 		{file: "nodecheck-test39.18-c18.conf", want: corpusSlurm{
 			Nodes:     []corpusNode{{Line: 3, Names: "node1", Gres: "gpu:tesla:2", CPUs: 4}},
 			GresTypes: []string{"gpu", "mps", "nic", "mic", "tmpdisk"}}},

@@ -3,12 +3,9 @@ package slurm
 // topology.conf: where Slurm's topology/tree plugin reads the switch hierarchy (SwitchName=
 // lines) and its topology/block plugin reads blocks of nodes (BlockName= and BlockSizes=).
 //
-// The syntax is slurm.conf's (src/common/parse_config.c), read by the same scanner: keys in
-// any case, '#' to the end of a line is a comment, a '\' at the end of a line continues it,
-// `Include FILE` reads another file in place. Two things Slurm's parser accepts that the
-// shared scanner did not: blanks around '=' ("SwitchName = s0", its key=value regular
-// expression allows them) and blanks after the continuing '\' (_strip_continuation skips
-// them); ParseTopologyConf accepts both.
+// The syntax is slurm.conf's (src/common/parse_config.c), read by the same scanner
+// (confscan.go): keys in any case, blanks allowed around '=', '#' to the end of a line is a
+// comment, a '\' at the end of a line continues it, `Include FILE` reads another file in place.
 //
 // What the keys mean follows src/plugins/topology/tree/switch_record.c (_parse_switches,
 // switch_record_validate) and src/plugins/topology/block/block_record.c (_parse_block,
@@ -23,7 +20,6 @@ package slurm
 // bytes, a name defined twice, a child that is not defined, and a block without Nodes=.
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"strconv"
@@ -108,39 +104,12 @@ func ParseTopologyConf(r io.Reader, file string, read ReadFileFunc) (*TopologyCo
 	t := &TopologyConf{Path: file}
 	p := &topoParser{t: t}
 	cr := &confReader{read: read, problems: &t.Problems}
-	if read != nil {
-		cr.read = func(path string) ([]byte, error) {
-			b, err := read(path)
-			return topoNormalize(b), err
-		}
-	}
-	if err := cr.parse(topoNormalize(data), file, p.line); err != nil {
+	if err := cr.parse(data, file, p.line); err != nil {
 		return nil, err
 	}
 	t.Files = cr.files
 	p.finish()
 	return t, nil
-}
-
-// topoNormalize removes blanks after a line's final '\', which Slurm's _strip_continuation
-// skips, so that the shared scanner sees the continuation. Data without such a line is
-// returned as it is.
-func topoNormalize(data []byte) []byte {
-	if !bytes.Contains(data, []byte("\\ ")) && !bytes.Contains(data, []byte("\\\t")) {
-		return data
-	}
-	out := make([]byte, 0, len(data))
-	for _, l := range bytes.SplitAfter(data, []byte("\n")) {
-		body := bytes.TrimSuffix(l, []byte("\n"))
-		if t := bytes.TrimRight(body, " \t\r"); len(t) > 0 && t[len(t)-1] == '\\' {
-			body = t
-		}
-		out = append(out, body...)
-		if len(body) < len(l) {
-			out = append(out, '\n')
-		}
-	}
-	return out
 }
 
 // topoParser turns scanned lines into a TopologyConf.
@@ -161,7 +130,7 @@ func (p *topoParser) problem(sev string, pos Pos, nodes, format string, args ...
 var topoTopKeys = []string{"SwitchName", "BlockName", "BlockSizes", "Include"}
 
 func (p *topoParser) line(l confLine) {
-	fields := topoJoinFields(l.Fields)
+	fields := l.Fields
 	first := fields[0]
 	p.seq++
 	switch strings.ToLower(first.Key) {
@@ -193,25 +162,6 @@ func (p *topoParser) markBlock(pos Pos) {
 	if p.firstBlock.IsZero() {
 		p.firstBlock, p.blockSeq = pos, p.seq
 	}
-}
-
-// topoJoinFields joins "Key", "=Value" and "Key", "=", "Value" and "Key=", "Value" into
-// Key=Value: Slurm's key=value expression allows blanks on both sides of '='.
-func topoJoinFields(fs []confField) []confField {
-	out := fs[:0:0]
-	for i := 0; i < len(fs); i++ {
-		f := fs[i]
-		if !f.HasEq && i+1 < len(fs) && fs[i+1].HasEq && fs[i+1].Key == "" {
-			f = confField{Key: f.Key, Value: fs[i+1].Value, HasEq: true}
-			i++
-		}
-		if f.HasEq && f.Value == "" && f.Key != "" && i+1 < len(fs) && !fs[i+1].HasEq {
-			f.Value = fs[i+1].Key
-			i++
-		}
-		out = append(out, f)
-	}
-	return out
 }
 
 // recordFields checks the fields after a record's first one: each must be one of keys, given

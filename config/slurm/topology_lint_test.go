@@ -114,7 +114,7 @@ func TestLintTopologyOnly(t *testing.T) {
 			wantProbs: []string{"topology.conf:2 BlockName=b2 has 3 nodes, fewer than the base block size 4 (the first block, BlockName=b1): Slurm refuses the file"}, wantNodes: []string{""}},
 		{name: "block smaller than BlockSizes", c: topoCase{topo: "BlockName=b1 Nodes=n[1-4]\nBlockSizes=8\n"},
 			wantProbs: []string{"fewer than the base block size 8 (BlockSizes= at topology.conf:2)"}, wantNodes: []string{""}},
-		{name: "block twice and empty", c: topoCase{topo: "BlockName=b1 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]\nBlockName=b3 Nodes=\n"},
+		{name: "block twice and empty", c: topoCase{topo: "BlockName=b1 Nodes=n[1-4]\nBlockName=b1 Nodes=n[5-8]\nBlockName=b3 Nodes=\"\"\n"},
 			wantProbs: []string{"BlockName=b1 is defined again", "BlockName=b3 lists no nodes"}, wantNodes: []string{"", ""}},
 		{name: "block omitted nodes", c: topoCase{slurm: "NodeName=n[1-8]\n", topo: "BlockName=b1 Nodes=n[1-4]\n"},
 			wantProbs: []string{"slurm.conf:1 defines n[5-8], which topology.conf puts in no block: Slurm warns (blocks lack access to 4 nodes)"}, wantNodes: []string{"n[5-8]"}},

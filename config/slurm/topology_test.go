@@ -47,7 +47,12 @@ func TestParseTopologyConf(t *testing.T) {
 		{name: "unknown switch key", in: "SwitchName=s0 Node=a1\n", want: []sw{{"s0", "-", "-"}}, wantProbs: []string{"unknown key Node= (did you mean Nodes=?)"}},
 		{name: "key twice", in: "SwitchName=s0 Nodes=a1 Nodes=a2\n", want: []sw{{"s0", "a2", "-"}}, wantProbs: []string{"gives Nodes= twice"}},
 		{name: "nodes and switches", in: "SwitchName=s0 Nodes=a1 Switches=s1\n", want: []sw{{"s0", "a1", "s1"}}, wantProbs: []string{"switch s0 has both child switches and nodes"}},
-		{name: "no name", in: "SwitchName= Nodes=a1\n", wantProbs: []string{"SwitchName= has no name"}},
+		{name: "no name", in: "SwitchName=\"\" Nodes=a1\n", wantProbs: []string{"SwitchName= has no name"}},
+		// Slurm skips blanks after '=': the switch is named "Nodes=a1" and has no nodes.
+		{name: "blank after equals takes the next word", in: "SwitchName= Nodes=a1\n", want: []sw{{"Nodes=a1", "-", "-"}},
+			wantProbs: []string{"SwitchName= is followed by a blank, so Slurm takes the next word as its value (SwitchName=Nodes=a1)"}},
+		{name: "empty value", in: "SwitchName=s0 Nodes=\n", want: []sw{{"s0", "", "-"}}, wantProbs: []string{"Nodes= has no value: Slurm refuses the file (Parse error)"}},
+		{name: "comment after a continuation", in: "SwitchName=s0 \\ # leaf one\nNodes=a[1-2]\n", want: []sw{{"s0", "a[1-2]", "-"}}},
 		{name: "long name", in: "SwitchName=" + strings.Repeat("s", 65) + "\n", wantProbs: []string{"65 bytes long"}},
 		{name: "bad link speed", in: "SwitchName=s0 Nodes=a1 LinkSpeed=fast\n", want: []sw{{"s0", "a1", "-"}}, wantProbs: []string{"LinkSpeed=fast: not a whole number"}},
 		{name: "bad hostlist", in: "SwitchName=s0 Nodes=a[1-\n", want: []sw{{"s0", "", "-"}}, wantProbs: []string{"SwitchName=s0 Nodes=a[1-:"}},
