@@ -57,7 +57,7 @@ func FuzzParseTopologyLeaves(f *testing.F) {
 		if len(text) > 4096 {
 			return // a hostlist can expand to many names: keep each case quick
 		}
-		leaf, err := parseTopologyLeaves(text)
+		leaf, err := parseTopologyLeaves([]byte(text), "topology.conf", nil)
 		if err != nil {
 			return
 		}

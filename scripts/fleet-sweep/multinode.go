@@ -64,7 +64,7 @@ func multinode(ctx context.Context, s *slurmClient, o options, nodes []string, l
 	if m.topology != "" {
 		b, err := readBounded(m.topology, 4<<20)
 		if err == nil {
-			leaf, err = parseTopologyLeaves(string(b))
+			leaf, err = parseTopologyLeaves(b, m.topology, func(p string) ([]byte, error) { return readBounded(p, 4<<20) })
 		}
 		if err != nil {
 			sum.Error = fmt.Sprintf("--topology %s: %v", m.topology, err)

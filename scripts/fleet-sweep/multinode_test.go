@@ -132,7 +132,7 @@ switchname=s1 nodes=gpu[05-08]   # lower-case keys
 SwitchName=s2 Switches=s[0-1]
 SwitchName=s3 Nodes=gpu04,gpu09
 `
-	got, err := parseTopologyLeaves(conf)
+	got, err := parseTopologyLeaves([]byte(conf), "topology.conf", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -141,8 +141,27 @@ SwitchName=s3 Nodes=gpu04,gpu09
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
-	if _, err := parseTopologyLeaves("SwitchName=s0 Nodes=gpu[01-\n"); err == nil || !strings.HasPrefix(err.Error(), "topology.conf:1: Nodes=gpu[01-: ") {
+	if _, err := parseTopologyLeaves([]byte("SwitchName=s0 Nodes=gpu[01-\n"), "topology.conf", nil); err == nil || !strings.HasPrefix(err.Error(), "topology.conf:1: SwitchName=s0 Nodes=gpu[01-: ") {
 		t.Errorf("bad hostlist: %v", err)
+	}
+	// The shared parser's syntax: blanks around '=', a continued line, Include, blocks.
+	inc := map[string]string{"/etc/slurm/leaves.conf": "SwitchName = s1 \\ # second leaf\n  Nodes=gpu[03-04]\n"}
+	read := func(p string) ([]byte, error) {
+		if v, ok := inc[p]; ok {
+			return []byte(v), nil
+		}
+		return nil, os.ErrNotExist
+	}
+	got, err = parseTopologyLeaves([]byte("SwitchName=s0 Nodes=gpu[01-02]\nInclude leaves.conf\nSwitchName=top Switches=s[0-1]\n"), "/etc/slurm/topology.conf", read)
+	if diff := cmp.Diff(map[string]string{"gpu01": "s0", "gpu02": "s0", "gpu03": "s1", "gpu04": "s1"}, got); err != nil || diff != "" {
+		t.Errorf("Include and continuation: %v (-want +got):\n%s", err, diff)
+	}
+	got, err = parseTopologyLeaves([]byte("BlockName=b1 Nodes=gpu[01-02]\nBlockName=b2 Nodes=gpu[03-04]\n"), "topology.conf", nil)
+	if diff := cmp.Diff(map[string]string{"gpu01": "b1", "gpu02": "b1", "gpu03": "b2", "gpu04": "b2"}, got); err != nil || diff != "" {
+		t.Errorf("blocks: %v (-want +got):\n%s", err, diff)
+	}
+	if _, err := parseTopologyLeaves([]byte("SwitchName=s0 Nodes=gpu[1-3000000]\n"), "topology.conf", nil); err == nil || !strings.Contains(err.Error(), "leaves name more than") {
+		t.Errorf("huge range: %v", err)
 	}
 }
 

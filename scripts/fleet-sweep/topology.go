@@ -1,50 +1,65 @@
 package main
 
 import (
+	"bytes"
 	"fmt"
 	"slices"
-	"strings"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
-// parseTopologyLeaves reads the leaf switches of a Slurm topology.conf (topology/tree): every
-// line "SwitchName=NAME Nodes=HOSTLIST" maps those nodes to that switch. It reads only what
-// pairing needs: SwitchName and Nodes; spine lines (Switches= without Nodes=), LinkSpeed and
-// the rest are ignored, and so is Include. Keys are case-insensitive, "#" starts a comment.
-// A node named by two leaves keeps the first. This is a stand-in, local to the sweep, for the
-// shared topology.conf parser config/slurm is to get.
-func parseTopologyLeaves(text string) (map[string]string, error) {
+// maxLeafNodes bounds the node names read from topology.conf: far beyond any cluster, it
+// stops a typo such as Nodes=gpu[1-99999999] from filling memory.
+const maxLeafNodes = 1 << 21
+
+// parseTopologyLeaves reads topology.conf (data, read from path) with nodecheck's parser
+// (config/slurm, the one `nodecheck lint --topology` uses) and maps each node to its leaf:
+// the SwitchName= whose Nodes= lists it, or in the block form the BlockName= that lists it.
+// Spines (Switches=) and LinkSpeed do not matter for pairing. A node listed twice keeps the
+// first. read serves Include lines. What Slurm would refuse in the file is an error naming
+// the first such line.
+func parseTopologyLeaves(data []byte, path string, read slurm.ReadFileFunc) (map[string]string, error) {
+	t, err := slurm.ParseTopologyConf(bytes.NewReader(data), path, read)
+	if err != nil {
+		return nil, err
+	}
+	var errs []slurm.Problem
+	for _, p := range t.Problems {
+		if p.Severity == slurm.SeverityError {
+			errs = append(errs, p)
+		}
+	}
+	if len(errs) > 0 {
+		more := ""
+		if len(errs) > 1 {
+			more = fmt.Sprintf(" (and %d more; nodecheck lint --topology %s lists them)", len(errs)-1, path)
+		}
+		return nil, fmt.Errorf("%s%s", errs[0].Message, more)
+	}
 	leaf := map[string]string{}
-	for i, line := range strings.Split(text, "\n") {
-		if c := strings.IndexByte(line, '#'); c >= 0 {
-			line = line[:c]
+	count := 0
+	add := func(group string, nodes *slurm.Hostlist) {
+		if nodes == nil || count > maxLeafNodes {
+			return
 		}
-		var name, nodes string
-		for _, f := range strings.Fields(line) {
-			k, v, ok := strings.Cut(f, "=")
-			if !ok {
-				continue
-			}
-			switch strings.ToLower(k) {
-			case "switchname":
-				name = v
-			case "nodes":
-				nodes = v
-			}
+		if count += nodes.Len(); count > maxLeafNodes {
+			return
 		}
-		if name == "" || nodes == "" {
-			continue
-		}
-		names, err := slurm.ExpandHostlist(nodes)
-		if err != nil {
-			return nil, fmt.Errorf("topology.conf:%d: Nodes=%s: %w", i+1, nodes, err)
-		}
-		for _, n := range names {
+		nodes.Each(func(n string) bool {
 			if _, ok := leaf[n]; !ok {
-				leaf[n] = name
+				leaf[n] = group
 			}
-		}
+			return true
+		})
+	}
+	for _, s := range t.Switches {
+		add(s.Name, s.Nodes)
+	}
+	for _, b := range t.Blocks {
+		add(b.Name, b.Nodes)
+	}
+	if count > maxLeafNodes {
+		return nil, fmt.Errorf("%s: leaves name more than %d nodes: check Nodes= for a typo", path, maxLeafNodes)
 	}
 	return leaf, nil
 }
