@@ -8,9 +8,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"time"
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
@@ -29,12 +31,26 @@ type lintOptions struct {
 	IBGUIDMap     string
 	IBHostRegexp  string
 
+	// Config is --config: the nodecheck.toml whose budgets slurm.conf's hook limits are held
+	// against; empty: nodecheck's built-in budgets. CheckpointWindow is --checkpoint-window,
+	// the GraceTime preempted jobs need (zero: slurm.DefaultCheckpointWindow).
+	Config           string
+	CheckpointWindow time.Duration
+
 	Getenv   func(string) string
 	ReadFile slurm.ReadFileFunc
 	Exists   func(string) bool
 	Open     func(string) (io.ReadCloser, error)
 	Stdin    io.Reader
+
+	lint []slurm.LintOption // built by runLint from Config and CheckpointWindow
 }
+
+// lintHookMargin is what lint allows a hook run past its budget when it holds the budget
+// against slurm.conf's limits: the run itself ends within its budget plus about a second,
+// and the rest covers process start, a drain through scontrol under a slow controller and
+// the exit.
+const lintHookMargin = 5 * time.Second
 
 func newLintCmd() *cobra.Command {
 	o := lintOptions{Format: "text"}
@@ -59,6 +75,15 @@ switch other than the one its adapters are cabled to is named, with where it is 
 where to move it. Adapters are named to nodes by their node description ("gpu001 mlx5_0"),
 or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. Without a
 slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
+
+It also reports the scheduling pitfalls of a GPU cluster (each once, at its line, with the
+fix): SchedulerType other than backfill; several partitions without multifactor priority; a
+node whose Gres= mixes GPU models; GPU nodes whose Feature= names no model; GPU nodes without
+Gres= among GPU nodes; preemption that kills jobs with a GraceTime under --checkpoint-window;
+partitions mixing GPU and CPU-only nodes (a note). And how slurmd runs nodecheck: Prolog=,
+Epilog= and HealthCheckProgram= limits below nodecheck's budgets (built in, or --config),
+health checks that never reach drained nodes (HealthCheckNodeState without ANY or IDLE, no
+HealthCheckInterval), and a GPU cluster's Prolog= without PrologFlags=Alloc.
 
 Exit codes: 0 no error (warnings allowed), 1 errors found, 2 a file could not be read or
 the usage is wrong.`,
@@ -85,6 +110,8 @@ the usage is wrong.`,
 	f.StringVar(&o.Topology, "topology", "", "topology.conf to check")
 	f.StringVar(&o.IBNetDiscover, "ibnetdiscover", "", "ibnetdiscover output to check --topology against (- for standard input)")
 	f.StringVar(&o.IBGUIDMap, "ib-guid-map", "", "file of \"GUID host\" lines naming adapters whose description has no host")
+	f.StringVar(&o.Config, "config", "", "nodecheck.toml whose budgets the hook limits in slurm.conf are checked against (default: the built-in budgets)")
+	f.DurationVar(&o.CheckpointWindow, "checkpoint-window", slurm.DefaultCheckpointWindow, "time a preempted GPU job needs to write a checkpoint; partitions whose GraceTime is shorter are reported")
 	f.StringVar(&o.IBHostRegexp, "ib-host-regexp", "", "regular expression finding the host in a node description (group \"host\", else the first group)")
 	return cmd
 }
@@ -113,6 +140,23 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	if err := ctx.Err(); err != nil {
 		fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
 		return exitCannotRun
+	}
+	if o.CheckpointWindow < 0 {
+		fmt.Fprintf(stderr, "nodecheck lint: --checkpoint-window=%s: want a positive duration\n", o.CheckpointWindow)
+		return exitCannotRun
+	}
+	cfg := config.Default()
+	if o.Config != "" {
+		var err error
+		if cfg, err = config.LoadConfig(o.Config); err != nil {
+			fmt.Fprintf(stderr, "nodecheck lint: --config %s: %v\n", o.Config, err)
+			return exitCannotRun
+		}
+	}
+	o.lint = []slurm.LintOption{
+		slurm.WithHookBudgets(slurm.HookBudgets{Prolog: cfg.Budget.For(config.ModeProlog), Epilog: cfg.Budget.For(config.ModeEpilog),
+			Health: cfg.Budget.For(config.ModeHealth), Margin: lintHookMargin}),
+		slurm.WithCheckpointWindow(o.CheckpointWindow),
 	}
 	var topo *topologyInputs
 	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {
@@ -187,5 +231,5 @@ func lintSlurm(path string, o lintOptions, stderr io.Writer) (slurm.Report, *slu
 		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
 		return slurm.Report{}, nil, exitCannotRun
 	}
-	return slurm.Lint(sc, gc), sc, exitHealthy
+	return slurm.Lint(sc, gc, o.lint...), sc, exitHealthy
 }

@@ -95,8 +95,15 @@ const nodesPlaceholder = "\x00nodes\x00"
 // with fewer GPUs than slurmctld expects and jobs stay PENDING), types in one file and not the
 // other, duplicate device files, Cores= beyond the node's cores, gres.conf lines that match no
 // node, GRES names missing from GresTypes, partitions naming undefined nodes.
-func Lint(sc *SlurmConf, gc *GresConf) Report {
+//
+// It also reports the scheduling pitfalls of a GPU cluster (lint_pitfalls.go) and, with
+// WithHookBudgets, the hook limits that leave nodecheck less than its budget (lint_hooks.go).
+func Lint(sc *SlurmConf, gc *GresConf, opts ...LintOption) Report {
 	l := &linter{sc: sc, gc: gc, groupIdx: map[groupKey]int{}, index: map[string]int32{}}
+	l.opts.checkpoint = DefaultCheckpointWindow
+	for _, o := range opts {
+		o(&l.opts)
+	}
 	l.fileRank = map[string]int{}
 	for _, f := range sc.Files {
 		l.rankFile(f)
@@ -118,6 +125,10 @@ func Lint(sc *SlurmConf, gc *GresConf) Report {
 		l.checkGresTypesInGres()
 	}
 	r.Nodes = l.evaluateNodes()
+	if !l.opts.noPitfalls {
+		l.checkPitfalls()
+	}
+	l.checkHooks()
 	for _, g := range l.groups {
 		p := g.problem(l)
 		if g.sev == SeverityInfo {
@@ -132,8 +143,9 @@ func Lint(sc *SlurmConf, gc *GresConf) Report {
 }
 
 type linter struct {
-	sc *SlurmConf
-	gc *GresConf
+	sc   *SlurmConf
+	gc   *GresConf
+	opts lintOptions
 
 	names    []string // every node, slurm.conf order
 	lineOf   []int32  // names[i] is defined by sc.Nodes[lineOf[i]]

@@ -37,7 +37,7 @@ func lintFiles(t *testing.T, slurm, gres string) Report {
 			t.Fatal(err)
 		}
 	}
-	return Lint(sc, gc)
+	return Lint(sc, gc, withoutPitfalls()) // TestPitfallsCorpus lints the same files for those
 }
 
 // TestLintCorpus lints each gres.conf fixture with a slurm.conf for its nodes, and checks the
@@ -407,7 +407,7 @@ func TestLintChecks(t *testing.T) {
 					t.Fatal(err)
 				}
 			}
-			r := Lint(sc, gc)
+			r := Lint(sc, gc, withoutPitfalls())
 			if diff := cmp.Diff(tc.want, problemSummary(r.Problems)); diff != "" {
 				t.Errorf("problems (-want +got):\n%s\n%s", diff, dumpProblems(r.Problems))
 			}

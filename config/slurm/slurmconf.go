@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // NodeLine is one NodeName= line of slurm.conf, with the NodeName=DEFAULT values in force at
@@ -105,7 +106,31 @@ type PartitionLine struct {
 	// AllNodes is true for Nodes=ALL, Slurm's keyword for every node.
 	AllNodes bool
 	Default  bool // Default=YES
+	// PreemptMode is the partition's PreemptMode as written ("REQUEUE", "SUSPEND,GANG");
+	// empty when not set, so the cluster's PreemptMode applies.
+	PreemptMode string
+	// GraceTime is GraceTime, the time a preempted job gets between SIGTERM and SIGKILL
+	// (Slurm's default 0); a very long time stands for UNLIMITED.
+	GraceTime time.Duration
+	// PriorityTier is PriorityTier, or the older Priority= which sets it and wins over it
+	// (read_config.c); Slurm's default is 1. With PreemptType=preempt/partition_prio, jobs of
+	// a higher tier preempt jobs of a lower one.
+	PriorityTier int
+	Priority     int // Priority=, the older key that also sets PriorityTier (and wins over it)
+	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier and Priority given for
+	// this partition to where: this line, or the PartitionName=DEFAULT line it came from.
+	Set map[string]Pos
 }
+
+// Setting is a top-level slurm.conf key (SchedulerType=, Prolog=, ...) as written.
+type Setting struct {
+	Key   string // as spelt
+	Value string
+	Pos   Pos
+}
+
+// maxGraceTime stands for GraceTime=UNLIMITED (and Slurm's INFINITE, 2^32-1 seconds).
+const maxGraceTime = time.Duration(1<<32-1) * time.Second
 
 // SlurmConf is what nodecheck reads from slurm.conf: nodes, partitions, GRES types, and the
 // settings of the programs slurmd runs for nodecheck (Hooks).
@@ -124,6 +149,9 @@ type SlurmConf struct {
 	GresTypesComment Pos
 	// Hooks are the timeouts, health check settings and PrologFlags (hooks.go).
 	Hooks Hooks
+	// Settings holds every other top-level key by its lower-case name, each with its last
+	// value (Slurm keeps the last of a key given twice); see Setting.
+	Settings map[string]Setting
 	// Problems lists syntax and value errors, in file order. Parsing goes on after each.
 	Problems []Problem
 }
@@ -231,10 +259,9 @@ func ParseSlurmConf(data []byte, file string, read ReadFileFunc) (*SlurmConf, er
 
 // slurmParser turns scanned lines into a SlurmConf.
 type slurmParser struct {
-	c            *SlurmConf
-	nodeDefault  NodeLine // NodeName=DEFAULT values so far
-	partDefault  PartitionLine
-	partDefNodes bool
+	c           *SlurmConf
+	nodeDefault NodeLine      // NodeName=DEFAULT values so far
+	partDefault PartitionLine // PartitionName=DEFAULT values so far
 }
 
 func (p *slurmParser) problem(sev string, pos Pos, nodes, format string, args ...any) {
@@ -280,6 +307,10 @@ func (p *slurmParser) line(l confLine) {
 			continue
 		}
 		key := strings.ToLower(f.Key)
+		if p.c.Settings == nil {
+			p.c.Settings = map[string]Setting{}
+		}
+		p.c.Settings[key] = Setting{Key: f.Key, Value: f.Value, Pos: l.Pos}
 		if key == "grestypes" {
 			p.c.GresTypes = confSplitList(f.Value)
 			p.c.GresTypesPos = l.Pos
@@ -479,31 +510,101 @@ func mergeNodeDefault(own *NodeLine, d NodeLine) {
 func (p *slurmParser) partitionLine(l confLine) {
 	name := l.Fields[0].Value
 	isDefault := strings.EqualFold(name, "DEFAULT")
-	part := PartitionLine{Pos: l.Pos, Name: name}
-	hasNodes := false
+	part := PartitionLine{Pos: l.Pos, Name: name, Set: map[string]Pos{}}
 	for _, f := range l.Fields[1:] {
 		switch strings.ToLower(f.Key) {
 		case "nodes":
 			part.Nodes = f.Value
 			part.AllNodes = strings.EqualFold(f.Value, "ALL")
-			hasNodes = true
+			part.Set["Nodes"] = l.Pos
 		case "default":
 			part.Default = strings.EqualFold(f.Value, "YES")
+		case "preemptmode":
+			part.PreemptMode = f.Value
+			part.Set["PreemptMode"] = l.Pos
+		case "prioritytier", "priority":
+			n, err := strconv.ParseUint(f.Value, 10, 16)
+			if err != nil {
+				p.problem(SeverityError, l.Pos, "", "PartitionName=%s %s=%s is not a whole number from 0 to 65535: Slurm refuses the file", name, f.Key, f.Value)
+				continue
+			}
+			key := "PriorityTier"
+			if strings.EqualFold(f.Key, "priority") {
+				key = "Priority"
+			}
+			part.Set[key] = l.Pos
+			if key == "Priority" {
+				part.Priority = int(n)
+			} else {
+				part.PriorityTier = int(n)
+			}
+		case "gracetime":
+			d, ok := parseGraceTime(f.Value)
+			if !ok {
+				p.problem(SeverityError, l.Pos, "", "PartitionName=%s GraceTime=%s is not a whole number of seconds (or UNLIMITED): Slurm refuses the file", name, f.Value)
+				continue
+			}
+			part.GraceTime = d
+			part.Set["GraceTime"] = l.Pos
 		}
 	}
 	if isDefault {
-		if hasNodes {
-			p.partDefault = part
-			p.partDefNodes = true
-		}
+		mergePartitionDefault(&part, p.partDefault)
+		p.partDefault = part
 		return
 	}
-	if !hasNodes && p.partDefNodes {
-		part.Nodes, part.AllNodes = p.partDefault.Nodes, p.partDefault.AllNodes
+	mergePartitionDefault(&part, p.partDefault)
+	switch {
+	case part.Set["Priority"] != Pos{}:
+		part.PriorityTier = part.Priority
+	case part.Set["PriorityTier"] == Pos{}:
+		part.PriorityTier = 1
 	}
 	if name == "" {
 		p.problem(SeverityError, l.Pos, "", "PartitionName= is empty: name the partition")
 		return
 	}
 	p.c.Partitions = append(p.c.Partitions, part)
+}
+
+// mergePartitionDefault fills the keys own does not set from the PartitionName=DEFAULT
+// values in d.
+func mergePartitionDefault(own *PartitionLine, d PartitionLine) {
+	for key, pos := range d.Set {
+		if _, ok := own.Set[key]; ok {
+			continue
+		}
+		own.Set[key] = pos
+		switch key {
+		case "Nodes":
+			own.Nodes, own.AllNodes = d.Nodes, d.AllNodes
+		case "PreemptMode":
+			own.PreemptMode = d.PreemptMode
+		case "GraceTime":
+			own.GraceTime = d.GraceTime
+		case "PriorityTier":
+			own.PriorityTier = d.PriorityTier
+		case "Priority":
+			own.Priority = d.Priority
+		}
+	}
+}
+
+// parseGraceTime reads GraceTime= as Slurm's uint32 handler does: seconds, or UNLIMITED or
+// INFINITE for no end.
+func parseGraceTime(v string) (time.Duration, bool) {
+	if strings.EqualFold(v, "UNLIMITED") || strings.EqualFold(v, "INFINITE") {
+		return maxGraceTime, true
+	}
+	n, err := strconv.ParseUint(v, 10, 32)
+	if err != nil {
+		return 0, false
+	}
+	return time.Duration(n) * time.Second, true
+}
+
+// Setting returns the top-level key (any case) as last written, and whether it was.
+func (c *SlurmConf) Setting(key string) (Setting, bool) {
+	s, ok := c.Settings[strings.ToLower(key)]
+	return s, ok
 }

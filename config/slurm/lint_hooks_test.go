@@ -1,0 +1,85 @@
+package slurm
+
+import (
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// nodecheck's built-in budgets (config.Default()) and the margin cmd/nodecheck passes.
+var testBudgets = HookBudgets{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second, Margin: 5 * time.Second}
+
+func TestLintHooks(t *testing.T) {
+	const gpuNode = "GresTypes=gpu\nNodeName=g1 Gres=gpu:h100:8 Feature=h100\n"
+	tests := []struct {
+		name    string
+		slurm   string
+		budgets HookBudgets
+		want    []string // "severity file:line"
+		wantMsg []string
+	}{
+		{name: "README's settings", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nEpilog=/usr/sbin/nodecheck\nHealthCheckProgram=/usr/sbin/nodecheck-health\n" +
+			"HealthCheckInterval=300\nHealthCheckNodeState=ANY\nPrologFlags=Alloc\nPrologEpilogTimeout=120\n"},
+		{name: "no hooks, nothing to say", slurm: gpuNode + "PrologEpilogTimeout=1\nHealthCheckNodeState=MIXED\n"},
+		{name: "prolog timeout below the budget", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=8\n",
+			want:    []string{"warning slurm.conf:5"},
+			wantMsg: []string{"slurm.conf:5 PrologEpilogTimeout=8 gives Prolog=/usr/sbin/nodecheck 8s, less than nodecheck's prolog budget (5s) plus 5s", "set PrologEpilogTimeout=10 or more"}},
+		{name: "PrologTimeout wins for the prolog, PrologEpilogTimeout still bounds the epilog",
+			slurm: gpuNode + "Prolog=/p\nEpilog=/e\nPrologFlags=Alloc\nPrologEpilogTimeout=20\nPrologTimeout=60\n",
+			want:  []string{"warning slurm.conf:6"}, wantMsg: []string{"PrologEpilogTimeout=20 gives Epilog=/e 20s, less than nodecheck's epilog budget (30s)"}},
+		{name: "unlimited is fine", slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=UNLIMITED\n"},
+		{name: "no budgets given: limits not judged", budgets: HookBudgets{}, slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=1\n"},
+		{name: "GPU prolog without Alloc", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Serial,X11\n",
+			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"Prolog=/usr/sbin/nodecheck with PrologFlags=Serial,X11: slurmd runs the prolog when a job's first step starts", "set PrologFlags=Alloc"}},
+		{name: "GPU prolog and no PrologFlags", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\n", want: []string{"warning slurm.conf:3"}, wantMsg: []string{"with no PrologFlags"}},
+		{name: "a CPU cluster's prolog", slurm: "GresTypes=gpu\nNodeName=g1\nNodeName=c1\nProlog=/p\n",
+			want: []string{"warning gres.conf:1"}}, // gres.conf gives g1 GPUs slurm.conf does not: no GPU nodes, no PrologFlags warning
+		{name: "health check never after start", slurm: gpuNode + "HealthCheckProgram=/usr/sbin/nodecheck-health\n",
+			want: []string{"warning slurm.conf:3"}, wantMsg: []string{"with no HealthCheckInterval: slurmd runs it only when slurmd starts"}},
+		{name: "health interval 0", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=0\n", want: []string{"warning slurm.conf:4"}},
+		{name: "health interval under the budget", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=30\n",
+			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"HealthCheckInterval=30 is shorter than nodecheck's health budget (50s) plus 5s", "HealthCheckInterval=55 or more"}},
+		{name: "health budget past slurmd's kill", budgets: HookBudgets{Health: 58 * time.Second, Margin: 5 * time.Second},
+			slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n",
+			want:  []string{"warning slurm.conf:3"}, wantMsg: []string{"is more than Slurm's fixed 1m0s", "lower budget.health in nodecheck.toml to 55s or less"}},
+		{name: "HealthCheckTimeout below the budget", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckTimeout=30\n",
+			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckTimeout 30s (slurm.conf:5)"}},
+		{name: "states without drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE\n",
+			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE runs the health check on no drained node", "set HealthCheckNodeState=ANY"}},
+		{name: "IDLE reaches drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=IDLE,CYCLE\n"},
+		{name: "CYCLE alone is ANY", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=CYCLE\n"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sc, err := ParseSlurmConf([]byte(tc.slurm), "slurm.conf", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			b := tc.budgets
+			if b == (HookBudgets{}) && !strings.HasPrefix(tc.name, "no budgets") {
+				b = testBudgets
+			}
+			gc, err := ParseGresConf([]byte("NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[0-7]\n"), "gres.conf", nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			r := Lint(sc, gc, WithHookBudgets(b), withoutPitfalls())
+			var got, msgs []string
+			for _, p := range r.Problems {
+				got = append(got, p.Severity+" "+p.File+":"+strconv.Itoa(p.Line))
+				msgs = append(msgs, p.Message)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s\n%s", diff, strings.Join(msgs, "\n"))
+			}
+			for _, w := range tc.wantMsg {
+				if !strings.Contains(strings.Join(msgs, "\n"), w) {
+					t.Errorf("no message contains %q:\n%s", w, strings.Join(msgs, "\n"))
+				}
+			}
+		})
+	}
+}
