@@ -326,3 +326,38 @@ func TestLintTopologyStdinDeadline(t *testing.T) {
 		t.Errorf("exit %d, stderr %q", code, errb.String())
 	}
 }
+
+// TestLintHookBudgets: lint holds slurm.conf's hook limits against nodecheck's built-in
+// budgets, or the ones --config gives, and checks its own flags.
+func TestLintHookBudgets(t *testing.T) {
+	files := fakeEtc{
+		"/etc/slurm/slurm.conf": "=GresTypes=gpu\nNodeName=g1 Gres=gpu:h100:8 Feature=h100\nProlog=/usr/sbin/nodecheck\nPrologFlags=Alloc\nPrologEpilogTimeout=20\n",
+		"/etc/slurm/gres.conf":  "=NodeName=g1 Name=gpu Type=h100 File=/dev/nvidia[0-7]\n",
+	}
+	dir := t.TempDir()
+	toml := filepath.Join(dir, "nodecheck.toml")
+	if err := os.WriteFile(toml, []byte("[budget]\nprolog = \"30s\"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name       string
+		o          lintOptions
+		wantCode   int
+		want, not  string
+		wantStderr string
+	}{
+		{name: "built-in budget fits", not: "PrologEpilogTimeout=20"},
+		{name: "the config's budget does not", o: lintOptions{Config: toml},
+			want: "slurm.conf:5 PrologEpilogTimeout=20 gives Prolog=/usr/sbin/nodecheck 20s, less than nodecheck's prolog budget (30s) plus 5s"},
+		{name: "missing config", o: lintOptions{Config: filepath.Join(dir, "none.toml")}, wantCode: 2, wantStderr: "--config " + filepath.Join(dir, "none.toml")},
+		{name: "negative window", o: lintOptions{CheckpointWindow: -time.Second}, wantCode: 2, wantStderr: "--checkpoint-window=-1s: want a positive duration"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			out, errs, code := lintRun(t, files, nil, tc.o)
+			if code != tc.wantCode || !strings.Contains(errs, tc.wantStderr) || !strings.Contains(out, tc.want) || (tc.not != "" && strings.Contains(out, tc.not)) {
+				t.Errorf("exit %d, stderr %q; want exit %d, stderr with %q, output with %q and without %q:\n%s", code, errs, tc.wantCode, tc.wantStderr, tc.want, tc.not, out)
+			}
+		})
+	}
+}
