@@ -12,14 +12,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// slurm2205 records what `scontrol show hostnames` of Slurm 22.05 prints where nodecheck
-// deliberately differs from it; hostlist_oracle_test.go checks the record against the real
-// scontrol, so the difference stays a documented choice and not an accident.
-type slurm2205 struct {
-	names   []string // what 22.05 prints, one name per line
-	invalid bool     // 22.05 says "Invalid hostlist"
+// slurmRecord records what `scontrol show hostnames` of one Slurm version prints where
+// nodecheck deliberately differs from it; hostlist_oracle_test.go checks the record against
+// the real scontrol of that version, so the difference stays a documented choice and not an
+// accident.
+type slurmRecord struct {
+	names   []string // what that Slurm prints, one name per line
+	invalid bool     // it says "Invalid hostlist"
 	notRun  bool     // the output is too large to compare; the record is prose only
-	why     string   // why nodecheck differs
+	// nodecheck, in a 24.11 record, says that 24.11 prints what nodecheck expands where 22.05
+	// does not (a 22.05 record never sets it).
+	nodecheck bool
+	why       string // why nodecheck differs, or how the versions do
 }
 
 // hostlistCase is one expression with nodecheck's expected expansion (or error). Cases without
@@ -29,7 +33,11 @@ type hostlistCase struct {
 	expr    string
 	want    []string // nil when wantErr is set
 	wantErr string   // a fragment of the error; "" for a valid expression
-	slurm   *slurm2205
+	// slurm is what Slurm 22.05 prints where that differs from nodecheck (nil: 22.05 prints
+	// what nodecheck expands). slurm2411 is set only where 24.11 differs from 22.05: what
+	// 24.11 prints, or nodecheck: true when that is nodecheck's expansion; nil means 24.11
+	// prints what 22.05 does.
+	slurm, slurm2411 *slurmRecord
 }
 
 // Reasons shared by several recorded differences.
@@ -91,14 +99,18 @@ var hostlistCases = []hostlistCase{
 
 	// Valid in Slurm 23.11 and later, rejected by the 22.05 installed here.
 	{name: "suffix after bracket", expr: "n[1-2]-ib", want: []string{"n1-ib", "n2-ib"},
-		slurm: &slurm2205{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"}},
+		slurm:     &slurmRecord{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 accepts the suffix"}},
 	{name: "suffix after two brackets", expr: "rack[0-1]_n[1-2].ib", want: []string{
 		"rack0_n1.ib", "rack0_n2.ib", "rack1_n1.ib", "rack1_n2.ib"},
-		slurm: &slurm2205{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"}},
+		slurm:     &slurmRecord{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 accepts the suffix"}},
 	{name: "suffix with comma list", expr: "a[1-2]b,c", want: []string{"a1b", "a2b", "c"},
-		slurm: &slurm2205{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"}},
+		slurm:     &slurmRecord{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 accepts the suffix"}},
 	{name: "suffix on empty prefix", expr: "[1-2]x", want: []string{"1x", "2x"},
-		slurm: &slurm2205{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"}},
+		slurm:     &slurmRecord{invalid: true, why: "a suffix after the last bracket is accepted from Slurm 23.11 on"},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 accepts the suffix"}},
 
 	// Invalid in both.
 	{name: "reversed range", expr: "n[3-1]", wantErr: `"3-1": range runs backwards`},
@@ -111,48 +123,53 @@ var hostlistCases = []hostlistCase{
 	{name: "letters in brackets", expr: "n[a-b]", wantErr: `'a' inside brackets`},
 	{name: "box syntax", expr: "n[1x2]", wantErr: `'x' inside brackets`},
 	{name: "arabic digits", expr: "n[١-٢]", wantErr: "inside brackets"},
-	{name: "extra closing bracket", expr: "n[1-2]]", wantErr: "']' without a matching '['"},
+	{name: "extra closing bracket", expr: "n[1-2]]", wantErr: "']' without a matching '['",
+		slurm2411: &slurmRecord{names: []string{"n1]", "n2]"}, why: "24.11 takes the ']' for a suffix; 22.05 and nodecheck reject it"}},
 	{name: "too many hosts in range", expr: "a[0-99999999]", wantErr: "range of 100000000 names is more than 16777216"},
 
 	// Slurm 22.05 accepts these and prints garbage, or clamps; nodecheck rejects them.
 	{name: "unclosed bracket", expr: "n[1-2", wantErr: `"[1-2": '[' is never closed`,
-		slurm: &slurm2205{names: []string{"n]"}, why: whyGarbage}},
+		slurm:     &slurmRecord{names: []string{"n]"}, why: whyGarbage},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 says Invalid hostlist, as nodecheck does"}},
 	{name: "unclosed bracket after dash", expr: "n[1-", wantErr: "never closed",
-		slurm: &slurm2205{names: []string{"n]"}, why: whyGarbage}},
+		slurm:     &slurmRecord{names: []string{"n]"}, why: whyGarbage},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 says Invalid hostlist, as nodecheck does"}},
 	{name: "unclosed bracket in list", expr: "a,b[1,2", wantErr: "never closed",
-		slurm: &slurm2205{names: []string{"a", "b]", "2"}, why: whyGarbage}},
+		slurm:     &slurmRecord{names: []string{"a", "b]", "2"}, why: whyGarbage},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 says Invalid hostlist, as nodecheck does"}},
 	{name: "lone open bracket", expr: "[", wantErr: "never closed",
-		slurm: &slurm2205{names: []string{}, why: whyGarbage}},
+		slurm:     &slurmRecord{names: []string{}, why: whyGarbage},
+		slurm2411: &slurmRecord{nodecheck: true, why: "24.11 says Invalid hostlist, as nodecheck does"}},
 	{name: "stray closing bracket", expr: "n]", wantErr: "']' without a matching '['",
-		slurm: &slurm2205{names: []string{"n]"}, why: whyGarbage}},
+		slurm: &slurmRecord{names: []string{"n]"}, why: whyGarbage}},
 	{name: "lone closing bracket", expr: "]", wantErr: "']' without a matching '['",
-		slurm: &slurm2205{names: []string{"]"}, why: whyGarbage}},
+		slurm: &slurmRecord{names: []string{"]"}, why: whyGarbage}},
 	{name: "nested bracket", expr: "n[[1-2]", wantErr: "brackets do not nest",
-		slurm: &slurm2205{names: []string{"n[1", "n[2"}, why: whyGarbage}},
+		slurm: &slurmRecord{names: []string{"n[1", "n[2"}, why: whyGarbage}},
 	{name: "missing high bound", expr: "n[1-]", wantErr: `"1-": malformed range`,
-		slurm: &slurm2205{names: []string{"n1"}, why: whyGarbage}},
+		slurm: &slurmRecord{names: []string{"n1"}, why: whyGarbage}},
 	{name: "plus sign", expr: "n[+1-2]", wantErr: `'+' inside brackets`,
-		slurm: &slurm2205{names: []string{"n01", "n02"}, why: whyGarbage + " (strtoul reads the sign, the width counts it)"}},
+		slurm: &slurmRecord{names: []string{"n01", "n02"}, why: whyGarbage + " (strtoul reads the sign, the width counts it)"}},
 	{name: "plus sign on high bound", expr: "n[1-+2]", wantErr: `'+' inside brackets`,
-		slurm: &slurm2205{names: []string{"n1", "n2"}, why: whyGarbage}},
+		slurm: &slurmRecord{names: []string{"n1", "n2"}, why: whyGarbage}},
 	{name: "blank inside brackets", expr: "n[1, 2]", wantErr: "blank inside brackets",
-		slurm: &slurm2205{names: []string{"n1", "n02"}, why: whyGarbage + " (the blank counts toward the width)"}},
+		slurm: &slurmRecord{names: []string{"n1", "n02"}, why: whyGarbage + " (the blank counts toward the width)"}},
 	{name: "number overflows", expr: "n[99999999999999999999]", wantErr: `"99999999999999999999": number too large`,
-		slurm: &slurm2205{names: []string{"n18446744073709551615"}, why: whyGarbage + " (strtoul clamps to ULONG_MAX)"}},
+		slurm: &slurmRecord{names: []string{"n18446744073709551615"}, why: whyGarbage + " (strtoul clamps to ULONG_MAX)"}},
 	{name: "product of brackets too large", expr: "a[0-9999]b[0-9999]", wantErr: "more than 16777216 names",
-		slurm: &slurm2205{notRun: true, why: whyHuge + "; 22.05 accepts all 10^8 names"}},
+		slurm: &slurmRecord{notRun: true, why: whyHuge + "; 22.05 accepts all 10^8 names"}},
 	{name: "newline inside", expr: "a\nb", wantErr: `control character '\n'`,
-		slurm: &slurm2205{names: []string{"a", "b"}, why: "22.05 keeps the newline inside one name (so it prints as two lines); no host is called that"}},
+		slurm: &slurmRecord{names: []string{"a", "b"}, why: "22.05 keeps the newline inside one name (so it prints as two lines); no host is called that"}},
 
 	{name: "trailing carriage return", expr: "a\r", want: []string{"a"},
-		slurm: &slurm2205{names: []string{"a\r"}, why: "22.05 keeps a CR (from a DOS-format file) in the name; nodecheck trims it"}},
+		slurm: &slurmRecord{names: []string{"a\r"}, why: "22.05 keeps a CR (from a DOS-format file) in the name; nodecheck trims it"}},
 	{name: "unicode space is part of a name", expr: "\u2000a", want: []string{"\u2000a"}},
 	{name: "vertical tab", expr: "a\v,b", wantErr: `control character '\v'`,
-		slurm: &slurm2205{names: []string{"a\v", "b"}, why: "22.05 keeps control characters in names"}},
+		slurm: &slurmRecord{names: []string{"a\v", "b"}, why: "22.05 keeps control characters in names"}},
 
 	// Rejected by 22.05 (one range caps at 65,536 hosts); accepted here on purpose.
 	{name: "range over slurm's 64k", expr: "n[1-65537]", want: nil,
-		slurm: &slurm2205{invalid: true, why: "nodecheck allows ranges up to MaxHostlistLen: gpu[000001-999999] is legal"}},
+		slurm: &slurmRecord{invalid: true, why: "nodecheck allows ranges up to MaxHostlistLen: gpu[000001-999999] is legal"}},
 }
 
 func TestExpandHostlist(t *testing.T) {
