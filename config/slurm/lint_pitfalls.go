@@ -96,9 +96,17 @@ func (l *linter) checkPitfalls() {
 	l.checkScheduler()
 	l.checkPriority()
 	l.checkNodeGPUs()
-	members := l.partitionMembers()
-	l.checkPartitionGPUs(members)
-	l.checkPreemption(members)
+	// Partition membership costs a walk of every partition's names: it is built only when a
+	// check needs it.
+	var members [][]int32
+	get := func() [][]int32 {
+		if members == nil {
+			members = l.partitionMembers()
+		}
+		return members
+	}
+	l.checkPartitionGPUs(get)
+	l.checkPreemption(get)
 }
 
 // checkScheduler: SchedulerType other than backfill. An absent key is Slurm's default,
@@ -236,7 +244,19 @@ func (l *linter) gpuEvidence(i int32) bool {
 
 // checkPartitionGPUs: GPU nodes without Gres= in a partition with GPU nodes (a warning), and
 // partitions that mix GPU nodes with nodes without GPUs (a note: some sites want it).
-func (l *linter) checkPartitionGPUs(members [][]int32) {
+func (l *linter) checkPartitionGPUs(getMembers func() [][]int32) {
+	gpuLines, otherLines := 0, 0
+	for _, n := range l.sc.Nodes {
+		if n.GPUCount() > 0 {
+			gpuLines++
+		} else {
+			otherLines++
+		}
+	}
+	if gpuLines == 0 || otherLines == 0 {
+		return // every node alike: no partition can mix them
+	}
+	members := getMembers()
 	hasGPU := func(i int32) bool { return l.sc.Nodes[l.lineOf[i]].GPUCount() > 0 }
 	var hidden []int32 // GPU nodes without Gres=, in some partition with GPU nodes
 	var hiddenParts []string
@@ -321,7 +341,7 @@ func preemptKills(mode string) bool {
 // GraceTime (preempt_partition_prio.c), and a partition can be preempted only by a partition
 // of a higher PriorityTier that shares nodes with it; with preempt/qos it is the QOS's
 // GraceTime, which lint cannot see (a note says so).
-func (l *linter) checkPreemption(members [][]int32) {
+func (l *linter) checkPreemption(getMembers func() [][]int32) {
 	pt, ok := l.sc.Setting("PreemptType")
 	if !ok {
 		return
@@ -345,7 +365,7 @@ func (l *linter) checkPreemption(members [][]int32) {
 		if p.PreemptMode != "" {
 			mode = p.PreemptMode
 		}
-		if !preemptKills(mode) || p.GraceTime >= window || !l.outranked(pi, members) {
+		if !preemptKills(mode) || p.GraceTime >= window || !l.outranked(pi, getMembers()) {
 			continue
 		}
 		short = append(short, pi)
