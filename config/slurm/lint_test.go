@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -564,6 +565,9 @@ func FuzzLint(f *testing.F) {
 		[]byte("NodeName=gpu[01-03] Name=gpu Type=h100 File=/dev/nvidia[0-7] Cores=0-9\nName=gpu File=/dev/nvidia0\nNodeName=gpu0[1-2] AutoDetect=nvml\n"))
 	f.Add([]byte("NodeName=DEFAULT Gres=gpu:2,mps:100\nNodeName=a,a,b\n"), []byte("Name=mps Count=1\nName=mps Count=1\nAutoDetect=off\n"))
 	f.Add([]byte("NodeName=n[1-2] Gres=gpu:t:1,gpu:1\n"), []byte("NodeName=n1 Name=gpu MultipleFiles=/a,/b\nNodeName=n1 Name=gpu MultipleFiles=/a,/b\n"))
+	f.Add([]byte("SchedulerType=sched/builtin\nPreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nProlog=/p\nHealthCheckProgram=/h\n"+
+		"HealthCheckNodeState=MIXED\nPrologEpilogTimeout=3\nGresTypes=gpu\nNodeName=g[1-2] Gres=gpu:a100:2,gpu:v100:1\nNodeName=c1 Feature=h100\n"+
+		"PartitionName=DEFAULT GraceTime=10\nPartitionName=lo Nodes=ALL\nPartitionName=hi Nodes=g1,c1 Priority=9\n"), []byte("NodeName=c1 Name=gpu File=/dev/nvidia0\n"))
 	f.Fuzz(func(t *testing.T, slurm, gres []byte) {
 		sc, err := ParseSlurmConf(slurm, "slurm.conf", nil)
 		if err != nil {
@@ -580,7 +584,7 @@ func FuzzLint(f *testing.F) {
 		if total > 1<<16 {
 			return // large clusters are the benchmark's business, not the fuzzer's
 		}
-		r := Lint(sc, gc)
+		r := Lint(sc, gc, WithHookBudgets(HookBudgets{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second, Margin: 5 * time.Second}))
 		for _, p := range append(r.Problems, r.Notes...) {
 			if p.Line <= 0 || p.File == "" || p.Message == "" {
 				t.Fatalf("problem without a position or message: %+v", p)
