@@ -46,11 +46,10 @@ type lintOptions struct {
 	lint []slurm.LintOption // built by runLint from Config and CheckpointWindow
 }
 
-// lintHookMargin is what lint allows a hook run past its budget when it holds the budget
-// against slurm.conf's limits: the run itself ends within its budget plus about a second,
-// and the rest covers process start, a drain through scontrol under a slow controller and
-// the exit.
-const lintHookMargin = 5 * time.Second
+// lintHookMargin is the least margin a run keeps below the limit slurmd puts on its hook (a
+// tenth of the limit when that is more), as nodecheck run does when it fits its budget under
+// Slurm's limit (checks.BudgetFor); lint warns where that leaves less than the budget.
+const lintHookMargin = time.Second
 
 func newLintCmd() *cobra.Command {
 	o := lintOptions{Format: "text"}

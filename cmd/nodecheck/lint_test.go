@@ -348,7 +348,7 @@ func TestLintHookBudgets(t *testing.T) {
 	}{
 		{name: "built-in budget fits", not: "PrologEpilogTimeout=20"},
 		{name: "the config's budget does not", o: lintOptions{Config: toml},
-			want: "slurm.conf:5 PrologEpilogTimeout=20 gives Prolog=/usr/sbin/nodecheck 20s, less than nodecheck's prolog budget (30s) plus 5s"},
+			want: "slurm.conf:5 Prolog=/usr/sbin/nodecheck gets PrologEpilogTimeout 20s (slurm.conf:5), so nodecheck cuts its prolog budget (30s) to 18s"},
 		{name: "missing config", o: lintOptions{Config: filepath.Join(dir, "none.toml")}, wantCode: 2, wantStderr: "--config " + filepath.Join(dir, "none.toml")},
 		{name: "negative window", o: lintOptions{CheckpointWindow: -time.Second}, wantCode: 2, wantStderr: "--checkpoint-window=-1s: want a positive duration"},
 	}

@@ -5,6 +5,7 @@ package slurm
 // not read nodecheck.toml), the node states the health check runs in, and PrologFlags.
 
 import (
+	"fmt"
 	"strings"
 	"time"
 )
@@ -13,9 +14,30 @@ import (
 // budget is not checked.
 type HookBudgets struct {
 	Prolog, Epilog, Health time.Duration
-	// Margin is what a run may need past its budget: starting, finishing a drain through
-	// scontrol, writing its state and exiting.
+	// Margin is the least a run keeps between its end and the limit slurmd puts on the hook
+	// (to start, finish a drain, write its state and exit); it keeps a tenth of the limit when
+	// that is more. This is the rule nodecheck run follows when it cuts its budget to fit
+	// Slurm's limit (checks.BudgetFor: a second, or a tenth).
 	Margin time.Duration
+}
+
+// usable is what a run may use of Slurm's limit: the limit less max(a tenth, margin); half
+// the limit when that leaves nothing.
+func (b HookBudgets) usable(limit time.Duration) time.Duration {
+	m := max(limit/10, b.Margin)
+	if limit <= m {
+		return limit / 2
+	}
+	return limit - m
+}
+
+// limitFor returns the smallest whole number of seconds whose usable part holds budget.
+func (b HookBudgets) limitFor(budget time.Duration) int {
+	for s := int((budget + b.Margin).Seconds()); ; s++ {
+		if b.usable(time.Duration(s)*time.Second) >= budget {
+			return s
+		}
+	}
 }
 
 // LintOption changes what Lint checks beyond the files' own rules.
@@ -54,26 +76,33 @@ func (l *linter) checkHooks() {
 	h := l.sc.Hooks
 	b := l.opts.budgets
 	if prolog, ok := l.sc.Setting("Prolog"); ok {
-		l.checkJobLimit("Prolog", prolog, h.PrologLimit(), b.Prolog, b.Margin, "drains the node with \"Prolog error\" and requeues the job")
+		l.checkLimit("Prolog", "prolog", prolog, h.PrologLimit(), b.Prolog)
 		l.checkPrologFlags(prolog)
 	}
 	if epilog, ok := l.sc.Setting("Epilog"); ok {
-		l.checkJobLimit("Epilog", epilog, h.EpilogLimit(), b.Epilog, b.Margin, "drains the node with \"Epilog error\"")
+		l.checkLimit("Epilog", "epilog", epilog, h.EpilogLimit(), b.Epilog)
 	}
 	if hc, ok := l.sc.Setting("HealthCheckProgram"); ok {
+		l.checkLimit("HealthCheckProgram", "health", hc, h.HealthCheckLimit(), b.Health)
 		l.checkHealth(hc, b)
 	}
 }
 
-// checkJobLimit warns when slurmd kills a prolog or epilog before nodecheck's budget and
-// margin are up.
-func (l *linter) checkJobLimit(hook string, prog Setting, lim HookLimit, budget, margin time.Duration, then string) {
-	if budget <= 0 || lim.Limit <= 0 || lim.Limit >= budget+margin {
+// checkLimit warns when the limit slurmd puts on a hook, less nodecheck's margin, is below
+// nodecheck's budget for that mode: nodecheck then runs with the smaller budget (it never
+// outlives the limit), and the checks that do not fit in it time out or do not run.
+func (l *linter) checkLimit(key, mode string, prog Setting, lim HookLimit, budget time.Duration) {
+	b := l.opts.budgets
+	if budget <= 0 || lim.Limit <= 0 || b.usable(lim.Limit) >= budget {
 		return
 	}
-	need := budget + margin
-	l.emit(SeverityWarning, lim.Pos, "%s=%d gives %s=%s %s, less than nodecheck's %s budget (%s) plus %s to finish a drain and exit: slurmd kills it mid-check or mid-drain, %s: set %s=%d or more (the README suggests 120)",
-		lim.Key, int(lim.Limit.Seconds()), hook, prog.Value, lim.Limit, strings.ToLower(hook), budget, margin, then, lim.Key, int(need.Seconds()))
+	pos, fix := lim.Pos, fmt.Sprintf("set %s=%d or more", lim.Key, b.limitFor(budget))
+	if lim.Key == "" {
+		// Slurm's fixed health check limit: only nodecheck's budget can give.
+		pos, fix = prog.Pos, fmt.Sprintf("lower budget.%s in nodecheck.toml to %s or less", mode, b.usable(lim.Limit))
+	}
+	l.emit(SeverityWarning, pos, "%s=%s gets %s, so nodecheck cuts its %s budget (%s) to %s, keeping a margin to finish a drain and exit before slurmd kills it: checks that do not fit time out or do not run: %s",
+		key, prog.Value, lim, mode, budget, b.usable(lim.Limit), fix)
 }
 
 // checkPrologFlags warns when the prolog of GPU nodes runs at the first step rather than at
@@ -108,12 +137,16 @@ func (l *linter) checkPrologFlags(prolog Setting) {
 var healthStates = []string{"ANY", "ALLOC", "IDLE", "MIXED", "NONDRAINED_IDLE", "START_ONLY", "REBOOT_ONLY"}
 
 // checkHealth warns about health checks that cannot do nodecheck's work: none after slurmd
-// starts, runs closer together than nodecheck's budget, a budget past slurmd's kill, and node
-// states that leave drained nodes out (then nodecheck never resumes them).
+// starts, runs closer together than a run may take, and node states that leave drained nodes
+// out (then nodecheck never resumes them).
 func (l *linter) checkHealth(prog Setting, b HookBudgets) {
 	h := l.sc.Hooks
 	interval := h.HealthCheckInterval
 	ipos, intervalSet := h.Set["HealthCheckInterval"]
+	run := b.Health
+	if lim := h.HealthCheckLimit().Limit; lim > 0 && (run == 0 || b.usable(lim) < run) {
+		run = b.usable(lim)
+	}
 	switch {
 	case interval == 0:
 		at := prog.Pos
@@ -122,17 +155,9 @@ func (l *linter) checkHealth(prog Setting, b HookBudgets) {
 		}
 		l.emit(SeverityWarning, at, "HealthCheckProgram=%s with no HealthCheckInterval: slurmd runs it only when slurmd starts, so nodes nodecheck drained are not checked again and never resumed: set HealthCheckInterval=300",
 			prog.Value)
-	case b.Health > 0 && interval < b.Health+b.Margin:
-		l.emit(SeverityWarning, ipos, "HealthCheckInterval=%d is shorter than nodecheck's health budget (%s) plus %s: a run can still hold nodecheck's lock when the next starts, and that one then does nothing: set HealthCheckInterval=%d or more",
-			int(interval.Seconds()), b.Health, b.Margin, int((b.Health + b.Margin).Seconds()))
-	}
-	if lim := h.HealthCheckLimit(); b.Health > 0 && lim.Limit > 0 && b.Health+b.Margin > lim.Limit {
-		pos := prog.Pos
-		if !lim.Pos.IsZero() {
-			pos = lim.Pos
-		}
-		l.emit(SeverityWarning, pos, "nodecheck's health budget (%s) plus %s is more than %s, after which slurmd kills HealthCheckProgram=%s: a slow run is killed before it drains or resumes: lower budget.health in nodecheck.toml to %s or less",
-			b.Health, b.Margin, lim, prog.Value, lim.Limit-b.Margin)
+	case b.Health > 0 && interval <= run:
+		l.emit(SeverityWarning, ipos, "HealthCheckInterval=%d is not longer than a health run may take (%s): a run can still hold nodecheck's lock when the next starts, and that one then does nothing: set HealthCheckInterval=%d or more",
+			int(interval.Seconds()), run, int(run.Seconds())+max(int(b.Margin.Seconds()), 1))
 	}
 	states := h.HealthCheckNodeState
 	if len(states) == 0 {

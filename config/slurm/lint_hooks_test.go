@@ -10,7 +10,7 @@ import (
 )
 
 // nodecheck's built-in budgets (config.Default()) and the margin cmd/nodecheck passes.
-var testBudgets = HookBudgets{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second, Margin: 5 * time.Second}
+var testBudgets = HookBudgets{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second, Margin: time.Second}
 
 func TestLintHooks(t *testing.T) {
 	const gpuNode = "GresTypes=gpu\nNodeName=g1 Gres=gpu:h100:8 Feature=h100\n"
@@ -24,12 +24,15 @@ func TestLintHooks(t *testing.T) {
 		{name: "README's settings", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nEpilog=/usr/sbin/nodecheck\nHealthCheckProgram=/usr/sbin/nodecheck-health\n" +
 			"HealthCheckInterval=300\nHealthCheckNodeState=ANY\nPrologFlags=Alloc\nPrologEpilogTimeout=120\n"},
 		{name: "no hooks, nothing to say", slurm: gpuNode + "PrologEpilogTimeout=1\nHealthCheckNodeState=MIXED\n"},
-		{name: "prolog timeout below the budget", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=8\n",
-			want:    []string{"warning slurm.conf:5"},
-			wantMsg: []string{"slurm.conf:5 PrologEpilogTimeout=8 gives Prolog=/usr/sbin/nodecheck 8s, less than nodecheck's prolog budget (5s) plus 5s", "set PrologEpilogTimeout=10 or more"}},
+		{name: "prolog timeout below the budget", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=5\n",
+			want: []string{"warning slurm.conf:5"},
+			wantMsg: []string{"slurm.conf:5 Prolog=/usr/sbin/nodecheck gets PrologEpilogTimeout 5s (slurm.conf:5), so nodecheck cuts its prolog budget (5s) to 4s, keeping a margin",
+				"set PrologEpilogTimeout=6 or more"}},
+		// checks.BudgetFor keeps a second below 6 s: the 5 s budget fits.
+		{name: "prolog timeout that fits", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=6\n"},
 		{name: "PrologTimeout wins for the prolog, PrologEpilogTimeout still bounds the epilog",
 			slurm: gpuNode + "Prolog=/p\nEpilog=/e\nPrologFlags=Alloc\nPrologEpilogTimeout=20\nPrologTimeout=60\n",
-			want:  []string{"warning slurm.conf:6"}, wantMsg: []string{"PrologEpilogTimeout=20 gives Epilog=/e 20s, less than nodecheck's epilog budget (30s)"}},
+			want:  []string{"warning slurm.conf:6"}, wantMsg: []string{"Epilog=/e gets PrologEpilogTimeout 20s (slurm.conf:6), so nodecheck cuts its epilog budget (30s) to 18s", "set PrologEpilogTimeout=34 or more"}},
 		{name: "unlimited is fine", slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=UNLIMITED\n"},
 		{name: "no budgets given: limits not judged", budgets: HookBudgets{}, slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=1\n"},
 		{name: "GPU prolog without Alloc", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Serial,X11\n",
@@ -41,12 +44,13 @@ func TestLintHooks(t *testing.T) {
 			want: []string{"warning slurm.conf:3"}, wantMsg: []string{"with no HealthCheckInterval: slurmd runs it only when slurmd starts"}},
 		{name: "health interval 0", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=0\n", want: []string{"warning slurm.conf:4"}},
 		{name: "health interval under the budget", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=30\n",
-			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"HealthCheckInterval=30 is shorter than nodecheck's health budget (50s) plus 5s", "HealthCheckInterval=55 or more"}},
-		{name: "health budget past slurmd's kill", budgets: HookBudgets{Health: 58 * time.Second, Margin: 5 * time.Second},
+			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"HealthCheckInterval=30 is not longer than a health run may take (50s)", "HealthCheckInterval=51 or more"}},
+		{name: "health budget past slurmd's kill", budgets: HookBudgets{Health: 58 * time.Second, Margin: time.Second},
 			slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n",
-			want:  []string{"warning slurm.conf:3"}, wantMsg: []string{"is more than Slurm's fixed 1m0s", "lower budget.health in nodecheck.toml to 55s or less"}},
+			want:  []string{"warning slurm.conf:3"}, wantMsg: []string{"HealthCheckProgram=/h gets Slurm's fixed 1m0s, so nodecheck cuts its health budget (58s) to 54s", "lower budget.health in nodecheck.toml to 54s or less"}},
 		{name: "HealthCheckTimeout below the budget", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckTimeout=30\n",
-			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckTimeout 30s (slurm.conf:5)"}},
+			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"gets HealthCheckTimeout 30s (slurm.conf:5), so nodecheck cuts its health budget (50s) to 27s", "set HealthCheckTimeout=56 or more"}},
+		{name: "the built-in health budget fits Slurm's fixed minute", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n"},
 		{name: "states without drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE\n",
 			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE runs the health check on no drained node", "set HealthCheckNodeState=ANY"}},
 		{name: "IDLE reaches drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=IDLE,CYCLE\n"},
