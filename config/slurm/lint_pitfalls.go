@@ -21,14 +21,21 @@ import (
 // the site says otherwise (WithCheckpointWindow, `nodecheck lint --checkpoint-window`).
 const DefaultCheckpointWindow = 180 * time.Second
 
-// alsoAt names the other places a pitfall shows, after the first: " (also slurm.conf:14, 16)".
+// maxAlsoAt bounds the other places a pitfall message names; the nodes field has them all.
+const maxAlsoAt = 8
+
+// alsoAt names the other places a pitfall shows, after the first: " (also slurm.conf:14,
+// slurm.conf:16)", the first maxAlsoAt of them and how many more.
 func alsoAt(ps []Pos) string {
 	if len(ps) < 2 {
 		return ""
 	}
-	refs := make([]string, 0, len(ps)-1)
-	for _, p := range ps[1:] {
+	refs := make([]string, 0, maxAlsoAt+1)
+	for _, p := range ps[1:min(len(ps), maxAlsoAt+1)] {
 		refs = append(refs, ref(p))
+	}
+	if more := len(ps) - 1 - maxAlsoAt; more > 0 {
+		refs = append(refs, fmt.Sprintf("and %d more", more))
 	}
 	return " (also " + strings.Join(refs, ", ") + ")"
 }
@@ -313,15 +320,15 @@ func (l *linter) checkPartitionGPUs(getMembers func() [][]int32) {
 	}
 }
 
-// linesOf returns the distinct slurm.conf lines that define nodes (sorted indices).
+// linesOf returns the distinct slurm.conf lines that define nodes (ascending indices, so
+// their lines ascend too: names are numbered in slurm.conf order).
 func (l *linter) linesOf(nodes []int32) []int {
 	var out []int
 	for _, i := range nodes {
-		if li := int(l.lineOf[i]); !slices.Contains(out, li) {
+		if li := int(l.lineOf[i]); len(out) == 0 || out[len(out)-1] != li {
 			out = append(out, li)
 		}
 	}
-	slices.Sort(out)
 	return out
 }
 

@@ -190,6 +190,24 @@ func TestPitfalls(t *testing.T) {
 	}
 }
 
+func TestAlsoAt(t *testing.T) {
+	var ps []Pos
+	for i := 1; i <= 12; i++ {
+		ps = append(ps, Pos{File: "/etc/slurm/slurm.conf", Line: i})
+	}
+	for _, tc := range []struct {
+		n    int
+		want string
+	}{
+		{1, ""}, {2, " (also slurm.conf:2)"}, {9, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9)"},
+		{12, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9, and 3 more)"},
+	} {
+		if got := alsoAt(ps[:tc.n]); got != tc.want {
+			t.Errorf("alsoAt(%d places) = %q, want %q", tc.n, got, tc.want)
+		}
+	}
+}
+
 func TestGPUModel(t *testing.T) {
 	for _, tc := range []struct{ typ, want string }{
 		{"a100", "a100"}, {"A100", "a100"}, {"a100_3g.20gb", "a100"}, {"nvidia_h100_1g.10gb", "nvidia_h100"},
