@@ -13,6 +13,7 @@ import (
 
 	"github.com/BurntSushi/toml"
 
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -205,18 +206,9 @@ func CheckConfigFilePerms(path string, fi os.FileInfo, euid int) error {
 	if !mode.IsRegular() && !mode.IsDir() { // a directory gets its own message from LoadConfig
 		return fmt.Errorf("check nodecheck config %s: mode %s is not a regular file; as root nodecheck reads its config only from a plain file", path, mode)
 	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	problems, fixes, ok := files.RootOnly(path, fi)
 	if !ok {
 		return fmt.Errorf("check nodecheck config %s: the file's owner is unknown (%T); as root nodecheck reads only a config owned by root", path, fi.Sys())
-	}
-	var problems, fixes []string
-	if st.Uid != 0 {
-		problems = append(problems, fmt.Sprintf("owned by uid %d, not root", st.Uid))
-		fixes = append(fixes, "chown root "+tomlShellQuote(path))
-	}
-	if mode.Perm()&0o022 != 0 {
-		problems = append(problems, fmt.Sprintf("mode %s lets group or others write it", mode.Perm()))
-		fixes = append(fixes, "chmod go-w "+tomlShellQuote(path))
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("check nodecheck config %s: %s, and nodecheck runs as root; run: %s",
@@ -231,18 +223,11 @@ func configSymlinkError(path string) error {
 		if !filepath.IsAbs(target) {
 			target = filepath.Join(filepath.Dir(path), target)
 		}
-		fix = "give --config " + tomlShellQuote(target)
+		fix = "give --config " + files.ShellQuote(target)
 	}
 	return fmt.Errorf("check nodecheck config %s: it is a symlink, which nodecheck does not follow as root (the link and its target could be changed separately); %s, or replace the link with the file", path, fix)
 }
 
-// tomlShellQuote quotes s for a command line the admin copies from an error message.
-func tomlShellQuote(s string) string {
-	if s != "" && strings.Trim(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+:@%,=") == "" {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
 
 // ParseConfig decodes nodecheck.toml from data; name (the path, or "nodecheck.toml") starts
 // every error message, followed by the line. It works in three steps: a strict decode onto

@@ -3,17 +3,18 @@ package main
 import (
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/rs/zerolog"
 	"github.com/rs/zerolog/journald"
 )
 
 // newLogger logs JSON lines to w (stderr) and, as [log] says, to a file and the systemd
 // journal. A destination that cannot be opened is reported on w and left out: logging must
-// never stop a prolog. The returned func closes what was opened.
+// never stop a prolog. log.file is opened without following a symlink and must be a regular
+// file (files.OpenAppend). The returned func closes what was opened.
 func newLogger(w io.Writer, lc config.LogConfig) (zerolog.Logger, func()) {
 	lvl, err := zerolog.ParseLevel(strings.ToLower(lc.Level))
 	if err != nil || lc.Level == "" {
@@ -22,7 +23,8 @@ func newLogger(w io.Writer, lc config.LogConfig) (zerolog.Logger, func()) {
 	writers := []io.Writer{w}
 	closeAll := func() {}
 	if lc.File != "" {
-		f, err := os.OpenFile(lc.File, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o640)
+		// Never through a symlink: root would append to whatever file the link names.
+		f, err := files.OpenAppend(lc.File, 0o640)
 		if err != nil {
 			fmt.Fprintf(w, "nodecheck: log.file: %v; logging to stderr only\n", err)
 		} else {

@@ -27,8 +27,11 @@ const tempTries = 16
 // entry: the link's target is never opened or changed. On error the temporary file is
 // removed and path is left as it was.
 func WriteAtomic(path string, data []byte, perm fs.FileMode) error {
-	return writeAtomic(path, data, perm, func() string { return strconv.FormatUint(uint64(rand.Uint32()), 10) })
+	return writeAtomic(path, data, perm, tempSuffix)
 }
+
+// tempSuffix is a random suffix for a temporary file's name.
+func tempSuffix() string { return strconv.FormatUint(uint64(rand.Uint32()), 10) }
 
 // writeAtomic is WriteAtomic with the temporary file's name suffixes from next, for tests.
 func writeAtomic(path string, data []byte, perm fs.FileMode, next func() string) (err error) {
@@ -39,7 +42,9 @@ func writeAtomic(path string, data []byte, perm fs.FileMode, next func() string)
 	if dir == "" {
 		dir = "."
 	}
-	f, err := createTemp(dir, base, next)
+	f, err := createTemp(dir, base, next, func(name string) (*os.File, error) {
+		return os.OpenFile(filepath.Join(dir, name), tempFlags, 0o600)
+	})
 	if err != nil {
 		return err
 	}
@@ -50,16 +55,7 @@ func writeAtomic(path string, data []byte, perm fs.FileMode, next func() string)
 			_ = os.Remove(tmp)
 		}
 	}()
-	if _, err = f.Write(data); err != nil {
-		return err
-	}
-	if err = f.Chmod(perm); err != nil {
-		return err
-	}
-	if err = f.Sync(); err != nil {
-		return err
-	}
-	if err = f.Close(); err != nil {
+	if err = fill(f, data, perm); err != nil {
 		return err
 	}
 	if err = os.Rename(tmp, path); err != nil {
@@ -73,13 +69,16 @@ func writeAtomic(path string, data []byte, perm fs.FileMode, next func() string)
 	return nil
 }
 
-// createTemp creates a new, empty file of mode 0600 in dir, never through a symlink.
-func createTemp(dir, base string, next func() string) (*os.File, error) {
+// tempFlags create a new file and never open an existing one or a symlink.
+const tempFlags = os.O_WRONLY | os.O_CREATE | os.O_EXCL | syscall.O_NOFOLLOW | syscall.O_CLOEXEC
+
+// createTemp creates a new, empty file of mode 0600 named ".BASE.tmpN" through create (which
+// opens a name with tempFlags, in the directory where names), never through a symlink.
+func createTemp(where, base string, next func() string, create func(name string) (*os.File, error)) (*os.File, error) {
 	var err error
 	for range tempTries {
-		name := filepath.Join(dir, "."+base+".tmp"+next())
 		var f *os.File
-		f, err = os.OpenFile(name, os.O_WRONLY|os.O_CREATE|os.O_EXCL|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0o600)
+		f, err = create("." + base + ".tmp" + next())
 		if err == nil {
 			return f, nil
 		}
@@ -87,5 +86,19 @@ func createTemp(dir, base string, next func() string) (*os.File, error) {
 			return nil, err
 		}
 	}
-	return nil, fmt.Errorf("create a temporary file in %s: %d names taken: %w", dir, tempTries, err)
+	return nil, fmt.Errorf("create a temporary file in %s: %d names taken: %w", where, tempTries, err)
+}
+
+// fill writes data to the new file f, gives it mode perm, syncs and closes it.
+func fill(f *os.File, data []byte, perm fs.FileMode) error {
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if err := f.Chmod(perm); err != nil {
+		return err
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	return f.Close()
 }
