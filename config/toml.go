@@ -228,7 +228,6 @@ func configSymlinkError(path string) error {
 	return fmt.Errorf("check nodecheck config %s: it is a symlink, which nodecheck does not follow as root (the link and its target could be changed separately); %s, or replace the link with the file", path, fix)
 }
 
-
 // ParseConfig decodes nodecheck.toml from data; name (the path, or "nodecheck.toml") starts
 // every error message, followed by the line. It works in three steps: a strict decode onto
 // Default(), where an unknown key, a wrong type or an integer where a duration belongs is an

@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
+	"slices"
 	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // DefaultLockWait is how long a run waits for another run's lock when its own budget allows.
@@ -15,25 +18,37 @@ import (
 // lock in time; two admins typing at once wait for each other.
 const DefaultLockWait = 10 * time.Second
 
-// Policy is how drain acts: the [drain] and [state] settings.
+// DefaultSettle is how long a run waits after its own drain before it counts the cluster's
+// drains again (stepBack): slurmctld stamps a reason's time in whole seconds, so after a
+// second and a little every drain stamped in the same second as this one has been made.
+const DefaultSettle = 1100 * time.Millisecond
+
+// Policy is how drain acts: the [drain] and [state] settings (PolicyFrom reads them).
 type Policy struct {
 	Prefix            string        // reason_prefix: marks nodecheck's reasons
 	ResumeAfterPasses int           // resume_after_passes: consecutive clean runs before resuming
 	MaxDrained        Limit         // max_drained
+	ErrorIsFailure    bool          // error_is_failure: a check that could not decide drains too
 	StateDir          string        // [state] dir: drain.json and the lock; "" keeps no state (never resumes)
 	LockWait          time.Duration // longest wait for another run's lock; 0 means DefaultLockWait
+	Settle            time.Duration // wait after a drain before counting again; 0 means DefaultSettle
 	Now               func() time.Time
+
+	euid func() int // os.Geteuid, for tests
 }
 
 // Request is one run's verdict and what that run may do.
 type Request struct {
-	Node     string
-	Mode     config.Mode
-	Failures []Failure // why the node is unhealthy, in run order; none: healthy
-	Drain    bool      // may drain the node when unhealthy
-	Resume   bool      // may resume the node when healthy (health and manual runs only)
-	Partial  bool      // only some checks ran (--check): a clean partial run is no clean run
-	DryRun   bool      // decide and report the scontrol commands, but change nothing
+	Node    string
+	Mode    config.Mode
+	Results []CheckResult // every check the run ran, in run order, whatever it said
+	// Known is every check id this nodecheck has (checks.IDs()): a drain reason naming
+	// another id ("fleet") was not set by the node's own checks, which cannot resume it.
+	Known   []string
+	Drain   bool // may drain the node when unhealthy
+	Resume  bool // may resume the node when healthy (health and manual runs only)
+	Partial bool // only some checks ran (--check): never counts as a clean run
+	DryRun  bool // decide and report the scontrol commands, but change nothing
 }
 
 // Outcome is what Apply did, for the report ("drain" in the JSON output) and the log.
@@ -45,184 +60,229 @@ type Outcome struct {
 	NodeReason string   `json:"node_reason,omitempty"` // the reason as read before acting
 	Reason     string   `json:"reason,omitempty"`      // the reason nodecheck set (or would set)
 	Passes     int      `json:"consecutive_passes"`    // clean runs in a row, this one included
+	DrainedBy  []string `json:"drained_by,omitempty"`  // the checks a resume waits on: each must find the fault gone
 	Commands   []string `json:"commands,omitempty"`    // scontrol update commands run, or only printed in a dry run
 	DryRun     bool     `json:"dry_run,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"` // problems that did not stop the action: the state directory, say
 }
 
-// Apply decides and acts on the node under the state lock: read the pass count, read the
-// node's state, decide (see decide), check max_drained before a drain, run the update, write
-// the pass count. Every Slurm call runs under ctx (the run's remaining budget) and the
-// client's own timeout; a Slurm command that fails or times out changes nothing and is
-// reported as unreachable, never as a node failure. Apply never returns an error: everything
-// is in the Outcome.
+// Apply decides and acts on the node under the state lock: read the state, read the node's
+// state, judge the run (judgeRun), decide (decide), check max_drained around a drain
+// (drainWithinLimit), run the update, write the state. Every Slurm call runs under ctx (the
+// run's remaining budget) and the client's own timeout; a Slurm command that fails or times
+// out changes nothing and is reported as unreachable, never as a node failure. Apply never
+// returns an error: everything is in the Outcome.
 //
 // Overlapping runs (a health check during a prolog, two admins) are serialized by an
 // exclusive lock on StateDir/lock. A run that cannot get it within min(LockWait, ctx's time
-// left) takes no action (Locked). A state directory that cannot be created or locked is a
-// warning: the run still drains, but does not count clean runs and never resumes.
-func Apply(ctx context.Context, s Slurm, p Policy, r Request) (out Outcome) {
-	now := p.Now
-	if now == nil {
-		now = time.Now
+// left) takes no action (Locked). A state directory that cannot be created, locked or trusted
+// is a warning: the run still drains, but does not count clean runs and never resumes.
+func Apply(ctx context.Context, s Slurm, p Policy, r Request) Outcome {
+	a := &applier{ctx: ctx, s: s, p: p, r: r, failures: Failures(r.Results, p.ErrorIsFailure)}
+	if a.p.Now == nil {
+		a.p.Now = time.Now
 	}
-	out = Outcome{Node: r.Node, DryRun: r.DryRun}
-	unhealthy := len(r.Failures) > 0
-	// Only health checks (and manual runs allowed to resume) count clean runs; any acting run
-	// that fails resets the count.
-	counts := r.Mode == config.ModeHealth || r.Mode == config.ModeManual && r.Resume
-	mayResume := r.Resume && (r.Mode == config.ModeHealth || r.Mode == config.ModeManual)
-	if unhealthy && !r.Drain || !unhealthy && !counts {
+	if a.p.euid == nil {
+		a.p.euid = os.Geteuid
+	}
+	a.out = Outcome{Node: r.Node, DryRun: r.DryRun}
+	a.run()
+	return a.out
+}
+
+// applier is one Apply: its inputs, the state it read and the outcome it builds.
+type applier struct {
+	ctx      context.Context
+	s        Slurm
+	p        Policy
+	r        Request
+	failures []Failure
+	out      Outcome
+
+	dir   *stateDir // nil: no usable state directory
+	st    passState
+	known bool // the state was read (and, unless a dry run, will be written)
+}
+
+func (a *applier) run() {
+	r, out := a.r, &a.out
+	unhealthy := len(a.failures) > 0
+	if unhealthy && !r.Drain || !unhealthy && !a.counts() {
 		// Nothing this run may do: a healthy prolog's fast path takes no lock and calls no
 		// Slurm command.
 		out.Action, out.Message = ActionNone, "healthy"
 		if unhealthy {
 			out.Message = "unhealthy, but this run does not drain"
 		}
-		return out
+		return
 	}
-	if err := ctx.Err(); err != nil {
+	if err := a.ctx.Err(); err != nil {
 		out.Action, out.Message = ActionSkipped, "no time left in the run's budget: no drain action taken"
-		return out
+		return
 	}
+	if !a.openState() {
+		return
+	}
+	defer a.dir.close()
+	rec := a.st.Nodes[r.Node]
+	node, err := a.s.Node(a.ctx, r.Node)
+	if err != nil {
+		// The count is about the node's health, which this run measured whether or not the
+		// controller answers; the checks a resume waits on are the record's.
+		a.count(&rec, judgeRun(rec.DrainedBy, r.Results, a.failures, r.Partial))
+		a.save(rec)
+		out.Action = ActionUnreachable
+		out.Message = fmt.Sprintf("cannot read the state of node %s (%v): no drain action taken", r.Node, err)
+		return
+	}
+	out.NodeState, out.NodeReason = node.String(), node.Reason
+	pl := a.judge(&rec, node)
+	out.Action, out.Message = pl.Action, pl.Message
+	switch {
+	case pl.Update == nil:
+	case pl.Action == ActionDrained:
+		a.drainWithinLimit(&rec, *pl.Update)
+	default:
+		a.update(*pl.Update)
+		if out.Action == ActionResumed {
+			rec.DrainedBy, rec.Reason = nil, ""
+		}
+	}
+	a.save(rec)
+}
 
-	// The pass count, under the lock.
-	known := false
-	var st passState
-	if p.StateDir != "" {
-		wait := p.LockWait
+// counts reports whether the run counts clean runs: health checks, and manual runs allowed
+// to resume.
+func (a *applier) counts() bool {
+	return a.r.Mode == config.ModeHealth || a.r.Mode == config.ModeManual && a.r.Resume
+}
+
+// openState opens the state directory, takes the lock (unless a dry run) and reads the state.
+// It returns false when the run must stop (locked); an unusable directory is a warning.
+func (a *applier) openState() bool {
+	a.st = emptyState()
+	if a.p.StateDir == "" {
+		return true
+	}
+	d, err := openStateDir(a.p.StateDir, a.p.euid(), a.r.DryRun)
+	if err == nil && d != nil && !a.r.DryRun {
+		wait := a.p.LockWait
 		if wait <= 0 {
 			wait = DefaultLockWait
 		}
-		var release func()
-		if !r.DryRun {
-			lk, err := lockState(ctx, p.StateDir, wait)
-			switch {
-			case errors.Is(err, errLocked):
-				out.Action, out.Message = ActionLocked, err.Error()+": no drain action taken"
-				return out
-			case err != nil:
-				out.Warnings = append(out.Warnings, fmt.Sprintf("state directory %s unusable (%v): clean runs are not counted and nodecheck will not resume this node", p.StateDir, err))
-			default:
-				release = func() { _ = lk.Unlock() }
-			}
-		}
-		if release != nil || r.DryRun {
-			var err error
-			st, err = readState(p.StateDir)
-			if err != nil {
-				out.Warnings = append(out.Warnings, err.Error())
-			}
-			known = release != nil || r.DryRun && err == nil
-		}
-		if release != nil {
-			defer release()
+		if err = d.lock(a.ctx, wait); errors.Is(err, errLocked) {
+			d.close()
+			a.out.Action, a.out.Message = ActionLocked, err.Error()+": no drain action taken"
+			return false
 		}
 	}
-	prev := st.Nodes[r.Node].Passes
-	passes := prev
-	switch {
-	case unhealthy:
-		passes = 0
-	case counts && !r.Partial:
-		passes = prev + 1
-	}
-	if known {
-		out.Passes = passes
-	}
-	if known && !r.DryRun {
-		st.Nodes[r.Node] = nodePasses{Passes: passes, UpdatedAt: now().UTC()}
-		// Written whatever Slurm says below: the count is about the node's health, which
-		// this run measured whether or not the controller answers. out is the named result,
-		// so a warning added here reaches the caller.
-		defer func() {
-			if err := writeState(p.StateDir, st); err != nil {
-				out.Warnings = append(out.Warnings, err.Error()+": clean runs are not counted")
-			}
-		}()
-	}
-
-	node, err := s.Node(ctx, r.Node)
 	if err != nil {
-		out.Action = ActionUnreachable
-		out.Message = fmt.Sprintf("cannot read the state of node %s (%v): no drain action taken", r.Node, err)
-		return out
+		d.close()
+		a.out.Warnings = append(a.out.Warnings, fmt.Sprintf("%v: clean runs are not counted and nodecheck will not resume this node", err))
+		return true
 	}
-	out.NodeState, out.NodeReason = node.String(), node.Reason
-
-	pl := decide(situation{
-		Mode: r.Mode, Unhealthy: unhealthy, MayDrain: r.Drain, MayResume: mayResume, Node: node,
-		Prefix: p.Prefix, Passes: passes, PassesKnown: known, Need: max(p.ResumeAfterPasses, 1),
-	}, r.Failures)
-	out.Action, out.Message = pl.Action, pl.Message
-	if pl.Update == nil {
-		return out
+	a.dir = d
+	a.st, err = d.read(a.p.euid())
+	if err != nil {
+		a.out.Warnings = append(a.out.Warnings, err.Error())
 	}
-	if pl.Action == ActionDrained {
-		out.Reason = pl.Update.Reason
-		if p.MaxDrained.N > 0 {
-			if held, msg := checkLimit(ctx, s, p, r.Node); held {
-				out.Action, out.Message = ActionHeld, msg
-				return out
-			} else if msg != "" {
-				out.Action, out.Message = ActionUnreachable, msg
-				return out
-			}
-		}
-	}
-	out.Commands = []string{shellQuote(s.Argv(*pl.Update))}
-	if r.DryRun {
-		out.Message = "dry run, would " + pl.Message
-		return out
-	}
-	if err := s.Update(ctx, *pl.Update); err != nil {
-		out.Action = ActionUnreachable
-		out.Message = fmt.Sprintf("%s of node %s not done (%v)", strings.ToLower(pl.Update.State), r.Node, err)
-	}
-	return out
+	a.known = true
+	return true
 }
 
-// checkLimit counts the nodes that carry nodecheck's reason (this one excluded: it is about to
-// be drained) against max_drained. held is true when the limit holds the drain back; a
-// non-empty msg with held false means the count could not be made, and the drain is not done
-// either: a limit that cannot be checked must not be ignored.
-func checkLimit(ctx context.Context, s Slurm, p Policy, self string) (held bool, msg string) {
-	nodes, err := s.Reasons(ctx)
-	if err != nil {
-		return false, fmt.Sprintf("cannot count the nodes nodecheck drained, for max_drained (%v): no drain action taken", err)
+// judge works out the checks a resume waits on, applies the run's evidence to the count and
+// decides.
+func (a *applier) judge(rec *nodeRecord, node NodeState) plan {
+	owned := Owned(node.Reason, a.p.Prefix) && node.OutOfService()
+	var ids []string
+	byHand := ""
+	if owned {
+		ids, byHand = drainedBy(*rec, node.Reason, a.p.Prefix, a.r.Known)
+	} else {
+		rec.DrainedBy, rec.Reason = nil, "" // the drain it recorded is over
 	}
-	drained := 0
-	var names []string
-	for _, n := range nodes {
-		if n.Name != self && Owned(n.Reason, p.Prefix) {
-			drained++
-			if len(names) < 5 {
-				names = append(names, n.Name)
-			}
+	ev := judgeRun(ids, a.r.Results, a.failures, a.r.Partial)
+	a.count(rec, ev)
+	if owned && len(a.failures) > 0 && byHand == "" {
+		// Still drained by nodecheck and failing: whatever fails now must also look again
+		// before a resume.
+		rec.DrainedBy, rec.Reason = union(ids, failedIDs(a.failures)), node.Reason
+	}
+	a.out.DrainedBy = ids
+	return decide(situation{
+		Mode: a.r.Mode, Unhealthy: len(a.failures) > 0, MayDrain: a.r.Drain,
+		MayResume: a.r.Resume && (a.r.Mode == config.ModeHealth || a.r.Mode == config.ModeManual),
+		Node:      node, Prefix: a.p.Prefix, Passes: rec.Passes, PassesKnown: a.known,
+		Need: max(a.p.ResumeAfterPasses, 1), Evidence: ev.Why, ByHand: byHand,
+		Undecided: slices.ContainsFunc(a.r.Results, func(c CheckResult) bool { return c.Status == StatusError }),
+	}, a.failures)
+}
+
+// count applies a run's evidence to the record: a failure resets it in every mode; clean
+// runs count only where the run counts them (health, manual with --resume).
+func (a *applier) count(rec *nodeRecord, ev evidence) {
+	switch {
+	case ev.Effect == effectReset && (len(a.failures) > 0 || a.counts()):
+		rec.Passes = 0
+	case ev.Effect == effectCount && a.counts():
+		rec.Passes++
+	}
+	if a.known {
+		a.out.Passes = rec.Passes
+	}
+}
+
+// save writes the record back, unless the state is unknown or the run is dry.
+func (a *applier) save(rec nodeRecord) {
+	if !a.known || a.r.DryRun || a.dir == nil {
+		return
+	}
+	rec.UpdatedAt = a.p.Now().UTC()
+	a.st.Nodes[a.r.Node] = rec
+	if err := a.dir.write(a.st); err != nil {
+		a.out.Warnings = append(a.out.Warnings, err.Error()+": clean runs are not counted")
+	}
+}
+
+// update runs u (or, in a dry run, only reports it). A failure makes the outcome unreachable.
+func (a *applier) update(u Update) bool {
+	a.out.Commands = append(a.out.Commands, shellQuote(a.s.Argv(u)))
+	if a.r.DryRun {
+		a.out.Message = "dry run, would " + a.out.Message
+		return false
+	}
+	if err := a.s.Update(a.ctx, u); err != nil {
+		a.out.Action = ActionUnreachable
+		a.out.Message = fmt.Sprintf("%s of node %s not done (%v)", strings.ToLower(u.State), u.Node, err)
+		return false
+	}
+	return true
+}
+
+func failedIDs(failures []Failure) []string {
+	ids := make([]string, len(failures))
+	for i, f := range failures {
+		ids[i] = f.Check
+	}
+	return ids
+}
+
+// union is a, then the elements of b not in a.
+func union(a, b []string) []string {
+	out := slices.Clone(a)
+	for _, x := range b {
+		if !slices.Contains(out, x) {
+			out = append(out, x)
 		}
 	}
-	if !p.MaxDrained.Reached(drained, len(nodes)) {
-		return false, ""
-	}
-	list := strings.Join(names, ", ")
-	if drained > len(names) {
-		list += ", ..."
-	}
-	return true, fmt.Sprintf("safety limit reached: %d of %d nodes already carry nodecheck's reason (%s), at or above %s: this node is NOT drained; check for a cluster-wide cause, then raise max_drained or drain by hand",
-		drained, len(nodes), list, p.MaxDrained.describe(len(nodes)))
+	return out
 }
 
 // shellQuote renders argv as a command line a person can paste into a shell.
 func shellQuote(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
-		if a != "" && strings.IndexFunc(a, func(r rune) bool {
-			return !(r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9' || strings.ContainsRune("-_./=:,+@%", r))
-		}) < 0 {
-			q[i] = a
-			continue
-		}
-		q[i] = "'" + strings.ReplaceAll(a, "'", `'\''`) + "'"
+		q[i] = files.ShellQuote(a)
 	}
 	return strings.Join(q, " ")
 }

@@ -1,12 +1,16 @@
 package drain
 
 import (
+	"cmp"
 	"fmt"
+	"math"
+	"slices"
 	"strconv"
+	"strings"
 )
 
 // Limit is the safety limit max_drained: when at least N nodes (or N percent of the cluster's
-// nodes) already carry nodecheck's reason, nodecheck drains no other node. It guards against
+// nodes) already carry nodecheck's drain, nodecheck drains no other node. It guards against
 // a fleet-wide false alarm (a bad config or driver push) draining the whole cluster. The zero
 // Limit is no limit. config.ParseMaxDrained reads it from nodecheck.toml.
 type Limit struct {
@@ -14,17 +18,23 @@ type Limit struct {
 	Percent bool // N is a percentage of the cluster's nodes
 }
 
-// Reached reports whether drained nodes out of total meet the limit, so that one more drain
-// must be held back. A percentage is compared without rounding: 10% of 15 nodes holds back
-// from 2 drained nodes on (2 >= 1.5).
-func (l Limit) Reached(drained, total int) bool {
+// Allowed is how many nodes may carry nodecheck's drain at once in a cluster of total nodes:
+// N, or N percent of total rounded up (10% of 15 nodes: 2). No limit allows any number.
+func (l Limit) Allowed(total int) int {
 	switch {
 	case l.N <= 0:
-		return false
+		return math.MaxInt
 	case l.Percent:
-		return drained*100 >= l.N*total
+		return (l.N*total + 99) / 100
 	}
-	return drained >= l.N
+	return l.N
+}
+
+// Reached reports whether drained nodes out of total meet the limit, so that one more drain
+// must be held back: drained >= Allowed(total). A percentage is compared without rounding:
+// 10% of 15 nodes holds back from 2 drained nodes on (2 >= 1.5). An empty listing holds.
+func (l Limit) Reached(drained, total int) bool {
+	return l.N > 0 && drained >= l.Allowed(total)
 }
 
 // String is the limit as written in nodecheck.toml: "10" or "10%"; "none" for no limit.
@@ -44,4 +54,53 @@ func (l Limit) describe(total int) string {
 		return fmt.Sprintf("max_drained = %q (%d%% of %d nodes)", l.String(), l.N, total)
 	}
 	return fmt.Sprintf("max_drained = %q", l.String())
+}
+
+// countDrained returns the nodes that count against max_drained, in drain order: out of
+// service (drained, draining or down: OutOfService) with nodecheck's reason. A node in service
+// whose reason is still nodecheck's does not count: Slurm 24.11 keeps the reason after a
+// resume. The order is the reason's time (slurmctld's clock, one second steps), then the
+// name: the same for every run that reads the same listing.
+func countDrained(nodes []NodeState, prefix string) []NodeState {
+	var out []NodeState
+	for _, n := range nodes {
+		if n.OutOfService() && Owned(n.Reason, prefix) {
+			out = append(out, n)
+		}
+	}
+	slices.SortFunc(out, func(a, b NodeState) int {
+		return cmp.Or(a.ReasonTime.Compare(b.ReasonTime), strings.Compare(a.Name, b.Name))
+	})
+	return out
+}
+
+// stepBack is the check after a drain that keeps max_drained when nodes fail together, without
+// a shared file system: every run drains, waits until slurmctld's clock has passed the second
+// of its own drain, lists the cluster again (nodes) and keeps its drain only when fewer than
+// Allowed nodecheck drains come before its own in drain order (countDrained). Every drain
+// before it was made before its listing (the wait sees to that: a later drain gets a later
+// second), so a run that keeps its drain has counted every drain it must yield to, and at
+// most Allowed drains are kept; a run that steps back may have counted one that steps back
+// too, so in a storm fewer than Allowed may stay, and those run again at the next health check.
+//
+// keep is true when the node keeps its drain (also when its drain no longer shows: nothing
+// to step back from); ahead are the drains before it, drained all nodecheck's drains.
+func stepBack(nodes []NodeState, self, prefix string, l Limit) (keep bool, ahead []string, drained int) {
+	counted := countDrained(nodes, prefix)
+	i := slices.IndexFunc(counted, func(n NodeState) bool { return n.Name == self })
+	if i < 0 {
+		return true, nil, len(counted)
+	}
+	for _, n := range counted[:i] {
+		ahead = append(ahead, n.Name)
+	}
+	return i < l.Allowed(len(nodes)), ahead, len(counted)
+}
+
+// nameList names at most five nodes: "n1, n2, n3, n4, n5, ...".
+func nameList(names []string) string {
+	if len(names) > 5 {
+		return strings.Join(names[:5], ", ") + ", ..."
+	}
+	return strings.Join(names, ", ")
 }

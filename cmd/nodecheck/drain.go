@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 
@@ -13,66 +12,34 @@ import (
 )
 
 // checkDrainFlags rejects --drain, --resume and --dry-run combinations that cannot mean what
-// the user wants, before any check runs.
+// the user wants, before any check runs (drain.CheckFlags).
 func checkDrainFlags(o runOpts, mode config.Mode, replay bool) error {
-	if replay && (o.drain || o.resume) && o.nodeName == "" {
-		return errors.New("--drain and --resume with --snapshot need --node: a replay acts on the live Slurm only for a node named on the command line")
-	}
-	if o.resume && (mode == config.ModeProlog || mode == config.ModeEpilog) {
-		return fmt.Errorf("--resume: %s runs never resume a node; health and manual runs do", mode)
-	}
-	return nil
+	return drain.CheckFlags(mode, drain.Flags{Drain: o.drain, Resume: o.resume}, replay, o.nodeName != "")
 }
 
-// drainPermissions says what this run may do to the node in Slurm. Hooks act as [drain]
-// says: prolog and epilog drain, the health check drains and resumes. Manual runs only
-// report, unless told --drain or --resume. A snapshot replay acts only when told, whatever
-// its mode: it describes another node, and must not drain the live one by accident.
-func drainPermissions(cfg *config.Config, mode config.Mode, o runOpts, replay bool) (mayDrain, mayResume bool) {
-	if replay || mode == config.ModeManual {
-		return o.drain, o.resume
-	}
-	d := cfg.Drain
-	switch mode {
-	case config.ModeHealth:
-		return d.Enabled || o.drain, d.Enabled && d.Resume || o.resume
-	default: // prolog, epilog
-		return d.Enabled || o.drain, false
-	}
-}
-
-// drainFailures lists what makes the node unhealthy, in run order: the failed checks, and the
-// ones that could not decide when error_is_failure says those count.
-func drainFailures(rep checks.Report, errorIsFailure bool) []drain.Failure {
-	var out []drain.Failure
-	for _, r := range rep.Results {
-		if r.Status == checks.StatusFail || errorIsFailure && r.Status == checks.StatusError {
-			out = append(out, drain.Failure{Check: r.Check, Summary: r.Summary})
-		}
+// drainResults is the run's report as drain reads it: every check's status, in run order.
+func drainResults(rep checks.Report) []drain.CheckResult {
+	out := make([]drain.CheckResult, len(rep.Results))
+	for i, r := range rep.Results {
+		out[i] = drain.CheckResult{Check: r.Check, Status: drain.Status(r.Status), Summary: r.Summary}
 	}
 	return out
 }
 
-// applyDrain acts on the run's verdict: drains, resumes or leaves the node, as drain.Apply
-// decides, within what is left of the mode's budget (the budget covers the checks and the
-// drain together, so a prolog ends in time even when slurmctld does not answer). It returns
-// nil when the run may not act at all (a manual run without --drain or --resume), and the
-// exit code: code as given, which says whether the node is healthy, so that an unhealthy
-// prolog exits non-zero even when the drain could not be done and Slurm drains the node
-// itself; except when max_drained held the drain back in a prolog or epilog, which then exit
-// 0, since a non-zero exit would make Slurm drain the node after all ("Prolog error") and
-// the limit would protect nothing.
+// applyDrain acts on the run's verdict through drain.Apply, within what is left of the mode's
+// budget (the budget covers the checks and the drain together, so a prolog ends in time even
+// when slurmctld does not answer), and returns the outcome (nil when the run may not act at
+// all: a manual run without --drain or --resume) and the exit code by drain.HookExit: code
+// is the verdict's.
 func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode config.Mode, o runOpts, replay bool, slurmConf string, code int) (*drain.Outcome, int) {
-	mayDrain, mayResume := drainPermissions(eff, mode, o, replay)
+	mayDrain, mayResume := drain.Permissions(eff.Drain, mode, drain.Flags{Drain: o.drain, Resume: o.resume}, replay)
 	if !mayDrain && !mayResume {
 		return nil, code
 	}
-	hook := mode == config.ModeProlog || mode == config.ModeEpilog
-	n, percent, err := config.ParseMaxDrained(eff.Drain.MaxDrained)
+	policy, err := drain.PolicyFrom(eff)
 	if err != nil {
-		// Validate rejected it already; a config built in code may not have been validated.
-		log.Error().Err(err).Msg("max_drained unusable: no drain action taken")
-		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: "max_drained: " + err.Error()}, code
+		log.Error().Err(err).Msg("no drain action taken")
+		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: err.Error()}, code
 	}
 	if rep.Interrupted {
 		// Told to stop: act on nothing, since the checks did not finish looking.
@@ -84,29 +51,23 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	client := drain.New(eff.Drain.Scontrol, eff.Drain.Sinfo, drain.WithSlurmConf(slurmConf))
-	policy := drain.Policy{
-		Prefix:            eff.Drain.ReasonPrefix,
-		ResumeAfterPasses: eff.Drain.ResumeAfterPasses,
-		MaxDrained:        drain.Limit{N: n, Percent: percent},
-		StateDir:          eff.State.Dir,
-	}
-	out := drain.Apply(ctx, client, policy, drain.Request{
-		Node:     rep.Node,
-		Mode:     mode,
-		Failures: drainFailures(rep, eff.ErrorIsFailure),
-		Drain:    mayDrain,
-		Resume:   mayResume,
-		// A run that could not decide is no clean run either: until drain knows the verdict
-		// itself, it counts as a partial one (never a pass toward resume_after_passes).
-		Partial: len(o.checkIDs) > 0 || rep.Verdict == checks.VerdictUndecided,
+	out := drain.Apply(ctx, drain.ClientFrom(eff, slurmConf), policy, drain.Request{
+		Node:    rep.Node,
+		Mode:    mode,
+		Results: drainResults(rep),
+		Known:   checks.IDs(),
+		Drain:   mayDrain,
+		Resume:  mayResume,
+		// An undecided run needs no flag: drain reads every check's status (judgeRun).
+		Partial: len(o.checkIDs) > 0,
 		DryRun:  o.dryRun,
 	})
-	if out.Action == drain.ActionHeld && hook {
-		code = exitHealthy
-		out.Message += fmt.Sprintf("; the %s exits 0 so that Slurm does not drain the node either", mode)
+	code, note := drain.HookExit(mode, code, out.Action)
+	if out.Action == drain.ActionHeld {
+		out.Message += "; " + note
+		note = ""
 	}
-	logDrain(log, out, code != exitHealthy && hook)
+	logDrain(log, out, note)
 	return &out, code
 }
 
@@ -126,7 +87,8 @@ func slurmConfForClients(ctx context.Context, g *globals, slurm *checks.SlurmFil
 	return p
 }
 
-func logDrain(log zerolog.Logger, out drain.Outcome, exitsNonZero bool) {
+// logDrain logs the outcome, with note (drain.HookExit's) after the message.
+func logDrain(log zerolog.Logger, out drain.Outcome, note string) {
 	var ev *zerolog.Event
 	switch out.Action {
 	case drain.ActionHeld:
@@ -146,8 +108,8 @@ func logDrain(log zerolog.Logger, out drain.Outcome, exitsNonZero bool) {
 		ev = ev.Strs("commands", out.Commands)
 	}
 	msg := out.Message
-	if exitsNonZero && out.Action != drain.ActionDrained && out.Action != drain.ActionKept {
-		msg += "; exiting non-zero, so Slurm drains the node itself"
+	if note != "" {
+		msg += "; " + note
 	}
 	ev.Msg(msg)
 	for _, w := range out.Warnings {

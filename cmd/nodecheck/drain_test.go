@@ -10,60 +10,35 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
-func TestDrainPermissions(t *testing.T) {
-	on := config.Default()
-	off := config.Default()
-	off.Drain.Enabled = false
-	noResume := config.Default()
-	noResume.Drain.Resume = false
-	tests := []struct {
-		name                  string
-		cfg                   *config.Config
-		mode                  config.Mode
-		o                     runOpts
-		replay                bool
-		wantDrain, wantResume bool
-	}{
-		{"prolog drains", on, config.ModeProlog, runOpts{}, false, true, false},
-		{"epilog drains", on, config.ModeEpilog, runOpts{}, false, true, false},
-		{"health drains and resumes", on, config.ModeHealth, runOpts{}, false, true, true},
-		{"health with resume = false", noResume, config.ModeHealth, runOpts{}, false, true, false},
-		{"enabled = false: hooks only report", off, config.ModeHealth, runOpts{}, false, false, false},
-		{"enabled = false, --drain wins", off, config.ModeProlog, runOpts{drain: true}, false, true, false},
-		{"manual reports only", on, config.ModeManual, runOpts{}, false, false, false},
-		{"manual --drain", on, config.ModeManual, runOpts{drain: true}, false, true, false},
-		{"manual --resume", on, config.ModeManual, runOpts{resume: true}, false, false, true},
-		{"replay in health mode only reports", on, config.ModeHealth, runOpts{}, true, false, false},
-		{"replay in prolog mode only reports", on, config.ModeProlog, runOpts{}, true, false, false},
-		{"replay with --drain --resume", on, config.ModeHealth, runOpts{drain: true, resume: true}, true, true, true},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			d, r := drainPermissions(tc.cfg, tc.mode, tc.o, tc.replay)
-			if d != tc.wantDrain || r != tc.wantResume {
-				t.Errorf("got drain %v resume %v, want %v %v", d, r, tc.wantDrain, tc.wantResume)
-			}
-		})
-	}
-}
-
-func TestDrainFailures(t *testing.T) {
+// TestDrainResults: every check's status reaches drain, in run order, with its words.
+func TestDrainResults(t *testing.T) {
 	rep := checks.Report{Results: []checks.Result{
 		{Check: "gres_devices", Status: checks.StatusOK},
 		{Check: "gpu_count", Status: checks.StatusError, Summary: "cannot parse"},
 		{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_5/1 down"},
 		{Check: "pcie_link", Status: checks.StatusWarn, Summary: "slow"},
+		{Check: "job_leftovers", Status: checks.StatusSkip, Summary: "no job"},
 	}}
-	if diff := cmp.Diff([]drain.Failure{{Check: "ib_ports", Summary: "mlx5_5/1 down"}}, drainFailures(rep, false)); diff != "" {
-		t.Errorf("error_is_failure = false (-want +got):\n%s", diff)
+	want := []drain.CheckResult{
+		{Check: "gres_devices", Status: drain.StatusOK},
+		{Check: "gpu_count", Status: drain.StatusError, Summary: "cannot parse"},
+		{Check: "ib_ports", Status: drain.StatusFail, Summary: "mlx5_5/1 down"},
+		{Check: "pcie_link", Status: drain.StatusWarn, Summary: "slow"},
+		{Check: "job_leftovers", Status: drain.StatusSkip, Summary: "no job"},
 	}
-	want := []drain.Failure{{Check: "gpu_count", Summary: "cannot parse"}, {Check: "ib_ports", Summary: "mlx5_5/1 down"}}
-	if diff := cmp.Diff(want, drainFailures(rep, true)); diff != "" {
-		t.Errorf("error_is_failure = true (-want +got):\n%s", diff)
+	if diff := cmp.Diff(want, drainResults(rep)); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	// The words are the same on both sides: a new checks.Status must get a drain.Status.
+	for _, s := range []checks.Status{checks.StatusOK, checks.StatusWarn, checks.StatusFail, checks.StatusError, checks.StatusSkip} {
+		switch drain.Status(s) {
+		case drain.StatusOK, drain.StatusWarn, drain.StatusFail, drain.StatusError, drain.StatusSkip:
+		default:
+			t.Errorf("checks.Status %q has no drain.Status", s)
+		}
 	}
 }
 
@@ -108,8 +83,15 @@ func TestRunDrainWiring(t *testing.T) {
 	snaps := filepath.Join(repoRoot, "testdata", "snapshots")
 	down := filepath.Join(snaps, "h100-ib-port-down")
 	healthy := filepath.Join(snaps, "h100-healthy")
-	idle := "NodeName=n1 Arch=x86_64 State=IDLE ThreadsPerCore=1\n"
-	ours := "NodeName=n1 Arch=x86_64 State=IDLE+DRAIN ThreadsPerCore=1 Reason=nodecheck: ib_ports: x [root@2024-01-01T00:00:00]\n"
+	// scontrol's answers as Slurm 22.05 printed them on the test bed (drain/testdata/capture.sh).
+	capture := func(name string) string {
+		b, err := os.ReadFile(filepath.Join(repoRoot, "drain", "testdata", "slurm-22.05", name))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	idle, ours := capture("show-node-idle.txt"), capture("show-node-drained-nodecheck.txt")
 	const reason = "Reason=nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp"
 	tests := []struct {
 		name       string
@@ -124,17 +106,17 @@ func TestRunDrainWiring(t *testing.T) {
 		{"replay without flags never acts", idle, "", []string{"--mode", "health", "--snapshot", down}, 1, "", nil, ""},
 		{"manual run only reports", idle, "", []string{"--snapshot", down, "--node", "n1"}, 1, "", nil, ""},
 		{"replay --drain --node drains", idle, "", []string{"--mode", "health", "--snapshot", down, "--node", "n1", "--drain"}, 1, drain.ActionDrained,
-			[]string{"[--version]", "[show][node][-o][n1]", "[update][NodeName=n1][State=DRAIN][" + reason + "]"}, ""},
+			[]string{"[--version]", "[show][node][-o][--future][n1]", "[update][NodeName=n1][State=DRAIN][" + reason + "]"}, ""},
 		{"healthy prolog calls nothing", idle, "", []string{"--mode", "prolog", "--snapshot", healthy, "--node", "n1", "--drain"}, 0, drain.ActionNone, nil, ""},
 		{"clean health run waits", ours, "", []string{"--mode", "health", "--snapshot", healthy, "--node", "n1", "--resume"}, 0, drain.ActionWaiting,
-			[]string{"[--version]", "[show][node][-o][n1]"}, ""},
+			[]string{"[--version]", "[show][node][-o][--future][n1]"}, ""},
 		{"dry run prints and runs no update", idle, "", []string{"--mode", "health", "--snapshot", down, "--node", "n1", "--drain", "--dry-run", "--format", "text"}, 1, "",
-			[]string{"[--version]", "[show][node][-o][n1]"},
+			[]string{"[--version]", "[show][node][-o][--future][n1]"},
 			"drain: drained: dry run, would drain: nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp\n  would run: /"},
-		{"max_drained holds a prolog's drain back, and the prolog passes", idle, "n2|nodecheck: gpu_count: x\nn1|none\nn3|none\n",
+		{"max_drained holds a prolog's drain back, and the prolog passes", idle, "n2|idle+drain|1796286612|nodecheck: gpu_count: x\nn1|idle|Unknown|none\nn3|idle|Unknown|none\n",
 			[]string{"--mode", "prolog", "--snapshot", down, "--node", "n1", "--drain"}, 0, drain.ActionHeld,
-			[]string{"[--version]", "[show][node][-o][n1]", "[--all][--noheader][--Node][--format=%N|%E]"}, ""},
-		{"max_drained holds a health check's drain back", idle, "n2|nodecheck: gpu_count: x\nn1|none\nn3|none\n",
+			[]string{"[--version]", "[show][node][-o][--future][n1]", "[--all][--noheader][--Node][-O][NodeList:0|,StateComplete:0|,Timestamp:0|,Reason:0]"}, ""},
+		{"max_drained holds a health check's drain back", idle, "n2|idle+drain|1796286612|nodecheck: gpu_count: x\nn1|idle|Unknown|none\nn3|idle|Unknown|none\n",
 			[]string{"--mode", "health", "--snapshot", down, "--node", "n1", "--drain"}, 1, drain.ActionHeld, nil, ""},
 		{"process SLURM_CONF reaches scontrol in a replay", idle, "", []string{"--mode", "epilog", "--snapshot", down, "--node", "n1", "--drain"}, 1, drain.ActionDrained, nil, ""},
 	}

@@ -80,7 +80,7 @@ func drainNodes(ctx context.Context, s *slurmClient, o options, swept int, items
 			continue
 		}
 		oc := drain.Apply(ctx, client, policy, drain.Request{Node: it.Node, Mode: config.ModeManual,
-			Failures: []drain.Failure{{Check: fleetCheck, Summary: it.Summary}}, Drain: true, DryRun: o.dryRun})
+			Results: []drain.CheckResult{{Check: fleetCheck, Status: drain.StatusFail, Summary: it.Summary}}, Drain: true, DryRun: o.dryRun})
 		res.Action, res.Message, res.Reason = string(oc.Action), oc.Message, oc.Reason
 		if len(oc.Commands) > 0 {
 			res.Command = oc.Commands[0]
@@ -125,9 +125,9 @@ func (d countedDrain) Node(ctx context.Context, name string) (drain.NodeState, e
 	return d.c.Node(ctx, name)
 }
 
-func (d countedDrain) Reasons(ctx context.Context) ([]drain.NodeReason, error) {
+func (d countedDrain) Nodes(ctx context.Context) ([]drain.NodeState, error) {
 	d.calls.add("sinfo")
-	return d.c.Reasons(ctx)
+	return d.c.Nodes(ctx)
 }
 
 func (d countedDrain) Update(ctx context.Context, u drain.Update) error {

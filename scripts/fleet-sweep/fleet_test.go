@@ -204,9 +204,9 @@ func testFleetSweepSlurm(t *testing.T, tb bed) {
 			t.Errorf("n2 in sinfo: %q, want %q", got, "drain|"+reason)
 		}
 		// The cost: one sinfo to list, one sbatch per node, squeue polls, then drain's reads
-		// (scontrol show node, sinfo for max_drained) and its one update. No per-node scontrol
-		// beyond the drain.
-		if s.SlurmCalls["sbatch"] != 2 || s.SlurmCalls["scontrol"] != 2 || s.SlurmCalls["sinfo"] != 2 || s.SlurmCalls["squeue"] < 1 || s.SlurmCallsTotal > 2+2+2+60 {
+		// (scontrol show node, sinfo for max_drained before the drain and again after it) and
+		// its one update. No per-node scontrol beyond the drain.
+		if s.SlurmCalls["sbatch"] != 2 || s.SlurmCalls["scontrol"] != 2 || s.SlurmCalls["sinfo"] != 3 || s.SlurmCalls["squeue"] < 1 || s.SlurmCallsTotal > 2+2+3+60 {
 			t.Errorf("Slurm calls %v (%d)", s.SlurmCalls, s.SlurmCallsTotal)
 		}
 	})
