@@ -81,8 +81,8 @@ func (a *applier) recount(rec *nodeRecord, u Update, done time.Time) {
 		return
 	}
 	a.out.Action = ActionHeld
-	a.out.Message = fmt.Sprintf("safety limit: %d nodes carry nodecheck's drain after nodes failed together, more than %s allows; %d were drained before this one (%s), so this node's drain is stepped back (resumed) and it is NOT drained: check for a cluster-wide cause, then raise max_drained or drain by hand",
-		drained, a.p.MaxDrained.describe(len(nodes)), len(ahead), nameList(ahead))
+	a.out.Message = fmt.Sprintf("safety limit: %d nodes carry nodecheck's drain after nodes failed together, more than %s allows, and %s drained before this one, so this node's drain is stepped back (resumed): it is NOT drained; check for a cluster-wide cause, then raise max_drained or drain by hand",
+		drained, a.p.MaxDrained.describe(len(nodes)), nameList(ahead))
 	rec.DrainedBy, rec.Reason = nil, ""
 	resume := Update{Node: u.Node, State: "RESUME"}
 	if !a.update(resume) {

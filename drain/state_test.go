@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -213,8 +214,15 @@ func TestApplyLockedMessage(t *testing.T) {
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()
+	start := time.Now()
 	got := Apply(ctx, newFake(NodeState{Name: "n1", State: "IDLE"}), p, Request{Node: "n1", Mode: config.ModeProlog, Results: results(ibDown), Drain: true})
-	if got.Action != ActionLocked || !strings.Contains(got.Message, "(waited 300ms)") || strings.Contains(got.Message, "10s") {
-		t.Errorf("got %q %q, want locked after waiting 300ms", got.Action, got.Message)
+	took := time.Since(start)
+	m := regexp.MustCompile(`\(waited ([0-9.a-z]+)\)`).FindStringSubmatch(got.Message)
+	if got.Action != ActionLocked || m == nil {
+		t.Fatalf("got %q %q, want locked, saying how long it waited", got.Action, got.Message)
+	}
+	waited, err := time.ParseDuration(m[1])
+	if err != nil || waited < 300*time.Millisecond || waited > took+50*time.Millisecond {
+		t.Errorf("message says it waited %s (%v); the run took %s with 300ms of budget and LockWait 10s", m[1], err, took)
 	}
 }

@@ -63,7 +63,7 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		DryRun:  o.dryRun,
 	})
 	code, note := drain.HookExit(mode, code, out.Action)
-	if out.Action == drain.ActionHeld {
+	if out.Action == drain.ActionHeld && note != "" {
 		out.Message += "; " + note
 		note = ""
 	}

@@ -111,6 +111,76 @@ func testSlurm(t *testing.T, tb *bed) {
 		}
 	})
 
+	t.Run("a check that cannot read its GPU does not resume the node it drained", func(t *testing.T) {
+		tb.Reset(t)
+		// gpu_count off: it fails for a GPU NVML cannot read, and this run must have no
+		// failure, only a check that could not look.
+		cfg := tb.Config(t, "[checks.gpu_count]\nenabled = false\n")
+		remapFailed := tb.Snapshot(t, "h100-remap-failed")
+		unreadable := unreadableGPUSnapshot(t, healthy)
+		const reason = "nodecheck: gpu_memory_errors: gpu 7 (0000:db:00.0): row remapping failed: replace the GPU"
+		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", remapFailed, "--node", "n1", "--drain", "--resume", "--config", cfg)
+		if rep.Drain.Action != drain.ActionDrained || rep.Drain.Reason != reason {
+			t.Fatalf("failing run: drain = %+v, want drained with %q", rep.Drain, reason)
+		}
+		for i := range 3 {
+			// No check fails; gpu_memory_errors says error (GPU 7 not read). The exit code is
+			// the run's verdict's, which this test does not judge.
+			rep, _ = tb.runJSON(t, -1, "--mode", "health", "--snapshot", unreadable, "--node", "n1", "--drain", "--resume", "--config", cfg)
+			if rep.Drain.Action != drain.ActionWaiting || rep.Drain.Passes != 0 ||
+				!strings.Contains(rep.Drain.Message, "gpu_memory_errors, which drained the node, could not look (error: gpu 7") {
+				t.Errorf("run %d without GPU 7: drain = %+v, want waiting at 0 passes", i+1, rep.Drain)
+			}
+		}
+		if n := tb.node(t, "n1"); !n.Drained() || n.Reason != reason {
+			t.Fatalf("after 3 runs that could not read GPU 7, n1 is %s %q, want still drained", n, n.Reason)
+		}
+		for i, want := range []drain.Action{drain.ActionWaiting, drain.ActionResumed} {
+			rep, _ = tb.runJSON(t, exitHealthy, "--mode", "health", "--snapshot", healthy, "--node", "n1", "--drain", "--resume", "--config", cfg)
+			if rep.Drain.Action != want || rep.Drain.Passes != i+1 {
+				t.Errorf("clean run %d: drain = %+v, want %s after %d passes", i+1, rep.Drain, want, i+1)
+			}
+		}
+		tb.WaitState(t, "n1", "idle")
+	})
+
+	t.Run("a fleet sweep's drain is not resumed by the node's health runs", func(t *testing.T) {
+		tb.Reset(t)
+		cfg := tb.Config(t, "")
+		const reason = "nodecheck: fleet: slow: busbw 405.1 GB/s at 4 GiB, 8.1% below the h100 median 440.8"
+		tb.Slurm(t, "scontrol", "update", "NodeName=n1", "State=DRAIN", "Reason="+reason)
+		for i := range 3 {
+			rep, _ := tb.runJSON(t, exitHealthy, "--mode", "health", "--snapshot", healthy, "--node", "n1", "--drain", "--resume", "--config", cfg)
+			if rep.Drain.Action != drain.ActionKept || !strings.Contains(rep.Drain.Message, "resume it by hand") {
+				t.Errorf("clean run %d: drain = %+v, want kept, resume by hand", i+1, rep.Drain)
+			}
+		}
+		if n := tb.node(t, "n1"); !n.Drained() || n.Reason != reason {
+			t.Errorf("n1 is %s %q, want drained with the sweep's reason", n, n.Reason)
+		}
+	})
+
+	t.Run("a resumed node's leftover reason counts for nothing", func(t *testing.T) {
+		tb.Reset(t)
+		// On 24.11 n2 keeps "nodecheck: ..." after its resume; max_drained = "1" must still let
+		// n1 drain, and n2's leftover reason must not stop a drain of n2 either.
+		cfg := tb.Config(t, "[drain]\nmax_drained = \"1\"\n")
+		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: gpu_count: 7 of 8 GPUs")
+		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=RESUME")
+		tb.WaitState(t, "n2", "idle")
+		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
+		if rep.Drain.Action != drain.ActionDrained {
+			t.Errorf("n1: drain = %+v, want drained", rep.Drain)
+		}
+		tb.Slurm(t, "scontrol", "update", "NodeName=n1", "State=RESUME")
+		tb.WaitState(t, "n1", "idle")
+		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "Reason=maintenance done")
+		rep, _ = tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n2", "--drain", "--config", cfg)
+		if rep.Drain.Action != drain.ActionDrained {
+			t.Errorf("n2: drain = %+v, want drained", rep.Drain)
+		}
+	})
+
 	t.Run("prolog drains with nodecheck's reason and the job is requeued held", func(t *testing.T) {
 		tb.Reset(t)
 		cfg := tb.Config(t, "")
@@ -196,14 +266,11 @@ func testSlurm(t *testing.T, tb *bed) {
 		tb.Reset(t)
 		cfg := tb.Config(t, "[drain]\nmax_drained = \"50%\"\n")
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n2", "--drain", "--config", cfg)
-		if rep.Drain.Action == drain.ActionHeld {
-			tb.skipIfStaleReasonCounted(t, rep.Drain.Message)
-		}
 		if rep.Drain.Action != drain.ActionDrained {
 			t.Fatalf("n2: drain = %+v, want drained (0 of 2 nodes drained before)", rep.Drain)
 		}
 		rep, stderr := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", ibDown, "--node", "n1", "--drain", "--config", cfg)
-		if rep.Drain.Action != drain.ActionHeld || !strings.Contains(rep.Drain.Message, "1 of 2 nodes already carry nodecheck's reason (n2)") {
+		if rep.Drain.Action != drain.ActionHeld || !strings.Contains(rep.Drain.Message, "1 of 2 nodes already carry nodecheck's drain (n2)") {
 			t.Errorf("n1: drain = %+v, want held", rep.Drain)
 		}
 		if !strings.Contains(stderr, `"level":"error"`) || !strings.Contains(stderr, `"action":"held"`) {
@@ -318,9 +385,6 @@ func testSlurm(t *testing.T, tb *bed) {
 		// Whatever the live checks found here (a CGO_ENABLED=0 build sees no GPU through
 		// NVML), a failing prolog leaves nodecheck's reason, never "Prolog error".
 		if strings.Contains(out, "UNHEALTHY") {
-			if strings.Contains(out, "\ndrain: held: ") {
-				tb.skipIfStaleReasonCounted(t, out)
-			}
 			testbed.WaitFor(t, "the job to be requeued", 30*time.Second, func() bool {
 				return strings.Contains(tb.Slurm(t, "scontrol", "show", "job", "-o", job), "JobState=PENDING")
 			})
@@ -366,25 +430,6 @@ func (tb *bed) contController(t *testing.T) {
 	t.Helper()
 	if err := syscall.Kill(tb.ctld, syscall.SIGCONT); err != nil {
 		t.Errorf("continue slurmctld: %v", err)
-	}
-}
-
-// skipIfStaleReasonCounted skips t where nodecheck held a drain back (held: its message) only
-// because max_drained counted a node that is not drained: on Slurm 24.11 a resumed node keeps
-// its reason, and drain counts nodes by reason alone (`sinfo --all --noheader --Node
-// --format=%N|%E`). A drain/ change fixes that (issue 13); until then the test cannot pass there.
-func (tb *bed) skipIfStaleReasonCounted(t *testing.T, held string) {
-	t.Helper()
-	if tb.Series != testbed.Slurm2411 {
-		return
-	}
-	for _, name := range tb.Nodes {
-		n := tb.node(t, name)
-		if !n.Drained() && strings.HasPrefix(n.Reason, "nodecheck: ") && strings.Contains(held, name) {
-			t.Skipf("issue 13: on %s a resumed node keeps its reason (%s is %s, Reason=%q), and drain's "+
-				"max_drained count (sinfo --all --noheader --Node --format=%%N|%%E) counts it as drained, so "+
-				"nodecheck held this drain back: %s", tb.Version, name, n, n.Reason, held)
-		}
 	}
 }
 
@@ -439,14 +484,14 @@ type runReport struct {
 	elapsed time.Duration // how long the process ran
 }
 
-// runJSON runs `nodecheck run --format json ARGS`, checks the exit code, and returns the report
-// and the logs.
+// runJSON runs `nodecheck run --format json ARGS`, checks the exit code (unless wantCode is -1),
+// and returns the report and the logs.
 func (tb *bed) runJSON(t *testing.T, wantCode int, args ...string) (runReport, string) {
 	t.Helper()
 	start := time.Now()
 	out, stderr, code := tb.run(t, append([]string{"run", "--format", "json"}, args...)...)
 	elapsed := time.Since(start)
-	if code != wantCode {
+	if wantCode >= 0 && code != wantCode {
 		t.Errorf("nodecheck %s: exit %d, want %d; stderr:\n%s", strings.Join(args, " "), code, wantCode, stderr)
 	}
 	var rep runReport
@@ -455,4 +500,36 @@ func (tb *bed) runJSON(t *testing.T, wantCode int, args ...string) (runReport, s
 	}
 	rep.elapsed = elapsed
 	return rep, stderr
+}
+
+// unreadableGPUSnapshot is a copy of the healthy snapshot in which NVML could not read GPU 7
+// (ERROR_TIMEOUT on its handle): invented for this test, as no capture has a GPU that stops
+// answering alone. The checks that read it then say error for it.
+func unreadableGPUSnapshot(t *testing.T, healthy string) string {
+	t.Helper()
+	dir := filepath.Join(t.TempDir(), "h100-gpu7-unreadable")
+	if out, err := exec.Command("cp", "-R", "-P", healthy, dir).CombinedOutput(); err != nil {
+		t.Fatalf("copy %s: %v: %s", healthy, err, out)
+	}
+	path := filepath.Join(dir, "nvml.json")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(data, &doc); err != nil {
+		t.Fatal(err)
+	}
+	devices, _ := doc["devices"].([]any)
+	if len(devices) != 8 {
+		t.Fatalf("%s: %d devices, want 8", path, len(devices))
+	}
+	devices[7].(map[string]any)["error"] = "ERROR_TIMEOUT"
+	if data, err = json.Marshal(doc); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return dir
 }
