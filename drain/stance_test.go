@@ -2,6 +2,9 @@ package drain
 
 import (
 	"bytes"
+	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -141,6 +144,20 @@ func TestStateTableRows(t *testing.T) {
 		"POWERED_DOWN", "PLANNED", "MAINTENANCE", "RESERVED", "INVALID_REG", "IDLE", "ALLOCATED", "MIXED", "COMPLETING", "FUTURE", "UNKNOWN"} {
 		if !seen[w] {
 			t.Errorf("the table has no row for %s", w)
+		}
+	}
+}
+
+// TestStateTableInREADME holds README's state table to StateTable, row by row.
+func TestStateTableInREADME(t *testing.T) {
+	readme, err := os.ReadFile(filepath.Join("..", "README.md"))
+	if err != nil {
+		t.Skipf("README.md: %v", err)
+	}
+	for _, r := range StateTable {
+		row := fmt.Sprintf("| %s | %s | %s |\n", r.Word, r.Stance, r.Why)
+		if !bytes.Contains(readme, []byte(row)) {
+			t.Errorf("README.md lacks the row %q", row)
 		}
 	}
 }
