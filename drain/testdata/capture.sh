@@ -69,7 +69,6 @@ show idle
 sc update NodeName=n1 State=DRAIN "Reason=nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE"
 settle; show drained-nodecheck
 listing drained
-sinfo -h -N -o '%N|%E' >"$out/sinfo-reasons.txt"
 if ! $json; then sinfo --json >"$out/sinfo.json"; fi
 resume
 # 24.11 keeps the reason after RESUME (22.05 clears it): the leftover max_drained must not count.
