@@ -213,7 +213,7 @@ func (a *applier) judge(rec *nodeRecord, node NodeState) plan {
 		Mode: a.r.Mode, Unhealthy: len(a.failures) > 0, MayDrain: a.r.Drain,
 		MayResume: a.r.Resume && (a.r.Mode == config.ModeHealth || a.r.Mode == config.ModeManual),
 		Node:      node, Prefix: a.p.Prefix, Passes: rec.Passes, PassesKnown: a.known,
-		Need: max(a.p.ResumeAfterPasses, 1), Evidence: ev.Why, ByHand: byHand,
+		Need: max(a.p.ResumeAfterPasses, 1), Evidence: ev.Why, Counted: ev.Effect == effectCount, ByHand: byHand,
 		Undecided: slices.ContainsFunc(a.r.Results, func(c CheckResult) bool { return c.Status == StatusError }),
 	}, a.failures)
 }

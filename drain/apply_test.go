@@ -191,8 +191,8 @@ func TestApplySequence(t *testing.T) {
 
 // TestApplyEvidence: a node drained by ib_ports resumes only after two runs in a row in which
 // ib_ports looked and found the port up. A run in which ib_ports could not look (error), did
-// not look (skip) or did not run breaks the row; a partial run neither counts nor breaks it;
-// warn counts, and so does a run in which another check could not decide.
+// not look (skip) or did not run breaks the row; a partial or undecided run neither counts nor
+// breaks it; warn counts.
 func TestApplyEvidence(t *testing.T) {
 	ibErr := CheckResult{"ib_ports", StatusError, "read /sys/class/infiniband: permission denied"}
 	ibSkip := CheckResult{"ib_ports", StatusSkip, "no InfiniBand devices under /sys/class/infiniband"}
@@ -240,9 +240,10 @@ func TestApplyEvidence(t *testing.T) {
 			{partial(CheckResult{"gpu_count", StatusOK, ""}), ActionWaiting, 1, "does not count"},
 			{partial(ibErr), ActionWaiting, 0, "could not look"},
 		}},
-		{"another check that cannot decide does not hold the node back", []step{
-			{health(results(gpuErr)), ActionWaiting, 1, "ib_ports found the fault gone (gpu_count could not decide, which does not hold the node back)"},
-			{health(results(gpuErr)), ActionResumed, 2, ""},
+		{"undecided through another check neither counts nor resets", []step{
+			{health(results()), ActionWaiting, 1, ""},
+			{health(results(gpuErr)), ActionWaiting, 1, "gpu_count could not decide (error), so the run is undecided and does not count"},
+			{health(results()), ActionResumed, 2, ""},
 		}},
 	}
 	for _, tc := range tests {
@@ -262,6 +263,31 @@ func TestApplyEvidence(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestApplyResumeNeedsACountingRun: the passes already counted are never enough alone: a run
+// that does not count (undecided, partial) does not resume a node, even when
+// resume_after_passes was lowered under the count meanwhile (README "Verdicts and exit codes":
+// an undecided run never resumes).
+func TestApplyResumeNeedsACountingRun(t *testing.T) {
+	f := newFake(NodeState{Name: "n1", State: "IDLE"})
+	p := testPolicy(t)
+	Apply(context.Background(), f, p, health(results(ibDown)))
+	if got := Apply(context.Background(), f, p, health(results())); got.Action != ActionWaiting || got.Passes != 1 {
+		t.Fatalf("first clean run: %+v", got)
+	}
+	p.ResumeAfterPasses = 1
+	undecided := health(results(CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"}))
+	partial := health([]CheckResult{{"ib_ports", StatusOK, ""}})
+	partial.Partial = true
+	for _, r := range []Request{undecided, partial} {
+		if got := Apply(context.Background(), f, p, r); got.Action != ActionWaiting || got.Passes != 1 {
+			t.Errorf("a run that does not count: %q passes %d %q, want waiting", got.Action, got.Passes, got.Message)
+		}
+	}
+	if got := Apply(context.Background(), f, p, health(results())); got.Action != ActionResumed {
+		t.Errorf("a counting run: %+v, want resumed", got)
 	}
 }
 

@@ -43,6 +43,7 @@ type situation struct {
 	PassesKnown bool
 	Need        int // resume_after_passes
 	Evidence    string
+	Counted     bool // this run counted toward the resume (judgeRun): only such a run resumes
 	ByHand      string
 	Undecided   bool // no check failed, but one could not decide (error)
 }
@@ -65,7 +66,7 @@ type plan struct {
 //	healthy:    node not drained                                               -> none
 //	            drained, reason not nodecheck's                                -> kept (never resumed)
 //	            drained by nodecheck for a check not among the node's own      -> kept (resume by hand)
-//	            drained by nodecheck, passes < need                            -> waiting
+//	            drained by nodecheck, passes < need, or this run did not count -> waiting
 //	            drained by nodecheck, passes >= need                           -> resumed
 //
 // Prolog and epilog never resume, whatever they are allowed.
@@ -107,7 +108,7 @@ func decide(s situation, failures []Failure) plan {
 		return plan{Action: ActionKept, Message: fmt.Sprintf("%s, but node is %s by nodecheck and %s: resume it by hand (scontrol update NodeName=%s State=RESUME), or let whoever drained it resume it", clean, s.Node, s.ByHand, s.Node.Name)}
 	case !s.PassesKnown:
 		return plan{Action: ActionWaiting, Message: clean + ", but clean runs cannot be counted (state directory unusable): resume the node by hand"}
-	case s.Passes < s.Need:
+	case s.Passes < s.Need || !s.Counted:
 		return plan{Action: ActionWaiting, Message: fmt.Sprintf("%d of %d consecutive clean runs before resuming: %s", s.Passes, s.Need, s.Evidence)}
 	}
 	return plan{Action: ActionResumed, Message: fmt.Sprintf("resume: %d consecutive clean runs, the last: %s (reason was %q)", s.Passes, s.Evidence, s.Node.Reason), Update: &Update{Node: s.Node.Name, State: "RESUME"}}

@@ -68,6 +68,7 @@ func TestDecide(t *testing.T) {
 		row{"health, clean, ours, 1 of 2", config.ModeHealth, false, true, true, ours, 1, true, ActionWaiting, nil, "1 of 2 consecutive clean runs before resuming: ib_ports found the fault gone"},
 		row{"health, clean, ours, 2 of 2", config.ModeHealth, false, true, true, ours, 2, true, ActionResumed, resume, "resume: 2 consecutive clean runs, the last: ib_ports found the fault gone"},
 		row{"health, clean, ours draining, 3 of 2", config.ModeHealth, false, true, true, oursDraining, 3, true, ActionResumed, resume, ""},
+		row{"health, clean, ours draining, 3 of 2, but this run did not count", config.ModeHealth, false, true, true, oursDraining, 3, true, ActionWaiting, nil, "3 of 2"},
 		row{"health, clean, ours, passes unknown", config.ModeHealth, false, true, true, ours, 7, false, ActionWaiting, nil, "resume the node by hand"},
 		row{"health, clean, ours, rebooting", config.ModeHealth, false, true, true, rebooting, 7, true, ActionKept, nil, "nodecheck leaves it as it is"},
 		row{"health, clean, admin's drain", config.ModeHealth, false, true, true, admin, 9, true, ActionKept, nil, "never resumed by nodecheck"},
@@ -87,7 +88,7 @@ func TestDecide(t *testing.T) {
 			got := decide(situation{
 				Mode: tc.mode, Unhealthy: tc.unhealthy, MayDrain: tc.mayDrain, MayResume: tc.mayResume,
 				Node: tc.node, Prefix: "nodecheck:", Passes: tc.passes, PassesKnown: tc.known, Need: 2,
-				Evidence: "ib_ports found the fault gone",
+				Evidence: "ib_ports found the fault gone", Counted: !strings.Contains(tc.name, "did not count"),
 			}, failures)
 			if got.Action != tc.want {
 				t.Errorf("action %q, want %q (%s)", got.Action, tc.want, got.Message)

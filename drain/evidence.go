@@ -62,17 +62,15 @@ type evidence struct {
 //	a check in drainedBy said skip ("did not look")                   -> reset
 //	a check in drainedBy did not run, in a full run                   -> reset
 //	a partial run (--check), whatever it ran                          -> keep (does not count)
+//	another check said error: the run is undecided                    -> keep (does not count)
 //	otherwise (every check in drainedBy said ok or warn)              -> count
 //
 // ok and warn both count: a check that warns looked and judged the node below the level that
 // drains, and a warning never drains. A run that could not look at the fault breaks the row
 // (reset), so "consecutive" means consecutive looks: a GPU that NVML can read only every other
-// run has not shown that it is well. A partial run adds nothing and takes nothing away: it
-// did not look at the rest of the node, where a failure would have reset the count. A full
-// run in which another check could not decide (undecided) counts when the checks that
-// drained the node looked: that check's error did not drain the node before the fault (an
-// error drains only with error_is_failure, and then it is a failure here too), so it does
-// not hold the node back after it either; the run's own verdict still says undecided.
+// run has not shown that it is well. A run that is not a full, decided look at the node
+// (partial, or undecided through another check: README "Verdicts and exit codes") adds
+// nothing and takes nothing away; only a run that counts may resume the node (decide).
 func judgeRun(drainedBy []string, results []CheckResult, failures []Failure, partial bool) evidence {
 	if len(failures) > 0 {
 		return evidence{effectReset, fmt.Sprintf("%s failed", failures[0].Check)}
@@ -98,17 +96,15 @@ func judgeRun(drainedBy []string, results []CheckResult, failures []Failure, par
 	if partial {
 		return evidence{effectKeep, "a partial run (--check) does not count"}
 	}
-	why := "clean run"
-	if len(drainedBy) > 0 {
-		why = strings.Join(drainedBy, ", ") + " found the fault gone"
-	}
 	for _, r := range results {
 		if r.Status == StatusError {
-			why += fmt.Sprintf(" (%s could not decide, which does not hold the node back)", r.Check)
-			break
+			return evidence{effectKeep, fmt.Sprintf("%s could not decide (error), so the run is undecided and does not count", r.Check)}
 		}
 	}
-	return evidence{effectCount, why}
+	if len(drainedBy) == 0 {
+		return evidence{effectCount, "clean run"}
+	}
+	return evidence{effectCount, strings.Join(drainedBy, ", ") + " found the fault gone"}
 }
 
 // ReasonCheck returns the check id in a reason nodecheck wrote ("<prefix> <check>: <summary>",

@@ -30,9 +30,9 @@ func TestJudgeRun(t *testing.T) {
 		{"partial without the check does not count", []string{"ib_ports"}, []CheckResult{ok("gpu_count")}, nil, true, effectKeep, "partial"},
 		{"partial with the check ok does not count", []string{"ib_ports"}, []CheckResult{ok("ib_ports")}, nil, true, effectKeep, "partial"},
 		{"partial with the check in error resets", []string{"ib_ports"}, []CheckResult{{"ib_ports", StatusError, "x"}}, nil, true, effectReset, "could not look"},
-		{"another check in error: counts, and says so", []string{"ib_ports"}, []CheckResult{ok("ib_ports"), {"gpu_count", StatusError, "NVML"}}, nil, false, effectCount,
-			"ib_ports found the fault gone (gpu_count could not decide, which does not hold the node back)"},
+		{"another check in error: undecided, does not count", []string{"ib_ports"}, []CheckResult{ok("ib_ports"), {"gpu_count", StatusError, "NVML"}}, nil, false, effectKeep, "gpu_count could not decide"},
 		{"nothing drained it: a clean run counts", nil, []CheckResult{ok("ib_ports")}, nil, false, effectCount, "clean run"},
+		{"nothing drained it: an undecided run does not", nil, []CheckResult{{"ib_ports", StatusError, "x"}}, nil, false, effectKeep, "undecided"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
