@@ -9,7 +9,7 @@ import (
 )
 
 func TestBudgetFor(t *testing.T) {
-	def := config.Default().Budget // prolog 5s, epilog 30s, health 50s, manual none
+	def := config.Default(Schema()).Budget // prolog 5s, epilog 30s, health 50s, manual none
 	at := slurm.Pos{File: "/etc/slurm/slurm.conf", Line: 12}
 	s := time.Second
 	tests := []struct {

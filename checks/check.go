@@ -71,8 +71,12 @@ type Check interface {
 	ID() string
 	// Description is one line for `nodecheck list`.
 	Description() string
-	// Settings picks this check's common settings out of the effective config.
-	Settings(cfg *config.Config) config.CheckCommon
+	// Section returns a new [checks.ID] section of nodecheck.toml holding the check's
+	// built-in defaults: a pointer to a struct that embeds config.CheckCommon (see
+	// config.Section), with a ValidateSection method where the check has rules of its own.
+	Section() config.Section
+	// Explain is what `nodecheck explain ID` tells an admin about the check.
+	Explain() Explanation
 	// Run judges the node. It returns a Result, never panics on node data, and returns soon
 	// after ctx is done.
 	Run(ctx context.Context, env *Env) Result
@@ -106,4 +110,39 @@ type Job struct {
 	// empty when not set. UID stays text so that an unset one is not uid 0 (root).
 	UID  string
 	User string
+}
+
+// Schema is nodecheck.toml's [checks] table: the section of every registered check, in run
+// order. It is what config.Default, config.ParseConfig and config.LoadConfig take.
+func Schema() config.Schema {
+	out := make(config.Schema, len(ordered))
+	for i, c := range ordered {
+		out[i] = config.SectionSpec{ID: c.ID(), Default: c.Section}
+	}
+	return out
+}
+
+// Settings returns c's common settings in cfg: those of its [checks.ID] section, or its
+// built-in ones where cfg has no section for it (a config made from another schema).
+func Settings(cfg *config.Config, c Check) config.CheckCommon {
+	if s := cfg.Checks.Get(c.ID()); s != nil {
+		return *s.Common()
+	}
+	return *c.Section().Common()
+}
+
+// settings returns the [checks.id] section of cfg as its type T, for a check to read its
+// own keys: settings[*ibPortsConfig](env.Config, idIBPorts). Where cfg has no such section
+// (a config made from another schema) it gives the check's built-in defaults.
+func settings[T config.Section](cfg *config.Config, id string) T {
+	if s, ok := config.SectionOf[T](cfg, id); ok {
+		return s
+	}
+	var zero T
+	if c, ok := byID(id); ok {
+		if s, ok := c.Section().(T); ok {
+			return s
+		}
+	}
+	return zero
 }

@@ -222,18 +222,18 @@ func LoadRunConfig(ctx context.Context, facts node.Facts, replay bool, path stri
 	if replay && !explicit {
 		data, err := facts.ReadFile(ctx, path)
 		if isNotExist(err) {
-			return config.Default(), nil, nil
+			return config.Default(Schema()), nil, nil
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s in the snapshot: %w", path, err)
 		}
-		cfg, err := config.ParseConfig(data, path)
+		cfg, err := config.ParseConfig(data, path, Schema())
 		return cfg, data, err
 	}
 	if _, err := os.Lstat(path); !explicit && isNotExist(err) {
-		return config.Default(), nil, nil
+		return config.Default(Schema()), nil, nil
 	}
-	cfg, err := config.LoadConfig(path)
+	cfg, err := config.LoadConfig(path, Schema())
 	if err != nil {
 		if explicit && isNotExist(err) {
 			return nil, nil, fmt.Errorf("--config %s does not exist", path)

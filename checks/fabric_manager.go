@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -43,12 +44,44 @@ func (fabricManager) Description() string {
 	return "on NVSwitch nodes: Fabric Manager version = driver version, service active, GPU fabric COMPLETED/SUCCESS"
 }
 
-func (fabricManager) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.FabricManager.CheckCommon
+// fabricManagerConfig is [checks.fabric_manager].
+type fabricManagerConfig struct {
+	config.CheckCommon
+	// Force runs the check even where no NVSwitch is on the PCI bus.
+	Force bool `toml:"force"`
+	// Binary is nv-fabricmanager, asked for its version.
+	Binary string `toml:"binary"`
+	// Systemctl asks for the service state.
+	Systemctl string `toml:"systemctl"`
+	// Service is the Fabric Manager unit.
+	Service string `toml:"service"`
+}
+
+func (fabricManager) Section() config.Section {
+	return &fabricManagerConfig{
+		CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()},
+		Binary:      "/usr/bin/nv-fabricmanager",
+		Systemctl:   "/usr/bin/systemctl",
+		Service:     "nvidia-fabricmanager",
+	}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (fm *fabricManagerConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	for _, kv := range []struct{ key, val string }{{"binary", fm.Binary}, {"systemctl", fm.Systemctl}} {
+		if !strings.HasPrefix(kv.val, "/") {
+			errs = append(errs, config.Problemf(kv.key, " = %q: give an absolute path: Slurm starts prologs and health checks without PATH", kv.val))
+		}
+	}
+	if strings.TrimSpace(fm.Service) == "" || strings.ContainsAny(fm.Service, " \t\n/") {
+		errs = append(errs, config.Problemf("service", " = %q: give the systemd unit of Fabric Manager, such as \"nvidia-fabricmanager\"", fm.Service))
+	}
+	return errs
 }
 
 func (fabricManager) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.FabricManager
+	cfg := settings[*fabricManagerConfig](env.Config, idFabricManager)
 	pci, err := env.Facts.PCIDevices(ctx)
 	if err != nil && (!cfg.Force || ctx.Err() != nil) {
 		return factsError(ctx, "list PCI devices", err)
@@ -303,4 +336,31 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 	d.Status = StatusFail
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
 	return d
+}
+
+// Explain is what `nodecheck explain fabric_manager` says.
+func (fabricManager) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The PCI bus: the NVSwitches (NVIDIA bridge devices, class 0x0680).",
+			"NVML: the driver version, and each GPU's fabric state and status (Hopper and later).",
+			"binary --version (nv-fabricmanager); where it is absent, the installed nvidia-fabricmanager package (dpkg-query, then rpm).",
+			"systemctl is-active SERVICE (nvidia-fabricmanager).",
+		},
+		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS. A100 GPUs report no fabric state, which is not a failure.",
+		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error, or NVML does not give the driver version to compare with.",
+		Skips:  "There is no NVSwitch on the PCI bus (PCIe-only systems), unless force = true.",
+		Errors: "systemctl or the package manager cannot be asked, or the version cannot be read from binary --version.",
+		Keys: map[string]string{
+			"force":     "Run even where no NVSwitch is on the PCI bus.",
+			"binary":    `Asked for its version ("--version"). Where it is absent, the installed package is asked instead (dpkg-query, then rpm).`,
+			"systemctl": `Asked whether the service runs ("systemctl is-active SERVICE").`,
+			"service":   "The Fabric Manager systemd unit.",
+		},
+		Fix: []string{
+			"Compare the driver version (nvidia-smi) with nv-fabricmanager --version, and install the Fabric Manager of exactly the driver's version (Debian, Ubuntu: nvidia-fabricmanager-BRANCH at the driver's version; RHEL: nvidia-fabric-manager). Hold both packages so that they are upgraded together.",
+			"systemctl restart nvidia-fabricmanager; journalctl -u nvidia-fabricmanager and /var/log/fabricmanager.log say why it stopped or would not start.",
+			"nvidia-smi -q | grep -i -A 3 fabric: every GPU shows State Completed, Status Success once Fabric Manager runs. If it stays In Progress or fails, reboot the node: a driver upgrade without a reboot leaves the old kernel module loaded.",
+		},
+	}
 }

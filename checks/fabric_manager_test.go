@@ -136,8 +136,8 @@ func TestFabricManager(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.Checks.FabricManager.Force = tc.force
+			cfg := config.Default(Schema())
+			settings[*fabricManagerConfig](cfg, idFabricManager).Force = tc.force
 			f := &execFacts{fakeFacts: &fakeFacts{pci: tc.pci, gpus: tc.gpus, gpuErr: tc.gpuErr}, cmds: tc.cmds}
 			got := fabricManager{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
@@ -264,4 +264,30 @@ func FuzzParsePackageQuery(f *testing.F) {
 			t.Errorf("package %q version %q from %q", pkg, v, s)
 		}
 	})
+}
+
+// TestFabricManagerConfig: the keys of [checks.fabric_manager] have their defaults, decode, reach a node
+// through a group, and bad values name their line and the fix.
+func TestFabricManagerConfig(t *testing.T) {
+	tests := []sectionCase{
+		{
+			name: "fabric_manager keys",
+			toml: "[checks.fabric_manager]\nforce = true\nbinary = \"/opt/nvidia/bin/nv-fabricmanager\"\nservice = \"nvidia-fabricmanager.service\"\n",
+			want: func(c *config.Config) any {
+				return []any{settings[*fabricManagerConfig](c, idFabricManager).Force, settings[*fabricManagerConfig](c, idFabricManager).Binary, settings[*fabricManagerConfig](c, idFabricManager).Systemctl, settings[*fabricManagerConfig](c, idFabricManager).Service}
+			},
+			wantVal: []any{true, "/opt/nvidia/bin/nv-fabricmanager", "/usr/bin/systemctl", "nvidia-fabricmanager.service"},
+		},
+		{
+			name:    "relative binary",
+			toml:    "[checks.fabric_manager]\nbinary = \"nv-fabricmanager\"\n",
+			wantErr: `nodecheck.toml:2: checks.fabric_manager.binary = "nv-fabricmanager": give an absolute path: Slurm starts prologs and health checks without PATH`,
+		},
+		{
+			name:    "empty service",
+			toml:    "[checks.fabric_manager]\nservice = \"\"\n",
+			wantErr: `nodecheck.toml:2: checks.fabric_manager.service = "": give the systemd unit of Fabric Manager, such as "nvidia-fabricmanager"`,
+		},
+	}
+	runSectionCases(t, tests)
 }

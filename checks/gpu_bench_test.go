@@ -101,9 +101,9 @@ func TestGPUChecksOnSnapshots(t *testing.T) {
 // nodecheck.toml recorded with it (built-in defaults when it has none).
 func snapshotEnv(tb testing.TB, snap *node.Snapshot) *Env {
 	tb.Helper()
-	cfg := config.Default()
+	cfg := config.Default(Schema())
 	if b, err := snap.ReadFile(context.Background(), "/etc/nodecheck/nodecheck.toml"); err == nil {
-		if cfg, err = config.ParseConfig(b, "nodecheck.toml"); err != nil {
+		if cfg, err = config.ParseConfig(b, "nodecheck.toml", Schema()); err != nil {
 			tb.Fatal(err)
 		}
 	}

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -28,8 +29,13 @@ func (gpuCount) Description() string {
 	return "GPUs in slurm.conf Gres= for this node = GPUs NVML sees = NVIDIA GPUs on the PCI bus; Gres type names the NVML model"
 }
 
-func (gpuCount) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.GPUCount.CheckCommon
+// gpuCountConfig is [checks.gpu_count]: no keys of its own, slurm.conf is the expectation.
+type gpuCountConfig struct {
+	config.CheckCommon
+}
+
+func (gpuCount) Section() config.Section {
+	return &gpuCountConfig{config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()}}
 }
 
 // gpuExpectation is what slurm.conf says about this node's GPUs.
@@ -308,4 +314,26 @@ func typeMismatches(specs []slurm.GresSpec, names []string) []Detail {
 			Observed: strconv.Itoa(m), Expected: strconv.FormatUint(s.Count, 10)})
 	}
 	return out
+}
+
+// Explain is what `nodecheck explain gpu_count` says.
+func (gpuCount) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"slurm.conf: the Gres= of this node's NodeName line (gpu[:type]:N, summed over types).",
+			"NVML: the number of GPUs, each GPU's name and PCI bus id, and the GPUs NVML cannot open.",
+			"The PCI bus (/sys/bus/pci/devices): the NVIDIA (vendor 0x10de) display and 3D controllers.",
+		},
+		Passes: "NVML and the PCI bus show the same GPUs, as many as slurm.conf gives the node, and each typed Gres element (gpu:h100:8) matches the NVML name of as many GPUs as it counts. Where a Gres type names a MIG profile (gpu:a100_3g.20gb:2) the count is of MIG instances, and only NVML and the PCI bus are compared.",
+		Warns:  "The counts agree but a Gres type does not match the NVML names (a node in the wrong NodeName range, a swapped board); slurm.conf gives the node no GPU although it has some (Slurm will not schedule them); or NVML and the bus disagree on a node where Slurm schedules no GPU.",
+		Fails:  "A GPU is on the PCI bus but NVML cannot open it (it fell off the bus, GPU_IS_LOST, the driver did not attach), NVML shows a GPU the bus does not, NVML does not initialise where GPUs are expected, or NVML and the bus agree on a number other than slurm.conf's.",
+		Skips:  "slurm.conf gives the node no GPU and there is no NVIDIA GPU on the PCI bus: a CPU node.",
+		Errors: "How many GPUs Slurm expects cannot be told (slurm.conf unreadable, the node not in it) while NVML and the bus agree, or the PCI bus or NVML cannot be read.",
+		Fix: []string{
+			"nvidia-smi: which GPUs are listed? nvidia-smi -q | grep -i 'bus id' against lspci -d 10de: names the missing one.",
+			"dmesg -T | grep -i xid: Xid 79 (the GPU fell off the bus), 48, 63, 64, 94 or 95 (memory errors) or 119 and 120 (GSP firmware) mean a hardware or firmware fault.",
+			"Reboot, with a full power cycle for a GPU that fell off the bus. If the GPU is still missing or the Xid comes back, reseat it or replace it (RMA, with the output of nvidia-bug-report.sh).",
+			"If the node is right and slurm.conf is wrong (the Gres= count or type), fix slurm.conf, check it with nodecheck lint and run scontrol reconfigure.",
+		},
+	}
 }

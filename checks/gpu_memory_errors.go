@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -62,8 +63,85 @@ func (gpuMemoryErrors) Description() string {
 	return "each GPU: ECC on, no uncorrectable ECC error since driver load, no row remapping or page retirement pending or failed, retired pages under NVIDIA's limit"
 }
 
-func (gpuMemoryErrors) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.GPUMemoryErrors.CheckCommon
+// gpuMemoryErrorsConfig is [checks.gpu_memory_errors].
+type gpuMemoryErrorsConfig struct {
+	config.CheckCommon
+	// ECCOff is what a GPU that has ECC but runs with it off gives: "fail" (the default:
+	// NVIDIA ships data-centre GPUs with ECC on, and off it corrupts memory silently),
+	// "warn" or "ok".
+	ECCOff string `toml:"ecc_off"`
+	// ECCOffModels lists GPUs that may run with ECC off whatever ECCOff says, as words of
+	// their NVML names matched as in gpu_models ("geforce" matches "NVIDIA GeForce RTX
+	// 4090"): workstation and consumer GPUs, which NVIDIA ships with ECC off.
+	ECCOffModels []string `toml:"ecc_off_models"`
+	// Pending is what a row remapping or page retirement that waits for a GPU reset gives:
+	// "fail" (the default: drain, so that the GPU is reset once the node is idle) or "warn".
+	Pending string `toml:"pending"`
+	// RetiredPagesLimit fails a GPU (pre-Ampere page retirement) with this many retired
+	// pages or more, single- and double-bit together. NVIDIA's DCGM fails at 63, "to match
+	// the field diag" (the tool that qualifies a GPU for RMA); the InfoROM holds 64.
+	RetiredPagesLimit int `toml:"retired_pages_limit"`
+}
+
+// Values of ecc_off and pending.
+const (
+	verdictFail = "fail"
+	verdictWarn = "warn"
+	verdictOK   = "ok"
+)
+
+// defaultRetiredPagesLimit is retired_pages_limit's default: DCGM_LIMIT_MAX_RETIRED_PAGES in
+// NVIDIA's DCGM (common/DcgmGPUHardwareLimits.h, "Max retired pages updated to match the
+// field diag"), which its health watch and diagnostic fail at.
+const defaultRetiredPagesLimit = 63
+
+// maxRetiredPages is how many page retirements a GPU's InfoROM holds
+// (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/row-remapping.html: "a maximum of
+// 64 retirements for the frame buffer").
+const maxRetiredPages = 64
+
+// defaultECCOffModels are the NVML name words of the GPUs NVIDIA ships with ECC off, or
+// without ECC: GeForce, TITAN, Quadro and the RTX workstation boards ("NVIDIA RTX A6000").
+// "ECC is off by default for Geforce and Quadro(RTX) cards, but for Tesla cards, it is turned
+// on by default" (Chaos support, https://support.chaos.com/hc/en-us/articles/24886637113617);
+// the RTX 4090 capture (corpus nvsmi/gpud-q-rtx4090x8-535.154.05.txt) reads "ECC Mode Current
+// Disabled", the A10 and H100 captures "Enabled".
+func defaultECCOffModels() []string { return []string{"geforce", "titan", "quadro", "rtx"} }
+
+func (gpuMemoryErrors) Section() config.Section {
+	return &gpuMemoryErrorsConfig{
+		CheckCommon:       config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()},
+		ECCOff:            verdictFail,
+		ECCOffModels:      defaultECCOffModels(),
+		Pending:           verdictFail,
+		RetiredPagesLimit: defaultRetiredPagesLimit,
+	}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (me *gpuMemoryErrorsConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	add := func(key, format string, args ...any) { errs = append(errs, config.Problemf(key, format, args...)) }
+	switch me.ECCOff {
+	case verdictFail, verdictWarn, verdictOK:
+	default:
+		add("ecc_off", " = %q: give \"fail\", \"warn\" or \"ok\": what a GPU with ECC off gives", me.ECCOff)
+	}
+	for _, m := range me.ECCOffModels {
+		if len(modelWords(m)) == 0 {
+			add("ecc_off_models", ": %q names no words; give words of NVML GPU names, such as \"geforce\" or \"rtx a6000\"", m)
+		}
+	}
+	switch me.Pending {
+	case verdictFail, verdictWarn:
+	default:
+		add("pending", " = %q: give \"fail\" or \"warn\": what a row remapping or page retirement waiting for a GPU reset gives", me.Pending)
+	}
+	if me.RetiredPagesLimit < 1 || me.RetiredPagesLimit > maxRetiredPages {
+		add("retired_pages_limit", " = %d: give a page count from 1 to %d (a GPU retires at most %d pages), such as %d as NVIDIA's DCGM uses",
+			me.RetiredPagesLimit, maxRetiredPages, maxRetiredPages, defaultRetiredPagesLimit)
+	}
+	return errs
 }
 
 // retiredDBEPagesWarn is DCGM's soft limit on pages retired after double-bit errors
@@ -80,14 +158,14 @@ type memFinding struct {
 }
 
 func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.GPUMemoryErrors
+	cfg := settings[*gpuMemoryErrorsConfig](env.Config, idGPUMemoryErrors)
 	inv, res, ok := nvmlGPUs(ctx, env, "memory error counters")
 	if !ok {
 		return res
 	}
 	offModels := make([][]string, 0, len(cfg.ECCOffModels))
 	for _, m := range cfg.ECCOffModels {
-		offModels = append(offModels, config.GPUModelWords(m))
+		offModels = append(offModels, modelWords(m))
 	}
 
 	type judged struct {
@@ -109,8 +187,8 @@ func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
 				Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}})
 			continue
 		}
-		nameWords := config.GPUModelWords(g.Name)
-		allowOff := cfg.ECCOff == config.VerdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return containsWords(nameWords, w) })
+		nameWords := modelWords(g.Name)
+		allowOff := cfg.ECCOff == verdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return containsWords(nameWords, w) })
 		if g.ECC != nil && !g.ECC.Enabled && allowOff {
 			eccOffAllowed++
 		}
@@ -182,13 +260,13 @@ func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
 
 // memFindings lists what is wrong with g, worst first: what needs the GPU replaced, then
 // what needs a reset, then the ECC mode, then warnings.
-func memFindings(g node.GPU, cfg config.GPUMemoryErrorsConfig, allowECCOff bool) []memFinding {
+func memFindings(g node.GPU, cfg *gpuMemoryErrorsConfig, allowECCOff bool) []memFinding {
 	var f []memFinding
 	add := func(s Status, format string, args ...any) {
 		f = append(f, memFinding{status: s, msg: fmt.Sprintf(format, args...)})
 	}
 	pending := StatusFail
-	if cfg.Pending == config.VerdictWarn {
+	if cfg.Pending == verdictWarn {
 		pending = StatusWarn
 	}
 	smi := "nvidia-smi"
@@ -231,8 +309,8 @@ func memFindings(g node.GPU, cfg config.GPUMemoryErrorsConfig, allowECCOff bool)
 	return f
 }
 
-func eccOffStatus(cfg config.GPUMemoryErrorsConfig) Status {
-	if cfg.ECCOff == config.VerdictWarn {
+func eccOffStatus(cfg *gpuMemoryErrorsConfig) Status {
+	if cfg.ECCOff == verdictWarn {
 		return StatusWarn
 	}
 	return StatusFail
@@ -263,7 +341,7 @@ func memObserved(g node.GPU) string {
 	return strings.Join(parts, "; ")
 }
 
-func memExpected(cfg config.GPUMemoryErrorsConfig) string {
+func memExpected(cfg *gpuMemoryErrorsConfig) string {
 	return fmt.Sprintf("ECC on; 0 uncorrectable ECC errors since driver load; no remap or retirement pending or failed; under %d retired pages", cfg.RetiredPagesLimit)
 }
 
@@ -288,31 +366,33 @@ func orUnknownName(name string) string {
 	return text.OneLine(name, 60)
 }
 
-// explainGPUMemoryErrors is what `nodecheck explain gpu_memory_errors` says.
-var explainGPUMemoryErrors = Explanation{
-	Reads: []string{
-		"NVML, for each GPU: the ECC mode, current and after the next reset (nvmlDeviceGetEccMode).",
-		"NVML: the uncorrectable ECC error counts, since the driver loaded (volatile) and over the GPU's life (aggregate) (nvmlDeviceGetTotalEccErrors).",
-		"NVML: row remapping (Ampere and later): rows remapped after correctable and uncorrectable errors, remap pending, remap failed (nvmlDeviceGetRemappedRows).",
-		"NVML: dynamic page retirement (before Ampere): pages retired after single- and double-bit errors, retirement pending (nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus).",
-		"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
-	},
-	Passes: "Every GPU that reports memory error state runs with ECC on (or off where ecc_off or ecc_off_models allow it), has had no uncorrectable ECC error since the driver loaded, has no row remapping or page retirement pending or failed, and has fewer than retired_pages_limit retired pages. A few retired pages or remapped rows are what those mechanisms are for: they are shown in the details, not judged. So are the lifetime (aggregate) uncorrectable error counts.",
-	Warns:  "The ECC mode changes at the next reset (someone ran nvidia-smi -e), more than 15 pages were retired after double-bit errors (DCGM's soft limit: watch whether more follow), or, with ecc_off = \"warn\" or pending = \"warn\", ECC is off or a remap or retirement waits for a reset.",
-	Fails:  "Row remapping failed (no spare row left: NVIDIA's RMA criterion) or retired pages reached retired_pages_limit (DCGM's and the field diagnostic's RMA limit, 63): replace the GPU. An uncorrectable ECC error happened since the driver loaded, or a row remapping or page retirement waits for a GPU reset to take effect: reset the GPU. ECC is off on a GPU that has it (data-centre GPUs ship with ECC on; off, memory corruption goes undetected). The summary names the GPU by index and bus id, and what to do.",
-	Skips:  "No GPU reports ECC, row remapping or page retirement (consumer GPUs without ECC), or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
-	Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; or NVML lost a GPU (ERROR_GPU_IS_LOST) so that its memory state cannot be read: gpu_count fails the node for that.",
-	Keys: map[string]string{
-		"ecc_off":             `What a GPU that has ECC but runs with it off gives: "fail", "warn" or "ok".`,
-		"ecc_off_models":      `GPUs that may run with ECC off whatever ecc_off says, as words of their NVML names matched like gpu_models rules ("geforce" matches "NVIDIA GeForce RTX 4090"): the workstation and consumer GPUs NVIDIA ships with ECC off.`,
-		"pending":             `What a row remapping or page retirement that waits for a GPU reset gives: "fail" drains the node so that running jobs finish and the GPU can be reset; "warn" leaves the reset to a maintenance schedule.`,
-		"retired_pages_limit": "Retired pages (single- and double-bit together) at or above which a GPU fails as one to replace. 63 is DCGM's limit, matched to NVIDIA's field diagnostic; a GPU can retire at most 64.",
-	},
-	Fix: []string{
-		"nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i N shows what NVML reports for GPU N: ECC mode (current and pending), the volatile and aggregate error counts, the remapped rows with Pending and Remapping Failure Occurred, and the retired pages.",
-		"Uncorrectable errors, or a remap or retirement pending: once the drain has let running jobs finish, reset the GPU (nvidia-smi -r -i N, after stopping what keeps it open, such as nvidia-dcgm or nvidia-persistenced) or reboot the node. The remap or retirement takes effect at the reset: check again that Pending reads No and the volatile counts are 0.",
-		"ECC off: nvidia-smi -i N -e 1, then reset the GPU (nvidia-smi -r -i N) or reboot. If the GPU is one that ships with ECC off on purpose, add its model to ecc_off_models instead.",
-		"Row remapping failed, or retired pages at the limit: run NVIDIA's diagnostics (dcgmi diag -r 3, or the field diagnostic) and open an RMA case with their output and nvidia-bug-report.sh; keep the node drained until the GPU is replaced.",
-		"The same GPU back with new uncorrectable errors soon after a reset points at failing memory: treat it as an RMA case too.",
-	},
+// Explain is what `nodecheck explain gpu_memory_errors` says.
+func (gpuMemoryErrors) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"NVML, for each GPU: the ECC mode, current and after the next reset (nvmlDeviceGetEccMode).",
+			"NVML: the uncorrectable ECC error counts, since the driver loaded (volatile) and over the GPU's life (aggregate) (nvmlDeviceGetTotalEccErrors).",
+			"NVML: row remapping (Ampere and later): rows remapped after correctable and uncorrectable errors, remap pending, remap failed (nvmlDeviceGetRemappedRows).",
+			"NVML: dynamic page retirement (before Ampere): pages retired after single- and double-bit errors, retirement pending (nvmlDeviceGetRetiredPages, nvmlDeviceGetRetiredPagesPendingStatus).",
+			"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
+		},
+		Passes: "Every GPU that reports memory error state runs with ECC on (or off where ecc_off or ecc_off_models allow it), has had no uncorrectable ECC error since the driver loaded, has no row remapping or page retirement pending or failed, and has fewer than retired_pages_limit retired pages. A few retired pages or remapped rows are what those mechanisms are for: they are shown in the details, not judged. So are the lifetime (aggregate) uncorrectable error counts.",
+		Warns:  "The ECC mode changes at the next reset (someone ran nvidia-smi -e), more than 15 pages were retired after double-bit errors (DCGM's soft limit: watch whether more follow), or, with ecc_off = \"warn\" or pending = \"warn\", ECC is off or a remap or retirement waits for a reset.",
+		Fails:  "Row remapping failed (no spare row left: NVIDIA's RMA criterion) or retired pages reached retired_pages_limit (DCGM's and the field diagnostic's RMA limit, 63): replace the GPU. An uncorrectable ECC error happened since the driver loaded, or a row remapping or page retirement waits for a GPU reset to take effect: reset the GPU. ECC is off on a GPU that has it (data-centre GPUs ship with ECC on; off, memory corruption goes undetected). The summary names the GPU by index and bus id, and what to do.",
+		Skips:  "No GPU reports ECC, row remapping or page retirement (consumer GPUs without ECC), or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
+		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; or NVML lost a GPU (ERROR_GPU_IS_LOST) so that its memory state cannot be read: gpu_count fails the node for that.",
+		Keys: map[string]string{
+			"ecc_off":             `What a GPU that has ECC but runs with it off gives: "fail", "warn" or "ok".`,
+			"ecc_off_models":      `GPUs that may run with ECC off whatever ecc_off says, as words of their NVML names matched like gpu_models rules ("geforce" matches "NVIDIA GeForce RTX 4090"): the workstation and consumer GPUs NVIDIA ships with ECC off.`,
+			"pending":             `What a row remapping or page retirement that waits for a GPU reset gives: "fail" drains the node so that running jobs finish and the GPU can be reset; "warn" leaves the reset to a maintenance schedule.`,
+			"retired_pages_limit": "Retired pages (single- and double-bit together) at or above which a GPU fails as one to replace. 63 is DCGM's limit, matched to NVIDIA's field diagnostic; a GPU can retire at most 64.",
+		},
+		Fix: []string{
+			"nvidia-smi -q -d ECC,ROW_REMAPPER,PAGE_RETIREMENT -i N shows what NVML reports for GPU N: ECC mode (current and pending), the volatile and aggregate error counts, the remapped rows with Pending and Remapping Failure Occurred, and the retired pages.",
+			"Uncorrectable errors, or a remap or retirement pending: once the drain has let running jobs finish, reset the GPU (nvidia-smi -r -i N, after stopping what keeps it open, such as nvidia-dcgm or nvidia-persistenced) or reboot the node. The remap or retirement takes effect at the reset: check again that Pending reads No and the volatile counts are 0.",
+			"ECC off: nvidia-smi -i N -e 1, then reset the GPU (nvidia-smi -r -i N) or reboot. If the GPU is one that ships with ECC off on purpose, add its model to ecc_off_models instead.",
+			"Row remapping failed, or retired pages at the limit: run NVIDIA's diagnostics (dcgmi diag -r 3, or the field diagnostic) and open an RMA case with their output and nvidia-bug-report.sh; keep the node drained until the GPU is replaced.",
+			"The same GPU back with new uncorrectable errors soon after a reset points at failing memory: treat it as an RMA case too.",
+		},
+	}
 }

@@ -106,7 +106,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 		gpuErr      error
 		pci         []node.PCIDevice
 		pciErr      error
-		cfg         func(*config.GPUMemoryErrorsConfig)
+		cfg         func(*gpuMemoryErrorsConfig)
 		wantStatus  Status
 		wantSummary string
 	}{
@@ -128,7 +128,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 		{name: "page retirement pending", gpus: azureRetired([8]node.RetiredPages{3: azureBadPages[3]}), wantStatus: StatusFail,
 			wantSummary: "gpu 3 (0004:00:00.0): page retirement pending: reset the GPU or reload the driver"},
 		{name: "page retirement pending, pending = warn", gpus: azureRetired([8]node.RetiredPages{3: azureBadPages[3]}),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.Pending = config.VerdictWarn },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.Pending = verdictWarn },
 			wantStatus: StatusWarn, wantSummary: "gpu 3 (0004:00:00.0): page retirement pending: reset the GPU or reload the driver"},
 		// Source: azurehpc-bad_nvsmi8_output.txt GPU 00000004 after the reload it asks for
 		// (pending cleared, by hand): a few retired pages are not judged.
@@ -136,7 +136,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 			wantSummary: "8 GPUs: no memory error that needs a GPU reset or replacement (ECC on)"},
 		// Source: azurehpc-bad_nvsmi8_output.txt GPU 00000001 (60+5) under a limit raised to 64.
 		{name: "retired_pages_limit raised", gpus: azureRetired([8]node.RetiredPages{0: {SingleBit: 60, DoubleBit: 3}}),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.RetiredPagesLimit = 64 },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.RetiredPagesLimit = 64 },
 			wantStatus: StatusOK, wantSummary: "8 GPUs: no memory error that needs a GPU reset or replacement (ECC on)"},
 		// Invented: 16 pages retired after double-bit errors, DCGM's soft limit is 15.
 		{name: "many double-bit pages warn", gpus: azureRetired([8]node.RetiredPages{5: {SingleBit: 4, DoubleBit: 16}}), wantStatus: StatusWarn,
@@ -145,7 +145,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 		{name: "row remapping pending", gpus: a10RemapPending(), wantStatus: StatusFail,
 			wantSummary: "gpu 0 (0000:07:00.0): row remapping pending: reset the GPU"},
 		{name: "row remapping pending, pending = warn", gpus: a10RemapPending(),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.Pending = config.VerdictWarn },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.Pending = verdictWarn },
 			wantStatus: StatusWarn, wantSummary: "gpu 0 (0000:07:00.0): row remapping pending: reset the GPU"},
 		// Invented (no capture shows a failed remap): the H100 capture with GPU 2 out of spare rows.
 		{name: "row remapping failed", gpus: changeGPU(h100Healthy(), 2, func(g *node.GPU) {
@@ -170,10 +170,10 @@ func TestGPUMemoryErrors(t *testing.T) {
 			g.ECC = &node.ECC{}
 		}), wantStatus: StatusFail, wantSummary: "gpu 3 (0000:5d:00.0): ECC off: turn it on (nvidia-smi -i 3 -e 1) and reset the GPU"},
 		{name: "ECC off, ecc_off = warn", gpus: changeGPU(h100Healthy(), 3, func(g *node.GPU) { g.ECC = &node.ECC{} }),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.ECCOff = config.VerdictWarn },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.ECCOff = verdictWarn },
 			wantStatus: StatusWarn, wantSummary: "gpu 3 (0000:5d:00.0): ECC off: turn it on (nvidia-smi -i 3 -e 1) and reset the GPU"},
 		{name: "ECC off, ecc_off = ok", gpus: changeGPU(h100Healthy(), 3, func(g *node.GPU) { g.ECC = &node.ECC{} }),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.ECCOff = config.VerdictOK },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.ECCOff = verdictOK },
 			wantStatus: StatusOK, wantSummary: "8 GPUs: no memory error that needs a GPU reset or replacement (ECC off on 1 where allowed)"},
 		// Invented: ECC turned on with nvidia-smi -e 1 but the GPU not yet reset.
 		{name: "ECC off until the next reset", gpus: changeGPU(h100Healthy(), 3, func(g *node.GPU) { g.ECC = &node.ECC{PendingEnabled: true} }),
@@ -186,7 +186,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 		{name: "consumer GPUs with ECC off", gpus: rtx4090Node(), wantStatus: StatusOK,
 			wantSummary: "8 GPUs: no memory error that needs a GPU reset or replacement (ECC off on 8 where allowed)"},
 		{name: "consumer GPUs, ecc_off_models emptied", gpus: rtx4090Node(),
-			cfg:        func(c *config.GPUMemoryErrorsConfig) { c.ECCOffModels = nil },
+			cfg:        func(c *gpuMemoryErrorsConfig) { c.ECCOffModels = nil },
 			wantStatus: StatusFail, wantSummary: "gpu 0 (0000:01:00.0): ECC off: turn it on (nvidia-smi -i 0 -e 1) and reset the GPU (+7 more)"},
 		// Source: gpud-q-titanv-560.35.03.txt: ECC, Retired Pages and Remapped Rows all N/A.
 		{name: "consumer GPU without ECC", gpus: titanVNode(), wantStatus: StatusSkip, wantSummary: summaryNoMemoryCounters},
@@ -219,9 +219,9 @@ func TestGPUMemoryErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := config.Default(Schema())
 			if tc.cfg != nil {
-				tc.cfg(&cfg.Checks.GPUMemoryErrors)
+				tc.cfg(settings[*gpuMemoryErrorsConfig](cfg, idGPUMemoryErrors))
 			}
 			f := &fakeFacts{gpus: tc.gpus, gpuErr: tc.gpuErr, pci: tc.pci, pciErr: tc.pciErr}
 			got := gpuMemoryErrors{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
@@ -278,4 +278,61 @@ func TestGPUMemoryErrorsDetails(t *testing.T) {
 	if got.Observed != "4 GPUs: 1 fail, 1 error, 1 ok, 1 skip" {
 		t.Errorf("observed = %q", got.Observed)
 	}
+}
+
+// TestGPUMemoryErrorsConfig: the keys of [checks.gpu_memory_errors] have their defaults, decode, reach a node
+// through a group, and bad values name their line and the fix.
+func TestGPUMemoryErrorsConfig(t *testing.T) {
+	tests := []sectionCase{
+		{
+			name: "gpu_memory_errors defaults",
+			want: func(c *config.Config) any {
+				m := settings[*gpuMemoryErrorsConfig](c, idGPUMemoryErrors)
+				return []any{m.ECCOff, m.ECCOffModels, m.Pending, m.RetiredPagesLimit}
+			},
+			wantVal: []any{"fail", []string{"geforce", "titan", "quadro", "rtx"}, "fail", 63},
+		},
+		{
+			name: "gpu_memory_errors keys",
+			toml: "[checks.gpu_memory_errors]\necc_off = \"warn\"\necc_off_models = [\"rtx a6000\"]\npending = \"warn\"\nretired_pages_limit = 60\n",
+			want: func(c *config.Config) any {
+				m := settings[*gpuMemoryErrorsConfig](c, idGPUMemoryErrors)
+				return []any{m.ECCOff, m.ECCOffModels, m.Pending, m.RetiredPagesLimit}
+			},
+			wantVal: []any{"warn", []string{"rtx a6000"}, "warn", 60},
+		},
+		{
+			name:    "group accepts ECC off on its nodes",
+			toml:    "[[group]]\nnodes = \"ws[01-04]\"\n[group.checks.gpu_memory_errors]\necc_off = \"ok\"\n",
+			node:    "ws02",
+			want:    func(c *config.Config) any { return settings[*gpuMemoryErrorsConfig](c, idGPUMemoryErrors).ECCOff },
+			wantVal: "ok",
+		},
+		{
+			name:    "ecc_off not a verdict",
+			toml:    "[checks.gpu_memory_errors]\necc_off = \"drain\"\n",
+			wantErr: `nodecheck.toml:2: checks.gpu_memory_errors.ecc_off = "drain": give "fail", "warn" or "ok": what a GPU with ECC off gives`,
+		},
+		{
+			name:    "pending cannot be ok",
+			toml:    "[checks.gpu_memory_errors]\npending = \"ok\"\n",
+			wantErr: `nodecheck.toml:2: checks.gpu_memory_errors.pending = "ok": give "fail" or "warn": what a row remapping or page retirement waiting for a GPU reset gives`,
+		},
+		{
+			name:    "ecc_off_models with an empty entry",
+			toml:    "[checks.gpu_memory_errors]\necc_off_models = [\"geforce\", \" - \"]\n",
+			wantErr: `nodecheck.toml:2: checks.gpu_memory_errors.ecc_off_models: " - " names no words; give words of NVML GPU names, such as "geforce" or "rtx a6000"`,
+		},
+		{
+			name:    "retired_pages_limit beyond what a GPU retires",
+			toml:    "[checks.gpu_memory_errors]\nretired_pages_limit = 65\n",
+			wantErr: `nodecheck.toml:2: checks.gpu_memory_errors.retired_pages_limit = 65: give a page count from 1 to 64 (a GPU retires at most 64 pages), such as 63 as NVIDIA's DCGM uses`,
+		},
+		{
+			name:    "retired_pages_limit zero",
+			toml:    "[checks.gpu_memory_errors]\nretired_pages_limit = 0\n",
+			wantErr: `nodecheck.toml:2: checks.gpu_memory_errors.retired_pages_limit = 0: give a page count from 1 to 64 (a GPU retires at most 64 pages), such as 63 as NVIDIA's DCGM uses`,
+		},
+	}
+	runSectionCases(t, tests)
 }

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -26,12 +27,54 @@ func (gpuModels) Description() string {
 	return "the node's GPUs are one model, and slurm.conf Feature= and Gres types that name a GPU model name that one"
 }
 
-func (gpuModels) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.GPUModels.CheckCommon
+// gpuModelsConfig is [checks.gpu_models].
+type gpuModelsConfig struct {
+	config.CheckCommon
+	// Models adds rules to the built-in table that names a GPU model token after the NVML
+	// device name, each "words=token": "h100=h100", "rtx 4090=rtx4090". A rule matches a
+	// name when its words appear one after another among the name's words (see
+	// modelWords); the rules given here are tried before the built-in ones, in order.
+	Models []string `toml:"models"`
+}
+
+func (gpuModels) Section() config.Section {
+	return &gpuModelsConfig{CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()}}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (gm *gpuModelsConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	for _, r := range gm.Models {
+		if _, _, err := parseGPUModelRule(r); err != nil {
+			errs = append(errs, config.Problem{Key: "models", Msg: ": " + err.Error()})
+		}
+	}
+	return errs
+}
+
+// parseGPUModelRule reads one gpu_models rule, "words=token": "rtx 4090=rtx4090" gives the
+// words rtx 4090 and the token rtx4090. The token is what slurm.conf Feature= and Gres types
+// call the model: lower-case letters, digits, '.' and '_'.
+func parseGPUModelRule(s string) (words []string, token string, err error) {
+	pat, tok, ok := strings.Cut(s, "=")
+	if !ok {
+		return nil, "", fmt.Errorf("%q is not a rule: write words of the NVML name, '=' and the model token, such as \"h100=h100\" or \"rtx 4090=rtx4090\"", s)
+	}
+	words = modelWords(pat)
+	if len(words) == 0 {
+		return nil, "", fmt.Errorf("%q names no words of an NVML name before '='", s)
+	}
+	token = strings.TrimSpace(tok)
+	if token == "" || strings.ToLower(token) != token || strings.ContainsFunc(token, func(r rune) bool {
+		return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '.' && r != '_'
+	}) {
+		return nil, "", fmt.Errorf("%q: the token %q must be lower-case letters, digits, '.' and '_', as a slurm.conf feature (\"h100\")", s, token)
+	}
+	return words, token, nil
 }
 
 // builtinGPUModels is the built-in table from NVML device names to model tokens, in
-// config.ParseGPUModelRule's syntax. A rule's words must appear one after another among the
+// parseGPUModelRule's syntax. A rule's words must appear one after another among the
 // name's words, so a10 matches "NVIDIA A10" but not "NVIDIA A100-SXM4-80GB", and l40 does not
 // match "NVIDIA L40S". The first rule that matches wins. NVML names as the drivers write
 // them: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB",
@@ -58,7 +101,7 @@ type gpuModelTable []gpuModelRule
 func newGPUModelTable(extra []string) (gpuModelTable, error) {
 	var t gpuModelTable
 	for _, s := range append(slices.Clip(extra), builtinGPUModels...) {
-		w, tok, err := config.ParseGPUModelRule(s)
+		w, tok, err := parseGPUModelRule(s)
 		if err != nil {
 			return nil, fmt.Errorf("models: %w", err)
 		}
@@ -70,7 +113,7 @@ func newGPUModelTable(extra []string) (gpuModelTable, error) {
 // modelOf is the token of the first rule whose words appear in a row among name's words;
 // "" when none does.
 func (t gpuModelTable) modelOf(name string) string {
-	words := config.GPUModelWords(name)
+	words := modelWords(name)
 	for _, r := range t {
 		if containsWords(words, r.words) {
 			return r.token
@@ -125,7 +168,7 @@ func (g gpuGroup) gpus() string {
 }
 
 func (gpuModels) Run(ctx context.Context, env *Env) Result {
-	table, err := newGPUModelTable(env.Config.Checks.GPUModels.Models)
+	table, err := newGPUModelTable(settings[*gpuModelsConfig](env.Config, idGPUModels).Models)
 	if err != nil {
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
@@ -291,4 +334,28 @@ func claimsText(claims []modelClaim) string {
 		parts[i] = c.what
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Explain is what `nodecheck explain gpu_models` says.
+func (gpuModels) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"NVML: each GPU's index and device name (\"NVIDIA H100 80GB HBM3\").",
+			"slurm.conf: the Feature= tokens and the gpu Gres types of this node's NodeName line.",
+		},
+		Passes: "Every GPU NVML names has the same name, and each Feature= token or Gres type that names a GPU model (h100, a100, l40s, rtx4090, ...) names the model of every GPU. A feature or type that names no known model (ndr, ib, tesla) is not judged. Model tokens come from the NVML names through a table of rules \"words=token\": the rule's words must appear one after another among the name's words (split at blanks, '-', '_' and '/'), so a10 matches \"NVIDIA A10\" but not \"NVIDIA A100-SXM4-80GB\". The built-in table covers gb200, b200, b100, gh200, h200, h100, h800, h20, a100, a800, a40, a30, a16, a10g, a10, a2, l40s, l40, l20, l4, v100, t4, p100, rtx6000ada (\"rtx 6000 ada\"), rtxa6000, rtxa5000, rtxa4000, rtx5090, rtx4090, rtx3090 and titanv (\"titan v\"); a Gres type as AutoDetect writes it (nvidia_h100_80gb_hbm3) or a MIG type (a100_3g.20gb) is read with the same rules.",
+		Warns:  "The GPUs are of more than one model (NVML names differ): mixed generations on one node trouble the driver, Fabric Manager and NCCL. The warning names each model and its GPU indices.",
+		Fails:  "A Feature= token or Gres type names a GPU model that some or all GPUs are not (Feature=h100 on a node with A100s): jobs that asked for that model get other GPUs. The summary names the token, the GPUs and their model.",
+		Skips:  "NVML is unavailable, or lists no GPU, and slurm.conf names no GPU model for this node.",
+		Errors: "slurm.conf names a GPU model but NVML is unavailable (\"cannot check Feature=h100: NVML ERROR_LIBRARY_NOT_FOUND\") or names no GPU; slurm.conf cannot be read or does not define the node; or a models rule is invalid.",
+		Keys: map[string]string{
+			"models": "Extra rules \"words=token\", tried before the built-in table, in order: [\"h100 nvl=h100nvl\", \"rtx 4000 ada=rtx4000ada\"]. The token is the word your slurm.conf uses for the model as a Feature or Gres type.",
+		},
+		Fix: []string{
+			"nvidia-smi -L: which GPUs does the node carry?",
+			"If slurm.conf is wrong (a NodeName range that takes in nodes of another model, a stale Feature=), fix it and run scontrol reconfigure.",
+			"If the hardware is wrong (a board swapped for another model), replace it, or move the node to the right NodeName line and features.",
+			"If the token is right but the built-in table reads the name differently, add a models rule.",
+		},
+	}
 }

@@ -85,7 +85,7 @@ func TestGPUModelNamed(t *testing.T) {
 
 func TestBuiltinGPUModelRules(t *testing.T) {
 	for _, r := range builtinGPUModels {
-		if _, _, err := config.ParseGPUModelRule(r); err != nil {
+		if _, _, err := parseGPUModelRule(r); err != nil {
 			t.Errorf("built-in rule: %v", err)
 		}
 	}
@@ -184,8 +184,8 @@ func TestGPUModels(t *testing.T) {
 			if tc.slurm != "" {
 				files["/etc/slurm/slurm.conf"] = tc.slurm
 			}
-			cfg := config.Default()
-			cfg.Checks.GPUModels.Models = tc.models
+			cfg := config.Default(Schema())
+			settings[*gpuModelsConfig](cfg, idGPUModels).Models = tc.models
 			f := &fakeFacts{files: files, gpus: tc.gpus, gpuErr: tc.gpuErr}
 			got := gpuModels{}.Run(context.Background(), gpuEnv(f, tc.node, cfg))
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
@@ -232,7 +232,7 @@ func TestGPUModelsConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml")
+			_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
 			got := ""
 			if err != nil {
 				got = err.Error()

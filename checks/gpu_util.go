@@ -100,8 +100,48 @@ func countNoun(n int, one, many string) string {
 	return strconv.Itoa(n) + " " + text.Plural(n, one, many)
 }
 
+// validPCIAddress reports whether s is a PCI function address as sysfs names it under
+// /sys/bus/pci/devices: domain:bus:device.function in lower-case hex, "0000:1a:00.0". The
+// kernel prints the domain with "%04x" (drivers/pci/probe.c pci_setup_device), so it has 4
+// digits, or more without a leading zero (VMD domains: "10000"); NVML's "00000000" is not it.
+func validPCIAddress(s string) bool {
+	dom, rest, ok := strings.Cut(s, ":")
+	if !ok || len(dom) < 4 || len(dom) > 8 || (len(dom) > 4 && dom[0] == '0') || !lowerHex(dom) {
+		return false
+	}
+	bus, rest, ok := strings.Cut(rest, ":")
+	if !ok || len(bus) != 2 || !lowerHex(bus) {
+		return false
+	}
+	dev, fn, ok := strings.Cut(rest, ".")
+	if !ok || len(dev) != 2 || !lowerHex(dev) || len(fn) != 1 || fn[0] < '0' || fn[0] > '7' {
+		return false
+	}
+	d, _ := strconv.ParseUint(dev, 16, 8)
+	return d < 32
+}
+
+func lowerHex(s string) bool {
+	for i := range len(s) {
+		c := s[i]
+		if (c < '0' || c > '9') && (c < 'a' || c > 'f') {
+			return false
+		}
+	}
+	return s != ""
+}
+
+// modelWords splits a GPU name, a Slurm feature or a Gres type into lower-case words at
+// blanks, '-', '_' and '/': "NVIDIA A100-SXM4-80GB" -> nvidia a100 sxm4 80gb,
+// "nvidia_h100_80gb_hbm3" -> nvidia h100 80gb hbm3.
+func modelWords(s string) []string {
+	return strings.FieldsFunc(strings.ToLower(s), func(r rune) bool {
+		return r == ' ' || r == '\t' || r == '-' || r == '_' || r == '/'
+	})
+}
+
 // containsWords reports whether words appear one after another in haystack, the way
-// gpu_models rules match a name's words (config.GPUModelWords): "geforce" is in "NVIDIA
+// gpu_models rules match a name's words (modelWords): "geforce" is in "NVIDIA
 // GeForce RTX 4090", "a100 sxm4" in "NVIDIA A100-SXM4-80GB", "a10" not in "NVIDIA
 // A100-PCIE-40GB". No words are in nothing.
 func containsWords(haystack, words []string) bool {

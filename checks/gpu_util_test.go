@@ -85,7 +85,7 @@ func (f *execFacts) Exec(_ context.Context, argv []string) (node.CmdResult, erro
 // gpuEnv is an Env for node name on facts f, with slurm.conf at /etc/slurm/slurm.conf.
 func gpuEnv(f node.Facts, name string, cfg *config.Config) *Env {
 	if cfg == nil {
-		cfg = config.Default()
+		cfg = config.Default(Schema())
 	}
 	return &Env{Facts: f, Config: cfg, Mode: config.ModeHealth, Node: name, ReadOnly: true,
 		Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
@@ -130,7 +130,7 @@ func FuzzSysfsBusID(f *testing.F) {
 		if strings.ToLower(got) != got {
 			t.Errorf("%q -> %q has upper case", s, got)
 		}
-		if config.ValidPCIAddress(got) {
+		if validPCIAddress(got) {
 			var dom, bus, dev, fn uint
 			if _, err := fmt.Sscanf(got, "%x:%x:%x.%x", &dom, &bus, &dev, &fn); err != nil {
 				t.Fatalf("%q: %v", got, err)
@@ -187,8 +187,26 @@ func TestContainsWords(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name+"/"+tc.words, func(t *testing.T) {
-			if got := containsWords(config.GPUModelWords(tc.name), config.GPUModelWords(tc.words)); got != tc.want {
+			if got := containsWords(modelWords(tc.name), modelWords(tc.words)); got != tc.want {
 				t.Errorf("containsWords(%q, %q) = %v, want %v", tc.name, tc.words, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestValidPCIAddress(t *testing.T) {
+	tests := []struct {
+		addr string
+		want bool
+	}{
+		{"0000:1a:00.0", true}, {"0000:db:00.0", true}, {"10000:01:00.1", true}, {"0000:1b:1f.7", true},
+		{"0000:1A:00.0", false}, {"00000000:1a:00.0", false}, {"000000000:1a:00.0", false}, {"1a:00.0", false},
+		{"0000:1a:00", false}, {"0000:1a:20.0", false}, {"0000:1a:00.8", false}, {"0000:1a:00:0", false}, {"", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.addr, func(t *testing.T) {
+			if got := validPCIAddress(tc.addr); got != tc.want {
+				t.Errorf("validPCIAddress(%q) = %v, want %v", tc.addr, got, tc.want)
 			}
 		})
 	}

@@ -6,6 +6,7 @@ import (
 	"path"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -30,8 +31,14 @@ func (gresDevices) Description() string {
 	return "gres.conf File= devices for this node exist as character devices (nvidiaN: major 195, minor N)"
 }
 
-func (gresDevices) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.GresDevices.CheckCommon
+// gresDevicesConfig is [checks.gres_devices]: no keys of its own, gres.conf is the
+// expectation.
+type gresDevicesConfig struct {
+	config.CheckCommon
+}
+
+func (gresDevices) Section() config.Section {
+	return &gresDevicesConfig{config.CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: config.ModeNames()}}
 }
 
 func (gresDevices) Run(ctx context.Context, env *Env) Result {
@@ -222,4 +229,25 @@ func moreSuffix(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (+%d more)", n)
+}
+
+// Explain is what `nodecheck explain gres_devices` says.
+func (gresDevices) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"slurm.conf, to find gres.conf beside it (--slurm-conf, slurm_conf, SLURM_CONF, slurmd's configless cache, /etc/slurm).",
+			"gres.conf: the File= and MultipleFiles= device paths of the lines for this node, and AutoDetect.",
+			"Each of those device files (stat only): its type and its major and minor numbers.",
+		},
+		Passes: "Every device file gres.conf lists for this node exists as a character device: /dev/nvidiaN as char 195:N, and /dev/nvidiactl, which every NVIDIA GPU needs and which is checked whenever GPU files are listed, as char 195:255. Other files (MIG capabilities under /dev/nvidia-caps) need only be character devices.",
+		Fails:  "A listed device file is missing, is not a character device (a regular file left by a copy, a directory), or has another major or minor number than its name promises. Slurm would give jobs a GPU device that is not there, or the wrong GPU.",
+		Skips:  "There is no gres.conf, gres.conf has no File= entry for this node, or it uses AutoDetect for this node so that there are no File= entries to check (gpu_count still compares the GPU counts).",
+		Errors: "slurm.conf cannot be found, gres.conf cannot be read, a gres.conf line that Slurm would refuse may concern this node, or a device file cannot be examined.",
+		Fix: []string{
+			"ls -l /dev/nvidia*: are the files there, as character devices 195, N?",
+			"If none are, check that the driver is loaded: lsmod | grep nvidia, dmesg | grep -i -e nvrm -e nvidia. Load it (modprobe nvidia) and create the device files: nvidia-modprobe -c N for each GPU N, or nvidia-smi once as root. udev rules or nvidia-persistenced normally do this at boot: find out why they did not.",
+			"A device file that is a regular file or has the wrong numbers: remove it and create it again as above.",
+			"If gres.conf is wrong (File= naming devices this node does not have, a NodeName= range that takes in the wrong nodes), fix it, check it with nodecheck lint and run scontrol reconfigure.",
+		},
+	}
 }

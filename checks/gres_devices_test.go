@@ -16,7 +16,7 @@ func runGresDevices(t *testing.T, gres string, devs map[string]node.DevNode, nod
 		files["/etc/slurm/gres.conf"] = gres
 	}
 	f := &fakeFacts{files: files, devs: devs}
-	env := &Env{Facts: f, Config: config.Default(), Mode: config.ModeProlog, Node: nodeName,
+	env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeProlog, Node: nodeName,
 		Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 	return gresDevices{}.Run(context.Background(), env)
 }

@@ -3,9 +3,11 @@ package checks
 import (
 	"context"
 	"fmt"
+	"math"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -31,12 +33,67 @@ func (ibPorts) Description() string {
 	return "InfiniBand/RoCE ports are ACTIVE and LinkUp, at least min_rate_gbps, expected_ports present"
 }
 
-func (ibPorts) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.IBPorts.CheckCommon
+// ibPortsConfig is [checks.ib_ports].
+type ibPortsConfig struct {
+	config.CheckCommon
+	MinRateGbps       float64  `toml:"min_rate_gbps"`       // 0: no minimum
+	ExpectedPorts     int      `toml:"expected_ports"`      // 0: no expectation on the count
+	Devices           []string `toml:"devices"`             // judge only these devices (mlx5_0) or ports (mlx5_0/1); empty: all
+	ExcludeDevices    []string `toml:"exclude_devices"`     // never judge these devices or ports
+	ExcludeLinkLayers []string `toml:"exclude_link_layers"` // e.g. ["Ethernet"] to leave RoCE ports out
+}
+
+func (ibPorts) Section() config.Section {
+	return &ibPortsConfig{CheckCommon: config.CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: config.ModeNames()}}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (ib *ibPortsConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	add := func(key, format string, args ...any) { errs = append(errs, config.Problemf(key, format, args...)) }
+	if r := ib.MinRateGbps; r < 0 || math.IsNaN(r) || math.IsInf(r, 0) {
+		add("min_rate_gbps", " = %v: give a rate in Gb/s of 0 (no minimum) or more, such as 200 for HDR or 400 for NDR", r)
+	}
+	if ib.ExpectedPorts < 0 {
+		add("expected_ports", " = %d: give a count of 0 (no expectation) or more", ib.ExpectedPorts)
+	}
+	for _, l := range []struct {
+		key  string
+		list []string
+	}{{"devices", ib.Devices}, {"exclude_devices", ib.ExcludeDevices}} {
+		for _, d := range l.list {
+			if !validIBSelector(d) {
+				add(l.key, ": %q is neither a device (mlx5_0) nor a port (mlx5_0/1)", d)
+			}
+		}
+	}
+	for _, ll := range ib.ExcludeLinkLayers {
+		// The check compares with sysfs link_layer ignoring case, so "ethernet" works too.
+		if !strings.EqualFold(ll, "InfiniBand") && !strings.EqualFold(ll, "Ethernet") {
+			add("exclude_link_layers", ": %q is not a link layer; use \"InfiniBand\" or \"Ethernet\" (as in /sys/class/infiniband/*/ports/*/link_layer)", ll)
+		}
+	}
+	// By key, as the problems of one line (or of a config without lines) are listed.
+	slices.SortStableFunc(errs, func(a, b config.Problem) int { return strings.Compare(a.Key, b.Key) })
+	return errs
+}
+
+// validIBSelector accepts "mlx5_0" or "mlx5_0/1": a device name under /sys/class/infiniband,
+// optionally with a port number.
+func validIBSelector(s string) bool {
+	dev, port, hasPort := strings.Cut(s, "/")
+	if dev == "" || strings.ContainsAny(dev, " \t\n") {
+		return false
+	}
+	if hasPort {
+		n, err := strconv.Atoi(port)
+		return err == nil && n > 0 && !strings.HasPrefix(port, "+")
+	}
+	return true
 }
 
 func (ibPorts) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.IBPorts
+	cfg := settings[*ibPortsConfig](env.Config, idIBPorts)
 	all, err := env.Facts.IBPorts(ctx)
 	if err != nil && ctx.Err() != nil {
 		return Result{Status: StatusFail, Summary: "timed out reading /sys/class/infiniband", Err: err}
@@ -145,7 +202,7 @@ func judgeIBPort(p node.IBPort, minRate float64) Detail {
 
 // selectedIBPort applies devices, exclude_devices and exclude_link_layers. A device entry
 // names a whole device (mlx5_0) or one port (mlx5_0/1).
-func selectedIBPort(p node.IBPort, cfg config.IBPortsConfig) bool {
+func selectedIBPort(p node.IBPort, cfg *ibPortsConfig) bool {
 	matches := func(list []string) bool {
 		return slices.Contains(list, p.Device) || slices.Contains(list, p.Name())
 	}
@@ -171,3 +228,31 @@ func orUnknown(s string) string {
 }
 
 func fmtGbps(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Explain is what `nodecheck explain ib_ports` says.
+func (ibPorts) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"/sys/class/infiniband/DEVICE/ports/PORT: state, phys_state, rate and link_layer of every port, RoCE ports included. Never the port counters: reading them floods the kernel log on some ConnectX-7 cards.",
+		},
+		Passes: "Every port judged (after devices and the exclusions) is ACTIVE and LinkUp, at min_rate_gbps or faster, and there are at least expected_ports of them.",
+		Warns:  "There are more ports than expected_ports (a new HCA, or expected_ports set too low).",
+		Fails:  "A port is not ACTIVE (DOWN; INIT or ARMED: the subnet manager has not brought it up) or not LinkUp (Polling: no cable or no peer; Disabled), runs below min_rate_gbps (a link trained down, NDR at HDR), or fewer than expected_ports ports are present (an HCA that vanished).",
+		Skips:  "There is no device under /sys/class/infiniband, or every port is excluded by config and expected_ports is 0.",
+		Errors: "/sys/class/infiniband cannot be read.",
+		Keys: map[string]string{
+			"min_rate_gbps":       `Lowest acceptable rate in Gb/s, as in the port's rate file ("400 Gb/sec (4X NDR)"): 100 for EDR, 200 for HDR, 400 for NDR. 0: no minimum.`,
+			"expected_ports":      "How many ports must be present, after devices and the exclusions. 0: any number.",
+			"devices":             `Judge only these devices ("mlx5_0") or ports ("mlx5_0/1"). Empty: all of them.`,
+			"exclude_devices":     "Never judge these devices or ports, e.g. a storage HCA that is allowed to be down.",
+			"exclude_link_layers": `Leave out the ports of these link layers: "InfiniBand" or "Ethernet" (RoCE ports).`,
+		},
+		Fix: []string{
+			"ibstat DEVICE PORT: State, Physical state and Rate as the HCA sees them.",
+			"Physical state Polling or Disabled: reseat the cable at both ends, check the switch port (enabled, up, its error counters), and swap in a known-good cable or transceiver; replace the part at fault.",
+			"LinkUp but state INIT or ARMED: the subnet manager has not activated the port: check the subnet manager (sminfo; OpenSM or UFM logs) and the switch.",
+			"Rate too low: a cable or transceiver that cannot run the speed, or a port that trained down: reseat or replace the cable (mlxlink -d DEVICE shows the negotiated speed and the errors).",
+			"A port missing: lspci | grep -i mellanox, dmesg | grep -i mlx5; the HCA may need reseating, a firmware update (mlxfwmanager) or replacement.",
+		},
+	}
+}

@@ -39,19 +39,19 @@ func TestIBPorts(t *testing.T) {
 	polling.State, polling.StateID, polling.PhysState, polling.PhysStateID = "DOWN", 1, "Polling", 2
 	hdr := ndr("mlx5_4")
 	hdr.Rate, hdr.RateGbps = "200 Gb/sec (4X HDR)", 200
-	policy := config.IBPortsConfig{MinRateGbps: 400, ExpectedPorts: 8, ExcludeLinkLayers: []string{"Ethernet"}}
+	policy := ibPortsConfig{MinRateGbps: 400, ExpectedPorts: 8, ExcludeLinkLayers: []string{"Ethernet"}}
 
 	tests := []struct {
 		name        string
 		ports       []node.IBPort
 		err         error
-		cfg         config.IBPortsConfig
+		cfg         ibPortsConfig
 		wantStatus  Status
 		wantSummary string
 	}{
 		{"healthy with policy", append(eight, bond()), nil, policy, StatusOK,
 			"8 ports ACTIVE/LinkUp, all at least 400 Gb/s (1 excluded by config)"},
-		{"healthy without policy judges the bond too", append(eight, bond()), nil, config.IBPortsConfig{}, StatusOK,
+		{"healthy without policy judges the bond too", append(eight, bond()), nil, ibPortsConfig{}, StatusOK,
 			"9 ports ACTIVE/LinkUp"},
 		{"down and disabled", with(3, downDisabled("mlx5_5")), nil, policy, StatusFail,
 			"mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp"},
@@ -60,23 +60,24 @@ func TestIBPorts(t *testing.T) {
 		{"slow rate", with(2, hdr), nil, policy, StatusFail, "mlx5_4/1: rate 200 Gb/s, want at least 400"},
 		{"missing port comes first", append(with(0, downDisabled("mlx5_0"))[:7:7], bond()), nil, policy, StatusFail,
 			"7 of 8 expected ports present (1 excluded by config) (+1 more)"},
-		{"more ports than expected warns", eight, nil, config.IBPortsConfig{ExpectedPorts: 4}, StatusWarn,
+		{"more ports than expected warns", eight, nil, ibPortsConfig{ExpectedPorts: 4}, StatusWarn,
 			"8 ports present, expected_ports is 4"},
-		{"no IB and none expected", nil, nil, config.IBPortsConfig{}, StatusSkip, "no InfiniBand devices under /sys/class/infiniband"},
+		{"no IB and none expected", nil, nil, ibPortsConfig{}, StatusSkip, "no InfiniBand devices under /sys/class/infiniband"},
 		{"no IB but expected", nil, nil, policy, StatusFail, "no InfiniBand port found, expected 8"},
-		{"only excluded ports", []node.IBPort{bond()}, nil, config.IBPortsConfig{ExcludeLinkLayers: []string{"ethernet"}}, StatusSkip,
+		{"only excluded ports", []node.IBPort{bond()}, nil, ibPortsConfig{ExcludeLinkLayers: []string{"ethernet"}}, StatusSkip,
 			"all 1 ports under /sys/class/infiniband are excluded by config"},
-		{"device filter by port name", append(eight, downDisabled("mlx5_2")), nil, config.IBPortsConfig{ExcludeDevices: []string{"mlx5_2/1"}}, StatusOK,
+		{"device filter by port name", append(eight, downDisabled("mlx5_2")), nil, ibPortsConfig{ExcludeDevices: []string{"mlx5_2/1"}}, StatusOK,
 			"8 ports ACTIVE/LinkUp (1 excluded by config)"},
 		{"listing error", nil, errors.New("read /sys/class/infiniband: permission denied"), policy, StatusError,
 			"read /sys/class/infiniband: read /sys/class/infiniband: permission denied"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			common := cfg.Checks.IBPorts.CheckCommon
-			cfg.Checks.IBPorts = tc.cfg
-			cfg.Checks.IBPorts.CheckCommon = common
+			cfg := config.Default(Schema())
+			sec := settings[*ibPortsConfig](cfg, idIBPorts)
+			common := sec.CheckCommon
+			*sec = tc.cfg
+			sec.CheckCommon = common
 			env := &Env{Facts: &fakeFacts{ports: tc.ports, portErr: tc.err}, Config: cfg, Mode: config.ModeHealth, Node: "n1"}
 			got := ibPorts{}.Run(context.Background(), env)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {

@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -50,8 +51,45 @@ func (jobLeftovers) Description() string {
 	return "the job's GPUs (SLURM_JOB_GPUS) carry no compute process and no held memory: after the job in the epilog, before it in the prolog"
 }
 
-func (jobLeftovers) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.JobLeftovers.CheckCommon
+// jobLeftoversConfig is [checks.job_leftovers].
+type jobLeftoversConfig struct {
+	config.CheckCommon
+	// MemoryUsedMaxMiB is the most framebuffer memory, in MiB, a GPU of the job may show as
+	// used (NVML nvmlDeviceGetMemoryInfo) once no process runs on it. The default leaves room
+	// for the older NVML call, whose "used" includes the driver's reserve (about 550 MiB on an
+	// idle H100), while the newer one reads 0 to 4 MiB on an idle GPU.
+	MemoryUsedMaxMiB int `toml:"memory_used_max_mib"`
+}
+
+// defaultMemoryUsedMaxMiB is memory_used_max_mib's default. Idle GPUs in the captures under
+// shared/corpus/nvsmi report, with nvmlDeviceGetMemoryInfo_v2 (nvidia-smi -q "FB Memory
+// Usage", which leaves the reserve out): H100 80GB Used 0 MiB with Reserved 551 MiB (drivers
+// 535.161.08 and 535.183.01), A10 Used 4 MiB with Reserved 512 MiB, and the 550.90.07 table
+// shows 1MiB on each of 8 idle H100s. The v1 call adds the reserve to Used, so an idle H100
+// reads about 551 MiB there. 1024 MiB passes an idle GPU under either call, and still fails
+// a GPU that holds a CUDA context's worth of memory or more (several hundred MiB on H100
+// under v2, and any real allocation).
+const defaultMemoryUsedMaxMiB = 1024
+
+// maxMemoryUsedMaxMiB bounds memory_used_max_mib: no GPU has more than a few hundred GiB, so
+// a larger value is a unit mistake (bytes, or KiB) that would turn the memory test off.
+const maxMemoryUsedMaxMiB = 1 << 20
+
+// Section runs the check in prolog and epilog only: outside a job nodecheck cannot tell
+// which GPUs belong to whom.
+func (jobLeftovers) Section() config.Section {
+	return &jobLeftoversConfig{
+		CheckCommon:      config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"prolog", "epilog"}},
+		MemoryUsedMaxMiB: defaultMemoryUsedMaxMiB,
+	}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (jl *jobLeftoversConfig) ValidateSection() []config.Problem {
+	if jl.MemoryUsedMaxMiB < 0 || jl.MemoryUsedMaxMiB > maxMemoryUsedMaxMiB {
+		return []config.Problem{config.Problemf("memory_used_max_mib", " = %d: give MiB from 0 to %d, such as %d (not bytes)", jl.MemoryUsedMaxMiB, maxMemoryUsedMaxMiB, defaultMemoryUsedMaxMiB)}
+	}
+	return nil
 }
 
 // Summaries said from more than one place.
@@ -79,7 +117,7 @@ func (t *jobGPU) stop(status Status, format string, args ...any) {
 }
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.JobLeftovers
+	cfg := settings[*jobLeftoversConfig](env.Config, idJobLeftovers)
 	if env.Mode != config.ModeProlog && env.Mode != config.ModeEpilog {
 		return Result{Status: StatusSkip, Summary: summaryNotInJob + " (mode " + string(env.Mode) + ")"}
 	}
@@ -404,28 +442,29 @@ func describeProcess(p node.Process, jobsOwnUser bool) string {
 	return fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(parts, ", "))
 }
 
-// explainJobLeftovers is job_leftovers' entry for `nodecheck explain` (wired into
-// explanations in explain.go).
-var explainJobLeftovers = Explanation{
-	Reads: []string{
-		"The job's environment as slurmd gives it to Prolog= and Epilog=: SLURM_JOB_GPUS (indices into this node's gres.conf GPU device files, in file order), SLURM_JOB_UID and SLURM_JOB_USER.",
-		"gres.conf beside slurm.conf: the File= (and MultipleFiles=) entries of this node's Name=gpu lines, in order, and AutoDetect.",
-		"Each of the job's device files (stat only): its character major and minor, which name the GPU.",
-		"NVML: each GPU's minor number, its compute processes (nvmlDeviceGetComputeRunningProcesses) and its framebuffer memory in use (nvmlDeviceGetMemoryInfo).",
-		"For each process on the live node: its real uid (/proc/PID/status), its command (/proc/PID/comm) and the user name of that uid in /etc/passwd (never NSS: a directory server cannot stall the hook).",
-	},
-	Passes: "Epilog: no compute process is left on any GPU the job had, and each shows at most memory_used_max_mib MiB in use. Prolog: the GPUs Slurm gives the job carry no compute process and no more memory in use than that. Other GPUs of the node, which may belong to other jobs, are never looked at.",
-	Fails:  "Epilog: a process still runs on one of the job's GPUs (a process that escaped the job's cgroup or process tracking, a daemon the job started, a process stuck in the driver), named with its PID, owner and command; or the GPU holds more memory than memory_used_max_mib with no process (memory the driver did not release). Prolog: a process already runs on a GPU the job is about to get, whoever owns it, even the job's own user (the job has not started, so it is another job's or a leftover): it would share the GPU with the job; or memory is held there.",
-	Skips:  "Outside a prolog or epilog (only they know whose GPUs are whose), a job without GPUs on this node (no SLURM_JOB_GPUS), or a job whose GPUs are all MIG instances (MultipleFiles=): NVML lists processes per GPU, so judging the whole GPU would judge other jobs' instances.",
-	Errors: "The job's GPUs cannot be told for certain: SLURM_JOB_GPUS does not parse, gres.conf is missing or has no File= for this node (AutoDetect alone), an index goes beyond gres.conf's GPU files, a file is missing or not an NVIDIA character device, no NVML device has its minor number, or with AutoDetect the gres.conf order and NVML's order disagree. Or NVML is unavailable, a GPU is lost, or NVML cannot list a GPU's processes or read its memory. nodecheck never fails a node for its own confusion.",
-	Keys: map[string]string{
-		"memory_used_max_mib": "The most framebuffer memory, in MiB, one of the job's GPUs may show in use with no process on it. An idle GPU reads 0 to 4 MiB with nvmlDeviceGetMemoryInfo_v2, which newer drivers have, but about 550 MiB on an H100 with the older call, whose \"used\" includes the driver's reserve; the default passes both. 0: any memory in use fails.",
-	},
-	Fix: []string{
-		"nvidia-smi --query-compute-apps=pid,used_memory --format=csv on the node: the processes still on the GPUs; ps -o pid,user,lstart,cmd -p PID says whose and since when.",
-		"Kill them (kill PID, then kill -9 PID). A process that does not die is stuck in the driver (state D in ps): the GPU needs a reset or the node a reboot.",
-		"Find out how it escaped the job: with ProctrackType=proctrack/cgroup and the job's cgroup, slurmstepd kills every process of the job before the epilog; check slurmd's log for the job (\"Kill task failed\", UnkillableStepTimeout) and whether the process was started outside the job's cgroup (a daemon, an ssh session not adopted by pam_slurm_adopt).",
-		"Memory in use with no process listed: nvidia-smi -q -d MEMORY; if it stays held, reset the GPU with nvidia-smi -r -i INDEX (nothing may be using it) or reboot the node.",
-		"Resume the node once the GPU is clean: scontrol update NodeName=NODE State=RESUME.",
-	},
+// Explain is what `nodecheck explain job_leftovers` says.
+func (jobLeftovers) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The job's environment as slurmd gives it to Prolog= and Epilog=: SLURM_JOB_GPUS (indices into this node's gres.conf GPU device files, in file order), SLURM_JOB_UID and SLURM_JOB_USER.",
+			"gres.conf beside slurm.conf: the File= (and MultipleFiles=) entries of this node's Name=gpu lines, in order, and AutoDetect.",
+			"Each of the job's device files (stat only): its character major and minor, which name the GPU.",
+			"NVML: each GPU's minor number, its compute processes (nvmlDeviceGetComputeRunningProcesses) and its framebuffer memory in use (nvmlDeviceGetMemoryInfo).",
+			"For each process on the live node: its real uid (/proc/PID/status), its command (/proc/PID/comm) and the user name of that uid in /etc/passwd (never NSS: a directory server cannot stall the hook).",
+		},
+		Passes: "Epilog: no compute process is left on any GPU the job had, and each shows at most memory_used_max_mib MiB in use. Prolog: the GPUs Slurm gives the job carry no compute process and no more memory in use than that. Other GPUs of the node, which may belong to other jobs, are never looked at.",
+		Fails:  "Epilog: a process still runs on one of the job's GPUs (a process that escaped the job's cgroup or process tracking, a daemon the job started, a process stuck in the driver), named with its PID, owner and command; or the GPU holds more memory than memory_used_max_mib with no process (memory the driver did not release). Prolog: a process already runs on a GPU the job is about to get, whoever owns it, even the job's own user (the job has not started, so it is another job's or a leftover): it would share the GPU with the job; or memory is held there.",
+		Skips:  "Outside a prolog or epilog (only they know whose GPUs are whose), a job without GPUs on this node (no SLURM_JOB_GPUS), or a job whose GPUs are all MIG instances (MultipleFiles=): NVML lists processes per GPU, so judging the whole GPU would judge other jobs' instances.",
+		Errors: "The job's GPUs cannot be told for certain: SLURM_JOB_GPUS does not parse, gres.conf is missing or has no File= for this node (AutoDetect alone), an index goes beyond gres.conf's GPU files, a file is missing or not an NVIDIA character device, no NVML device has its minor number, or with AutoDetect the gres.conf order and NVML's order disagree. Or NVML is unavailable, a GPU is lost, or NVML cannot list a GPU's processes or read its memory. nodecheck never fails a node for its own confusion.",
+		Keys: map[string]string{
+			"memory_used_max_mib": "The most framebuffer memory, in MiB, one of the job's GPUs may show in use with no process on it. An idle GPU reads 0 to 4 MiB with nvmlDeviceGetMemoryInfo_v2, which newer drivers have, but about 550 MiB on an H100 with the older call, whose \"used\" includes the driver's reserve; the default passes both. 0: any memory in use fails.",
+		},
+		Fix: []string{
+			"nvidia-smi --query-compute-apps=pid,used_memory --format=csv on the node: the processes still on the GPUs; ps -o pid,user,lstart,cmd -p PID says whose and since when.",
+			"Kill them (kill PID, then kill -9 PID). A process that does not die is stuck in the driver (state D in ps): the GPU needs a reset or the node a reboot.",
+			"Find out how it escaped the job: with ProctrackType=proctrack/cgroup and the job's cgroup, slurmstepd kills every process of the job before the epilog; check slurmd's log for the job (\"Kill task failed\", UnkillableStepTimeout) and whether the process was started outside the job's cgroup (a daemon, an ssh session not adopted by pam_slurm_adopt).",
+			"Memory in use with no process listed: nvidia-smi -q -d MEMORY; if it stays held, reset the GPU with nvidia-smi -r -i INDEX (nothing may be using it) or reboot the node.",
+			"Resume the node once the GPU is clean: scontrol update NodeName=NODE State=RESUME.",
+		},
+	}
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -67,9 +68,9 @@ func runJobLeftovers(t *testing.T, tc leftoverCase) Result {
 		files["/etc/slurm/gres.conf"] = tc.gres
 	}
 	f := &fakeFacts{files: files, devs: tc.devs, gpus: tc.gpus, gpuErr: tc.gpuErr}
-	cfg := config.Default()
+	cfg := config.Default(Schema())
 	if tc.maxMiB != 0 {
-		cfg.Checks.JobLeftovers.MemoryUsedMaxMiB = tc.maxMiB
+		settings[*jobLeftoversConfig](cfg, idJobLeftovers).MemoryUsedMaxMiB = tc.maxMiB
 	}
 	env := &Env{Facts: f, Config: cfg, Mode: tc.mode, Node: "gpu01", Job: tc.job,
 		Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
@@ -315,5 +316,56 @@ func FuzzParseJobGPUs(f *testing.F) {
 		if err != nil || !slices.Equal(again, got) {
 			t.Fatalf("parseJobGPUs(%q) = %v, but its re-written form gives %v, %v", s, got, again, err)
 		}
+	})
+}
+
+// TestJobLeftoversConfig: memory_used_max_mib decodes with its default, reaches a node through
+// a group, and a value that cannot be MiB names its line and the fix.
+func TestJobLeftoversConfig(t *testing.T) {
+	section := func(c *config.Config) any { return *settings[*jobLeftoversConfig](c, idJobLeftovers) }
+	common := func(modes ...string) config.CheckCommon {
+		return config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: modes}
+	}
+	runSectionCases(t, []sectionCase{
+		{
+			name:    "defaults",
+			toml:    "",
+			want:    section,
+			wantVal: jobLeftoversConfig{CheckCommon: common("prolog", "epilog"), MemoryUsedMaxMiB: 1024},
+		},
+		{
+			name:    "memory_used_max_mib and modes",
+			toml:    "[checks.job_leftovers]\nmemory_used_max_mib = 64\nmodes = [\"epilog\"]\n",
+			want:    section,
+			wantVal: jobLeftoversConfig{CheckCommon: common("epilog"), MemoryUsedMaxMiB: 64},
+		},
+		{
+			name:    "zero: any memory in use fails",
+			toml:    "[checks.job_leftovers]\nmemory_used_max_mib = 0\n",
+			want:    section,
+			wantVal: jobLeftoversConfig{CheckCommon: common("prolog", "epilog"), MemoryUsedMaxMiB: 0},
+		},
+		{
+			name:    "group sets the max for its nodes",
+			toml:    "[[group]]\nnodes = \"gpu[01-04]\"\n[group.checks.job_leftovers]\nmemory_used_max_mib = 2048\n",
+			node:    "gpu02",
+			want:    section,
+			wantVal: jobLeftoversConfig{CheckCommon: common("prolog", "epilog"), MemoryUsedMaxMiB: 2048},
+		},
+		{
+			name:    "negative",
+			toml:    "[checks.job_leftovers]\nmemory_used_max_mib = -1\n",
+			wantErr: "nodecheck.toml:2: checks.job_leftovers.memory_used_max_mib = -1: give MiB from 0 to 1048576, such as 1024 (not bytes)",
+		},
+		{
+			name:    "bytes instead of MiB",
+			toml:    "[checks.job_leftovers]\nmemory_used_max_mib = 1073741824\n",
+			wantErr: "nodecheck.toml:2: checks.job_leftovers.memory_used_max_mib = 1073741824: give MiB from 0 to 1048576, such as 1024 (not bytes)",
+		},
+		{
+			name:    "not a number",
+			toml:    "[checks.job_leftovers]\nmemory_used_max_mib = \"1G\"\n",
+			wantErr: "nodecheck.toml:2: checks.job_leftovers.memory_used_max_mib: want a whole number, got the string \"1G\"",
+		},
 	})
 }

@@ -95,8 +95,57 @@ func (ncclAllReduce) Description() string {
 	return "nccl-tests all_reduce_perf over all GPUs: busbw at 1 GiB and more at least min_busbw_gbps (or the built-in table), no wrong data"
 }
 
-func (ncclAllReduce) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.NCCLAllReduce.CheckCommon
+// ncclAllReduceConfig is [checks.nccl_allreduce].
+type ncclAllReduceConfig struct {
+	config.CheckCommon
+	// Binary is nccl-tests' all_reduce_perf, or a wrapper script that sets LD_LIBRARY_PATH
+	// or NCCL_* variables first: commands run with PATH and LANG only.
+	Binary string `toml:"binary"`
+	// Args are passed to Binary; "-g N" is added with the node's GPU count when absent.
+	Args []string `toml:"args"`
+	// MinBusBWGBps is the least bus bandwidth at the largest message sizes; 0: the built-in
+	// table by GPU model and count.
+	MinBusBWGBps float64 `toml:"min_busbw_gbps"`
+	// Required makes a missing binary a fail instead of a skip.
+	Required bool `toml:"required"`
+	// NvidiaSMI lists the compute processes on the GPUs before a run: a node whose GPUs are
+	// in use is not tested.
+	NvidiaSMI string `toml:"nvidia_smi"`
+	// Pgrep looks for slurmstepd before a health or epilog run: a node where a Slurm job or
+	// step runs is not tested, even before the job has started on the GPUs.
+	Pgrep string `toml:"pgrep"`
+}
+
+// Section runs the check in manual mode only: it occupies every GPU for tens of seconds.
+func (ncclAllReduce) Section() config.Section {
+	return &ncclAllReduceConfig{
+		CheckCommon: config.CheckCommon{Enabled: true, Timeout: 120 * time.Second, Modes: []string{"manual"}},
+		Binary:      "/usr/bin/all_reduce_perf",
+		Args:        []string{"-b", "8", "-e", "4G", "-f", "2"},
+		NvidiaSMI:   "/usr/bin/nvidia-smi",
+		Pgrep:       "/usr/bin/pgrep",
+	}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (n *ncclAllReduceConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	add := func(key, format string, args ...any) { errs = append(errs, config.Problemf(key, format, args...)) }
+	// all_reduce_perf occupies every GPU for tens of seconds: in a prolog that is time the
+	// job waits for, on GPUs it is about to use. The check skips in prolog mode anyway; this
+	// says so where the admin made the choice.
+	if n.Enabled && slices.Contains(n.Modes, "prolog") {
+		add("modes", ": \"prolog\" is not allowed for nccl_allreduce: it occupies every GPU for tens of seconds before the job; use \"health\" (it then runs only on idle nodes) or \"manual\"")
+	}
+	for _, k := range []struct{ key, val string }{{"binary", n.Binary}, {"nvidia_smi", n.NvidiaSMI}, {"pgrep", n.Pgrep}} {
+		if !strings.HasPrefix(k.val, "/") {
+			add(k.key, " = %q: give an absolute path: Slurm hooks run without PATH", k.val)
+		}
+	}
+	if b := n.MinBusBWGBps; b < 0 || math.IsNaN(b) || math.IsInf(b, 0) {
+		add("min_busbw_gbps", " = %v: give a bus bandwidth in GB/s of 0 (the built-in table) or more, such as 390 for 8 H100 SXM", b)
+	}
+	return errs
 }
 
 func (c ncclAllReduce) clock() time.Time {
@@ -107,7 +156,7 @@ func (c ncclAllReduce) clock() time.Time {
 }
 
 func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.NCCLAllReduce
+	cfg := settings[*ncclAllReduceConfig](env.Config, idNCCLAllReduce)
 	var notes []Detail
 	switch env.Mode {
 	case config.ModeProlog:
@@ -198,7 +247,7 @@ func ncclNotInstalled(bin string) string {
 // a job whose processes have not reached the GPUs yet would still lose memory and time to the
 // test. Manual mode leaves it out, as an admin may be testing the node inside their own
 // allocation (srun nodecheck run --all).
-func (c ncclAllReduce) busy(ctx context.Context, env *Env, cfg config.NCCLAllReduceConfig, strict bool) (busy, unsure string) {
+func (c ncclAllReduce) busy(ctx context.Context, env *Env, cfg *ncclAllReduceConfig, strict bool) (busy, unsure string) {
 	limit := c.probeTimeout
 	if limit <= 0 {
 		limit = ncclProbeTimeout
@@ -671,4 +720,36 @@ func ncclFirstN(xs []string, n int) []string {
 		return xs[:n]
 	}
 	return xs
+}
+
+// Explain is what `nodecheck explain nccl_allreduce` says.
+func (ncclAllReduce) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The output of all_reduce_perf from nccl-tests, run as binary with args and -g set to the number of GPUs NVML reports: the bus bandwidth per message size, the #wrong column and the out of bounds count.",
+			"Before it runs, whether the GPUs are in use: nvidia-smi --query-compute-apps, and in health and epilog mode also pgrep -x slurmstepd.",
+			"NVML: the number and names of the GPUs, for -g and the built-in thresholds.",
+			"Its last result, kept in [state] dir (nccl_allreduce.json), to report in the modes it does not run in.",
+		},
+		Passes: "all_reduce_perf exits 0, no element is wrong, and the best bus bandwidth at 1 GiB and more (or at the largest sizes, when the sweep ends below 1 GiB) is at least min_busbw_gbps, or the built-in threshold: 390 GB/s for 8x H100 80GB HBM3, 195 GB/s for 8x A100-SXM4.",
+		Warns:  "No threshold applies (GPUs the built-in table does not know, and min_busbw_gbps unset): the figure is reported so that you can set one.",
+		Fails:  "The bus bandwidth is below the threshold (a GPU fallen back to PCIe, NVLinks or an NVSwitch lost, NVLS off because Fabric Manager's multicast does not work, throttled clocks), an element is wrong or out of bounds (data corruption), a CUDA or NCCL call failed, all_reduce_perf exited non-zero or ran out of time, or it is not installed and required = true.",
+		Skips:  "The mode is not in modes (manual only by default, never a prolog): the last result is shown with its age. Or the node is busy (a job step, compute processes on the GPUs), all_reduce_perf is not installed, or there is no NVIDIA driver or GPU.",
+		Errors: "The number of GPUs for -g cannot be had from NVML, all_reduce_perf cannot be started, or its output cannot be read.",
+		Keys: map[string]string{
+			"binary":         "all_reduce_perf from https://github.com/NVIDIA/nccl-tests (build/all_reduce_perf). It runs with PATH and LANG only: where NCCL is not in the linker's default path, point this at a wrapper script that sets LD_LIBRARY_PATH.",
+			"args":           "Arguments of all_reduce_perf; \"-g N\" with the GPU count NVML reports is added unless they set -g themselves.",
+			"min_busbw_gbps": "Least acceptable bus bandwidth in GB/s at the largest sizes; set it per node type in [[group]] sections. 0: the built-in table.",
+			"required":       "true: a missing binary fails instead of skipping.",
+			"nvidia_smi":     "Asked for the compute processes on the GPUs before a run: a node whose GPUs are in use is not tested.",
+			"pgrep":          "Asked for slurmstepd before a health or epilog run: a node with a Slurm job step is not tested.",
+		},
+		Fix: []string{
+			"nvidia-smi topo -m and nvidia-smi nvlink -s: every GPU pair should be joined by NVLink (NV18 on HGX H100, NV12 on HGX A100) with every link up at full speed; a missing link points to a GPU, the baseboard or an NVSwitch.",
+			"Check Fabric Manager first (nodecheck explain fabric_manager): without it NVLink jobs fail, and without its multicast NCCL runs without NVLS, at about 370 GB/s instead of 480 on 8x H100.",
+			"Wrong data: run it again. Wrong data that comes back means a faulty GPU or memory: dmesg | grep -i xid, nvidia-smi -q -d ECC, then replace the GPU.",
+			"Run it by hand with NCCL_DEBUG=INFO: the log names the transport of each channel (NVLS, P2P over NVLink, SHM). nccl-tests built against another CUDA or NCCL than the node's, or an old NCCL, gives low figures: rebuild nccl-tests against the NCCL installed.",
+			"For an RMA case, dcgmi diag -r 3 runs NVIDIA's own NVLink and memory tests.",
+		},
+	}
 }

@@ -124,7 +124,7 @@ func TestNCCLAllReduce(t *testing.T) {
 	tests := []struct {
 		name        string
 		mode        config.Mode
-		cfg         func(c *config.NCCLAllReduceConfig)
+		cfg         func(c *ncclAllReduceConfig)
 		replies     map[string]reply
 		inv         node.GPUInventory
 		gpuErr      error
@@ -136,11 +136,11 @@ func TestNCCLAllReduce(t *testing.T) {
 		{name: "8x H100 passes at large sizes", replies: ok(h100), wantStatus: StatusOK, wantSummary: h100OK,
 			wantArgv: []string{allReducePerf, "-b", "8", "-e", "4G", "-f", "2", "-g", "8"}},
 		{name: "configured threshold above the figure fails",
-			cfg:     func(c *config.NCCLAllReduceConfig) { c.MinBusBWGBps = 500 },
+			cfg:     func(c *ncclAllReduceConfig) { c.MinBusBWGBps = 500 },
 			replies: ok(h100), wantStatus: StatusFail,
 			wantSummary: "busbw 476.5 GB/s at 4 GiB, want at least 500 (min_busbw_gbps)"},
 		{name: "configured threshold below the figure passes",
-			cfg:     func(c *config.NCCLAllReduceConfig) { c.MinBusBWGBps = 450.5 },
+			cfg:     func(c *ncclAllReduceConfig) { c.MinBusBWGBps = 450.5 },
 			replies: ok(h100), wantStatus: StatusOK,
 			wantSummary: "busbw 476.5 GB/s at 4 GiB, at least 450.5 (min_busbw_gbps); no wrong data"},
 		{name: "wrong elements and out of bounds values are data corruption",
@@ -188,7 +188,7 @@ func TestNCCLAllReduce(t *testing.T) {
 			wantStatus:  StatusWarn,
 			wantSummary: "busbw 431.8 GB/s at 512 MiB: the sweep ends below 1 GiB, where the built-in threshold (390 GB/s for 8x H100 80GB HBM3) does not apply: raise -e to 4G or set min_busbw_gbps"},
 		{name: "sweep below 1 GiB against a configured threshold is judged",
-			cfg:     func(c *config.NCCLAllReduceConfig) { c.MinBusBWGBps = 400 },
+			cfg:     func(c *ncclAllReduceConfig) { c.MinBusBWGBps = 400 },
 			replies: ok(shortSweep), wantStatus: StatusOK,
 			wantSummary: "busbw 431.8 GB/s at 512 MiB, at least 400 (min_busbw_gbps); no wrong data"},
 		{name: "output that is not nccl-tests", replies: ok("hello\n"), wantStatus: StatusError,
@@ -199,10 +199,10 @@ func TestNCCLAllReduce(t *testing.T) {
 			wantSummary: `cannot read all_reduce_perf output: nccl-tests output line 21: out-of-place busbw "473,60" is not a number`},
 		{name: "not installed skips with instructions", replies: idle, wantStatus: StatusSkip,
 			wantSummary: "/usr/bin/all_reduce_perf not installed: build nccl-tests (github.com/NVIDIA/nccl-tests, make) and install build/all_reduce_perf there, or set checks.nccl_allreduce.binary"},
-		{name: "not installed fails when required", cfg: func(c *config.NCCLAllReduceConfig) { c.Required = true },
+		{name: "not installed fails when required", cfg: func(c *ncclAllReduceConfig) { c.Required = true },
 			replies: idle, wantStatus: StatusFail,
 			wantSummary: "/usr/bin/all_reduce_perf not installed: build nccl-tests (github.com/NVIDIA/nccl-tests, make) and install build/all_reduce_perf there, or set checks.nccl_allreduce.binary (required = true)"},
-		{name: "args with -g need no NVML", cfg: func(c *config.NCCLAllReduceConfig) { c.Args = []string{"-b", "1G", "-e", "4G", "-g8"} },
+		{name: "args with -g need no NVML", cfg: func(c *ncclAllReduceConfig) { c.Args = []string{"-b", "1G", "-e", "4G", "-g8"} },
 			replies: ok(h100), inv: node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, wantStatus: StatusOK, wantSummary: h100OK,
 			wantArgv: []string{allReducePerf, "-b", "1G", "-e", "4G", "-g8"}},
 		{name: "no driver skips", replies: ok(h100), inv: node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"},
@@ -238,10 +238,10 @@ func TestNCCLAllReduce(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := config.Default(Schema())
 			cfg.State.Dir = t.TempDir()
 			if tc.cfg != nil {
-				tc.cfg(&cfg.Checks.NCCLAllReduce)
+				tc.cfg(settings[*ncclAllReduceConfig](cfg, idNCCLAllReduce))
 			}
 			inv := tc.inv
 			if inv.Init == "" {
@@ -296,7 +296,7 @@ func TestNCCLAllReduce(t *testing.T) {
 // does not happen shows it with its age.
 func TestNCCLAllReduceLastRun(t *testing.T) {
 	dir := t.TempDir()
-	cfg := config.Default()
+	cfg := config.Default(Schema())
 	cfg.State.Dir = filepath.Join(dir, "state") // created on first write
 	ran := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: h100Inventory(8), files: map[string]string{}},
@@ -350,7 +350,7 @@ func TestNCCLAllReduceReadOnly(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := config.Default(Schema())
 			cfg.State.Dir = t.TempDir()
 			if d, ok := (ncclAllReduce{}).saveLast(tc.env(cfg), Result{Status: StatusOK, Summary: "x"}, NCCLRun{}); !ok {
 				t.Fatalf("saveLast: %s", d.Message)
@@ -364,7 +364,7 @@ func TestNCCLAllReduceReadOnly(t *testing.T) {
 }
 
 func TestNCCLAllReduceStateNotWritable(t *testing.T) {
-	cfg := config.Default()
+	cfg := config.Default(Schema())
 	blocker := filepath.Join(t.TempDir(), "file")
 	if err := os.WriteFile(blocker, nil, 0o644); err != nil {
 		t.Fatal(err)
@@ -436,6 +436,110 @@ func TestNCCLAge(t *testing.T) {
 		t.Run(tc.want, func(t *testing.T) {
 			if got := ncclAge(tc.d); got != tc.want {
 				t.Errorf("ncclAge(%s) = %q, want %q", tc.d, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestNCCLAllReduceConfig(t *testing.T) {
+	tests := []struct {
+		name    string
+		toml    string
+		want    *config.Config
+		wantErr string
+	}{
+		{
+			name: "health mode on idle nodes, with a threshold per group",
+			toml: `[checks.nccl_allreduce]
+timeout = "45s"
+modes = ["health", "manual"]
+args = ["-b", "1M", "-e", "4G", "-f", "4"]
+min_busbw_gbps = 400.0
+[[group]]
+nodes = "a100-[01-04]"
+[group.checks.nccl_allreduce]
+min_busbw_gbps = 200.0
+`,
+			want: configWant(func(c *config.Config) {
+				n := settings[*ncclAllReduceConfig](c, idNCCLAllReduce)
+				n.Timeout, n.Modes, n.Args, n.MinBusBWGBps = 45*time.Second, []string{"health", "manual"}, []string{"-b", "1M", "-e", "4G", "-f", "4"}, 400
+				c.Groups = []config.Group{{Nodes: "a100-[01-04]", Checks: map[string]map[string]any{"nccl_allreduce": {"min_busbw_gbps": 200.0}}}}
+			}),
+		},
+		{
+			name:    "never in a prolog",
+			toml:    "[checks.nccl_allreduce]\ntimeout = \"5s\"\nmodes = [\"prolog\", \"manual\"]\n",
+			wantErr: `nodecheck.toml:3: checks.nccl_allreduce.modes: "prolog" is not allowed for nccl_allreduce: it occupies every GPU for tens of seconds before the job; use "health" (it then runs only on idle nodes) or "manual"`,
+		},
+		{
+			name: "prolog listed but the check is off",
+			toml: "[checks.nccl_allreduce]\nenabled = false\ntimeout = \"5s\"\nmodes = [\"prolog\"]\n",
+			want: configWant(func(c *config.Config) {
+				n := settings[*ncclAllReduceConfig](c, idNCCLAllReduce)
+				n.Enabled, n.Timeout, n.Modes = false, 5*time.Second, []string{"prolog"}
+			}),
+		},
+		{
+			name:    "relative binary",
+			toml:    "[checks.nccl_allreduce]\nbinary = \"all_reduce_perf\"\n",
+			wantErr: `nodecheck.toml:2: checks.nccl_allreduce.binary = "all_reduce_perf": give an absolute path: Slurm hooks run without PATH`,
+		},
+		{
+			name:    "empty nvidia_smi",
+			toml:    "[checks.nccl_allreduce]\nnvidia_smi = \"\"\n",
+			wantErr: `nodecheck.toml:2: checks.nccl_allreduce.nvidia_smi = "": give an absolute path: Slurm hooks run without PATH`,
+		},
+		{
+			name:    "negative threshold",
+			toml:    "[checks.nccl_allreduce]\nmin_busbw_gbps = -1.0\n",
+			wantErr: `nodecheck.toml:2: checks.nccl_allreduce.min_busbw_gbps = -1: give a bus bandwidth in GB/s of 0 (the built-in table) or more, such as 390 for 8 H100 SXM`,
+		},
+		{
+			name:    "negative threshold in a group",
+			toml:    "[[group]]\nnodes = \"gpu01\"\n[group.checks.nccl_allreduce]\nmin_busbw_gbps = -5.0\n",
+			wantErr: `nodecheck.toml:4: group[0].checks.nccl_allreduce.min_busbw_gbps = -5: give a bus bandwidth in GB/s of 0 (the built-in table) or more, such as 390 for 8 H100 SXM`,
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
+			if tc.wantErr != "" {
+				if err == nil {
+					t.Fatalf("no error, want %s", tc.wantErr)
+				}
+				if diff := cmp.Diff(tc.wantErr, err.Error()); diff != "" {
+					t.Errorf("error (-want +got):\n%s", diff)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseConfig: %v", err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestNCCLAllReduceGroupThreshold: a group sets min_busbw_gbps for its nodes only.
+func TestNCCLAllReduceGroupThreshold(t *testing.T) {
+	cfg, err := config.ParseConfig([]byte("[[group]]\nnodes = \"a100-[01-04]\"\n[group.checks.nccl_allreduce]\nmin_busbw_gbps = 200.0\n"), "nodecheck.toml", Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		node string
+		want float64
+	}{{"a100-02", 200}, {"h100-01", 0}}
+	for _, tc := range tests {
+		t.Run(tc.node, func(t *testing.T) {
+			eff, err := cfg.ForNode(tc.node)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := settings[*ncclAllReduceConfig](eff, idNCCLAllReduce).MinBusBWGBps; got != tc.want {
+				t.Errorf("min_busbw_gbps %v, want %v", got, tc.want)
 			}
 		})
 	}

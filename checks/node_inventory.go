@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -32,8 +33,16 @@ func (nodeInventory) Description() string {
 	return "CPUs, sockets, cores, threads and usable memory are at least what slurm.conf's NodeName line says"
 }
 
-func (nodeInventory) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.NodeInventory.CheckCommon
+// nodeInventoryConfig is [checks.node_inventory]. It has no keys of its own: slurm.conf is
+// the expectation.
+type nodeInventoryConfig struct {
+	config.CheckCommon
+}
+
+// Section runs the check in health and manual modes only: the inventory does not change
+// between jobs, so a prolog has nothing to gain from reading it again.
+func (nodeInventory) Section() config.Section {
+	return &nodeInventoryConfig{config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}}}
 }
 
 // inventoryItem is one slurm.conf key compared with the node.
@@ -167,4 +176,25 @@ func judgeInventoryItem(it inventoryItem) Detail {
 		d.Message = fmt.Sprintf("%s %s, as slurm.conf says", what, have)
 	}
 	return d
+}
+
+// Explain is what `nodecheck explain node_inventory` says.
+func (nodeInventory) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The CPU topology and memory through github.com/jaypipes/ghw: /proc/cpuinfo and /sys/devices/system/cpu (online logical CPUs, their physical package and core) and /proc/meminfo (MemTotal, the usable memory, in MiB).",
+			"slurm.conf: the node's NodeName line, only the keys it sets among CPUs, Sockets (or Boards and SocketsPerBoard), CoresPerSocket, ThreadsPerCore and RealMemory.",
+		},
+		Passes: "Every key the NodeName line sets matches the node, and the usable memory is at least RealMemory.",
+		Warns:  "The node has more CPUs, sockets, cores per socket or threads per core than slurm.conf says: Slurm uses only what is configured. Memory above RealMemory is normal and passes.",
+		Fails:  "The node has fewer CPUs, sockets, cores per socket or threads per core than slurm.conf says, or less usable memory than RealMemory (the summary says how many MiB short): slurmd registers with what it finds and slurmctld sets the node INVAL. Or reading the inventory ran out of time.",
+		Skips:  "The mode is not in modes (health and manual by default: the inventory does not change between jobs), the NodeName line sets none of the keys compared, or a snapshot replayed has no inventory.json.",
+		Errors: "The inventory cannot be read, slurm.conf cannot be read, or the node is not defined in it.",
+		Fix: []string{
+			"Memory a little below RealMemory: MemTotal is the installed memory less what firmware and the kernel reserve (crashkernel=, hugepages reserved at boot), and it changes with a BIOS or kernel update. Set RealMemory a few percent under MemTotal (slurmd -C prints what slurmd finds), then scontrol reconfigure.",
+			"Memory well below RealMemory: a DIMM lost at boot. Look at dmidecode -t memory and the BMC's event log (ipmitool sel elist), then reseat or replace it.",
+			"Fewer CPUs: CPUs taken offline (cat /sys/devices/system/cpu/offline), maxcpus= or nosmt on the kernel command line, or hyper-threading or sockets turned off in the BIOS. Compare lscpu and slurmd -C with the NodeName line.",
+			"More than configured: complete the NodeName line (slurmd -C prints one), or ignore it where the spare CPUs are kept out of Slurm on purpose (then prefer CpuSpecList or CoreSpecCount).",
+		},
+	}
 }

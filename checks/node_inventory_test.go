@@ -70,7 +70,7 @@ func TestNodeInventory(t *testing.T) {
 			if tc.slurmConf != "" {
 				f.files["/etc/slurm/slurm.conf"] = tc.slurmConf
 			}
-			env := &Env{Facts: f, Config: config.Default(), Mode: config.ModeHealth, Node: "gpu01",
+			env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeHealth, Node: "gpu01",
 				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 			got := nodeInventory{}.Run(context.Background(), env)
 			if got.Status != tc.wantStatus || !strings.Contains(got.Summary, tc.wantSummary) {
@@ -92,14 +92,14 @@ func TestNodeInventoryTimeout(t *testing.T) {
 	defer cancel()
 	<-ctx.Done()
 	f := &fakeFacts{invErr: fmt.Errorf("read CPU and memory inventory: %w", ctx.Err())}
-	got := nodeInventory{}.Run(ctx, &Env{Facts: f, Config: config.Default(), Node: "gpu01"})
+	got := nodeInventory{}.Run(ctx, &Env{Facts: f, Config: config.Default(Schema()), Node: "gpu01"})
 	if got.Status != StatusFail || got.Summary != nodeInventoryTimedOut {
 		t.Errorf("Run = %s %q, want fail %q", got.Status, got.Summary, nodeInventoryTimedOut)
 	}
 }
 
 func TestNodeInventoryDefaults(t *testing.T) {
-	c := nodeInventory{}.Settings(config.Default())
+	c := Settings(config.Default(Schema()), nodeInventory{})
 	if !c.Enabled || c.Timeout != 3*time.Second || !cmp.Equal(c.Modes, []string{"health", "manual"}) {
 		t.Errorf("default settings = %+v, want enabled, 3s, health and manual", c)
 	}

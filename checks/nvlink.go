@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -28,11 +29,78 @@ func (nvLink) Description() string {
 	return "every NVLink of every GPU is active, and each GPU reports as many NVLinks as its model has (expected_links)"
 }
 
-func (nvLink) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.NVLink.CheckCommon
+// nvLinkConfig is [checks.nvlink].
+type nvLinkConfig struct {
+	config.CheckCommon
+	// ExpectedLinks adds rules to the built-in table of how many NVLinks a GPU model has,
+	// each "words=N" with the words of gpu_models rules: "a100 sxm4=12", "h100 pcie=0" (0:
+	// NVLink optional, never judged). The rules given here are tried first, in order.
+	ExpectedLinks []string `toml:"expected_links"`
+	// Exclude lists GPUs, by PCI address as sysfs writes it ("0000:3b:00.0"), or single
+	// links of a GPU ("0000:3b:00.0/3"), never judged.
+	Exclude []string `toml:"exclude"`
 }
 
-// builtinNVLinks is the built-in table of NVLinks per GPU model, in config.ParseNVLinkRule's
+func (nvLink) Section() config.Section {
+	return &nvLinkConfig{CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()}}
+}
+
+// ValidateSection implements config.SectionValidator.
+func (nl *nvLinkConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	for _, r := range nl.ExpectedLinks {
+		if _, _, err := parseNVLinkRule(r); err != nil {
+			errs = append(errs, config.Problem{Key: "expected_links", Msg: ": " + err.Error()})
+		}
+	}
+	for _, x := range nl.Exclude {
+		if _, _, err := parseNVLinkExclude(x); err != nil {
+			errs = append(errs, config.Problem{Key: "exclude", Msg: ": " + err.Error()})
+		}
+	}
+	return errs
+}
+
+// maxNVLinks is the most NVLinks one GPU has: NVML_NVLINK_MAX_LINKS in nvml.h (18, H100
+// and Blackwell).
+const maxNVLinks = 18
+
+// parseNVLinkRule reads one expected_links rule, "words=N": "a100 sxm4=12" gives the words
+// a100 sxm4 and 12 links. N is from 0 (NVLink optional: not judged) to maxNVLinks.
+func parseNVLinkRule(s string) (words []string, links int, err error) {
+	pat, n, ok := strings.Cut(s, "=")
+	if !ok {
+		return nil, 0, fmt.Errorf("%q is not a rule: write words of the NVML name, '=' and the number of NVLinks, such as \"a100 sxm4=12\", or \"h100 pcie=0\" where NVLink is optional", s)
+	}
+	words = modelWords(pat)
+	if len(words) == 0 {
+		return nil, 0, fmt.Errorf("%q names no words of an NVML name before '='", s)
+	}
+	links, err = strconv.Atoi(strings.TrimSpace(n))
+	if err != nil || links < 0 || links > maxNVLinks {
+		return nil, 0, fmt.Errorf("%q: the number of NVLinks must be from 0 to %d (0: NVLink optional, not judged)", s, maxNVLinks)
+	}
+	return words, links, nil
+}
+
+// parseNVLinkExclude reads one exclude entry: a PCI address as sysfs writes it
+// ("0000:3b:00.0"), link -1, or an address and a link ("0000:3b:00.0/3").
+func parseNVLinkExclude(s string) (addr string, link int, err error) {
+	addr, l, hasLink := strings.Cut(s, "/")
+	if !validPCIAddress(addr) {
+		return "", 0, fmt.Errorf("%q: %q is not a PCI address; write it as sysfs does, such as \"0000:3b:00.0\", or \"0000:3b:00.0/3\" for its link 3", s, addr)
+	}
+	if !hasLink {
+		return addr, -1, nil
+	}
+	link, err = strconv.Atoi(l)
+	if err != nil || link < 0 || link >= maxNVLinks || strconv.Itoa(link) != l {
+		return "", 0, fmt.Errorf("%q: the link after '/' must be a number from 0 to %d, as nvidia-smi nvlink -s numbers them", s, maxNVLinks-1)
+	}
+	return addr, link, nil
+}
+
+// builtinNVLinks is the built-in table of NVLinks per GPU model, in parseNVLinkRule's
 // syntax ("words=N", words matched as gpu_models matches them); the first rule that matches
 // an NVML name wins. Sources: NVIDIA's NVLink page (https://www.nvidia.com/en-us/data-center/nvlink/):
 // an A100 "supports up to twelve third-generation NVLink connections" (SXM4, NVML names
@@ -74,7 +142,7 @@ type nvlinkTable []nvlinkRule
 func newNVLinkTable(extra []string) (nvlinkTable, error) {
 	var t nvlinkTable
 	for _, s := range append(slices.Clip(extra), builtinNVLinks...) {
-		w, n, err := config.ParseNVLinkRule(s)
+		w, n, err := parseNVLinkRule(s)
 		if err != nil {
 			return nil, fmt.Errorf("expected_links: %w", err)
 		}
@@ -85,7 +153,7 @@ func newNVLinkTable(extra []string) (nvlinkTable, error) {
 
 // expected is the rule of the first match for an NVML name; ok is false when none matches.
 func (t nvlinkTable) expected(name string) (nvlinkRule, bool) {
-	words := config.GPUModelWords(name)
+	words := modelWords(name)
 	for _, r := range t {
 		if containsWords(words, r.words) {
 			return r, true
@@ -104,7 +172,7 @@ type nvlinkExclusions struct {
 func newNVLinkExclusions(list []string) (nvlinkExclusions, error) {
 	x := nvlinkExclusions{gpus: map[string]bool{}, links: map[string][]int{}}
 	for _, s := range list {
-		addr, link, err := config.ParseNVLinkExclude(s)
+		addr, link, err := parseNVLinkExclude(s)
 		if err != nil {
 			return x, fmt.Errorf("exclude: %w", err)
 		}
@@ -118,7 +186,7 @@ func newNVLinkExclusions(list []string) (nvlinkExclusions, error) {
 }
 
 func (nvLink) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.NVLink
+	cfg := settings[*nvLinkConfig](env.Config, idNVLink)
 	table, err := newNVLinkTable(cfg.ExpectedLinks)
 	if err != nil {
 		return Result{Status: StatusError, Summary: text.OneLine(err.Error(), 160), Err: err}
@@ -291,25 +359,27 @@ func linkRanges(links []int) []string {
 	return out
 }
 
-// explainNVLink is what `nodecheck explain nvlink` says.
-var explainNVLink = Explanation{
-	Reads: []string{
-		"NVML, for each GPU: its name, and the state (active or not) of each NVLink it reports (nvmlDeviceGetNvLinkState).",
-		"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
-	},
-	Passes: "Every NVLink of every GPU judged is active, and each GPU whose model is in the table reports as many NVLinks as the model has: 12 for A100 SXM4, 18 for H100 SXM5 (\"NVIDIA H100 80GB HBM3\"), H200 and B200, or what expected_links says. A model the table does not know is judged only on the links NVML reports.",
-	Fails:  "A GPU reports an NVLink inactive (\"NVLink 3 inactive\", \"all 12 NVLinks inactive\", as after a failed link training, a GPU or baseboard fault, or Fabric Manager not set up), or reports fewer NVLinks than its model has (\"0 of 12 NVLinks reported\"). NCCL then falls back to slower paths or fails, and multi-GPU jobs slow down or hang.",
-	Skips:  "No GPU has NVLink; or the only GPUs with NVLink are ones whose links are optional (PCIe and NVL cards with bridges, A40, A30, workstation boards, GH200: expected_links 0), of a model the table does not know with every link inactive (no bridge fitted), or excluded; or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
-	Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; NVML lost a GPU (ERROR_GPU_IS_LOST) so that its NVLinks cannot be read (gpu_count fails the node for that); or expected_links or exclude cannot be read.",
-	Keys: map[string]string{
-		"expected_links": `Rules "words=N" for how many NVLinks a GPU model has, tried before the built-in ones, in order: the words must appear one after another in the NVML name, as in gpu_models ("a100 sxm4=12" matches "NVIDIA A100-SXM4-80GB"). N = 0 means NVLink is optional there (bridges): the GPU is not judged. The built-in table: pcie, nvl, geforce, quadro, titan, rtx, a40, a30 and gh200 = 0; a100 sxm4 = 12; h100 80gb hbm3, h100 sxm5, h200 and b200 = 18.`,
-		"exclude":        `GPUs never judged, by PCI address as sysfs writes it ("0000:3b:00.0"), or one link of a GPU ("0000:3b:00.0/3"), which then counts neither as inactive nor as missing: a link known dead while the GPU waits for replacement, say.`,
-	},
-	Fix: []string{
-		"nvidia-smi nvlink -s -i N: each link's speed, or <inactive>; nvidia-smi topo -m shows which GPU pairs NVLink joins (NV12 on HGX A100, NV18 on HGX H100).",
-		"On NVSwitch systems (HGX, DGX), check Fabric Manager first (nodecheck explain fabric_manager): without it the links do not come up. systemctl status nvidia-fabricmanager, and its log.",
-		"nvidia-smi nvlink -e -i N shows the links' error counters; dmesg | grep -i xid for XID 74 (NVLink error).",
-		"Reset the GPU (nvidia-smi -r -i N) or reboot the node, which retrains the links. If a link stays inactive, run dcgmi diag -r 3 and have the GPU or the baseboard replaced (RMA, with nvidia-bug-report.sh).",
-		"A PCIe card with an optional NVLink bridge is not judged unless expected_links says how many links it has with its bridges fitted (\"h100 pcie=N\", N as nvidia-smi nvlink -s shows on a good node); a model missing from the table is added the same way.",
-	},
+// Explain is what `nodecheck explain nvlink` says.
+func (nvLink) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"NVML, for each GPU: its name, and the state (active or not) of each NVLink it reports (nvmlDeviceGetNvLinkState).",
+			"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
+		},
+		Passes: "Every NVLink of every GPU judged is active, and each GPU whose model is in the table reports as many NVLinks as the model has: 12 for A100 SXM4, 18 for H100 SXM5 (\"NVIDIA H100 80GB HBM3\"), H200 and B200, or what expected_links says. A model the table does not know is judged only on the links NVML reports.",
+		Fails:  "A GPU reports an NVLink inactive (\"NVLink 3 inactive\", \"all 12 NVLinks inactive\", as after a failed link training, a GPU or baseboard fault, or Fabric Manager not set up), or reports fewer NVLinks than its model has (\"0 of 12 NVLinks reported\"). NCCL then falls back to slower paths or fails, and multi-GPU jobs slow down or hang.",
+		Skips:  "No GPU has NVLink; or the only GPUs with NVLink are ones whose links are optional (PCIe and NVL cards with bridges, A40, A30, workstation boards, GH200: expected_links 0), of a model the table does not know with every link inactive (no bridge fitted), or excluded; or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
+		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; NVML lost a GPU (ERROR_GPU_IS_LOST) so that its NVLinks cannot be read (gpu_count fails the node for that); or expected_links or exclude cannot be read.",
+		Keys: map[string]string{
+			"expected_links": `Rules "words=N" for how many NVLinks a GPU model has, tried before the built-in ones, in order: the words must appear one after another in the NVML name, as in gpu_models ("a100 sxm4=12" matches "NVIDIA A100-SXM4-80GB"). N = 0 means NVLink is optional there (bridges): the GPU is not judged. The built-in table: pcie, nvl, geforce, quadro, titan, rtx, a40, a30 and gh200 = 0; a100 sxm4 = 12; h100 80gb hbm3, h100 sxm5, h200 and b200 = 18.`,
+			"exclude":        `GPUs never judged, by PCI address as sysfs writes it ("0000:3b:00.0"), or one link of a GPU ("0000:3b:00.0/3"), which then counts neither as inactive nor as missing: a link known dead while the GPU waits for replacement, say.`,
+		},
+		Fix: []string{
+			"nvidia-smi nvlink -s -i N: each link's speed, or <inactive>; nvidia-smi topo -m shows which GPU pairs NVLink joins (NV12 on HGX A100, NV18 on HGX H100).",
+			"On NVSwitch systems (HGX, DGX), check Fabric Manager first (nodecheck explain fabric_manager): without it the links do not come up. systemctl status nvidia-fabricmanager, and its log.",
+			"nvidia-smi nvlink -e -i N shows the links' error counters; dmesg | grep -i xid for XID 74 (NVLink error).",
+			"Reset the GPU (nvidia-smi -r -i N) or reboot the node, which retrains the links. If a link stays inactive, run dcgmi diag -r 3 and have the GPU or the baseboard replaced (RMA, with nvidia-bug-report.sh).",
+			"A PCIe card with an optional NVLink bridge is not judged unless expected_links says how many links it has with its bridges fitted (\"h100 pcie=N\", N as nvidia-smi nvlink -s shows on a good node); a model missing from the table is added the same way.",
+		},
+	}
 }

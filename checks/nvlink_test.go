@@ -86,7 +86,7 @@ func TestNVLink(t *testing.T) {
 		name        string
 		gpus        node.GPUInventory
 		pci         []node.PCIDevice
-		cfg         func(*config.NVLinkConfig)
+		cfg         func(*nvLinkConfig)
 		wantStatus  Status
 		wantSummary string
 	}{
@@ -124,7 +124,7 @@ func TestNVLink(t *testing.T) {
 		{name: "PCIe cards: optional bridges not judged", gpus: renamed(h100NVLinkNode(), "NVIDIA H100 PCIe", 12), wantStatus: StatusSkip,
 			wantSummary: "no GPU whose NVLinks are judged: NVIDIA H100 PCIe has NVLink only through optional bridges (expected_links 0)"},
 		{name: "PCIe cards judged by expected_links", gpus: renamed(h100NVLinkNode(), "NVIDIA H100 PCIe", 12, 0, 1, 2, 3),
-			cfg:        func(c *config.NVLinkConfig) { c.ExpectedLinks = []string{"h100 pcie=12"} },
+			cfg:        func(c *nvLinkConfig) { c.ExpectedLinks = []string{"h100 pcie=12"} },
 			wantStatus: StatusFail, wantSummary: "gpu 0 (0000:19:00.0): NVLinks 4-11 inactive (+7 more)"},
 		{name: "H200 NVL is not an H200 SXM", gpus: renamed(h100NVLinkNode(), "NVIDIA H200 NVL", 18), wantStatus: StatusSkip,
 			wantSummary: "no GPU whose NVLinks are judged: NVIDIA H200 NVL has NVLink only through optional bridges (expected_links 0)"},
@@ -137,23 +137,23 @@ func TestNVLink(t *testing.T) {
 		{name: "unknown model, all links active", gpus: renamed(h100NVLinkNode(), v100, 6, allUp(6)...), wantStatus: StatusOK,
 			wantSummary: "all 48 NVLinks of 8 GPUs active"},
 		// Source: azurehpc-bad_nvlink_status.txt with GPU 6 excluded by config.
-		{name: "GPU excluded", gpus: azureNVLinkDown(), cfg: func(c *config.NVLinkConfig) { c.Exclude = []string{"0007:00:00.0"} },
+		{name: "GPU excluded", gpus: azureNVLinkDown(), cfg: func(c *nvLinkConfig) { c.Exclude = []string{"0007:00:00.0"} },
 			wantStatus: StatusOK, wantSummary: "all 84 NVLinks of 7 GPUs active (NVIDIA A100-SXM4-80GB: 12 per GPU)"},
 		// Invented: link 3 of GPU 6 down and excluded; link 5 neither reported nor expected.
 		{name: "links excluded", gpus: changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) {
 			g.NVLinks = append(nvlinks(5, 3), nvlinks(12)[6:]...)
-		}), cfg: func(c *config.NVLinkConfig) { c.Exclude = []string{"0007:00:00.0/3", "0007:00:00.0/5"} },
+		}), cfg: func(c *nvLinkConfig) { c.Exclude = []string{"0007:00:00.0/3", "0007:00:00.0/5"} },
 			wantStatus: StatusOK, wantSummary: "all 94 NVLinks of 8 GPUs active (NVIDIA A100-SXM4-80GB: 12 per GPU)"},
 		// Source: gpud-q-rtx4090x8-535.154.05.txt (no NVLink on the RTX 4090: NVLinks nil).
 		{name: "no GPU has NVLink", gpus: rtx4090Node(), wantStatus: StatusSkip, wantSummary: "no GPU has NVLink"},
-		{name: "every GPU excluded", gpus: azureNVLinkDown(), cfg: func(c *config.NVLinkConfig) {
+		{name: "every GPU excluded", gpus: azureNVLinkDown(), cfg: func(c *nvLinkConfig) {
 			c.Exclude = []string{"0001:00:00.0", "0002:00:00.0", "0003:00:00.0", "0004:00:00.0", "0005:00:00.0", "0006:00:00.0", "0007:00:00.0", "0008:00:00.0"}
 		}, wantStatus: StatusSkip, wantSummary: "no GPU has NVLink (8 excluded by config)"},
 		// Invented: GPU 4 of the H100 node fallen off the bus.
 		{name: "lost GPU", gpus: changeGPU(h100NVLinkNode(), 4, func(g *node.GPU) { *g = node.GPU{Index: 4, PCIBusID: g.PCIBusID, Error: "ERROR_GPU_IS_LOST"} }),
 			wantStatus: StatusError, wantSummary: "gpu 4 (0000:9b:00.0): ERROR_GPU_IS_LOST: NVLinks not read"},
 		{name: "lost GPU excluded", gpus: changeGPU(h100NVLinkNode(), 4, func(g *node.GPU) { *g = node.GPU{Index: 4, PCIBusID: g.PCIBusID, Error: "ERROR_GPU_IS_LOST"} }),
-			cfg:        func(c *config.NVLinkConfig) { c.Exclude = []string{"0000:9b:00.0"} },
+			cfg:        func(c *nvLinkConfig) { c.Exclude = []string{"0000:9b:00.0"} },
 			wantStatus: StatusOK, wantSummary: "all 126 NVLinks of 7 GPUs active (NVIDIA H100 80GB HBM3: 18 per GPU)"},
 		{name: "lost GPU and an inactive link: fail", gpus: changeGPU(changeGPU(h100NVLinkNode(), 4, func(g *node.GPU) {
 			*g = node.GPU{Index: 4, PCIBusID: g.PCIBusID, Error: "ERROR_GPU_IS_LOST"}
@@ -164,15 +164,15 @@ func TestNVLink(t *testing.T) {
 		{name: "NVML unavailable, GPUs on the bus", gpus: node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, pci: h100PCI(), wantStatus: StatusError,
 			wantSummary: "cannot read the NVLinks of the 8 NVIDIA GPUs on the PCI bus: NVML init ERROR_LIBRARY_NOT_FOUND"},
 		// A rule that validation would refuse (the check must still not panic on it).
-		{name: "bad expected_links", gpus: a100NVLinkNode(), cfg: func(c *config.NVLinkConfig) { c.ExpectedLinks = []string{"a100"} },
+		{name: "bad expected_links", gpus: a100NVLinkNode(), cfg: func(c *nvLinkConfig) { c.ExpectedLinks = []string{"a100"} },
 			wantStatus:  StatusError,
 			wantSummary: `expected_links: "a100" is not a rule: write words of the NVML name, '=' and the number of NVLinks, such as "a100 sxm4=12", or "h100 pcie=0" where NVLink is opti...`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := config.Default(Schema())
 			if tc.cfg != nil {
-				tc.cfg(&cfg.Checks.NVLink)
+				tc.cfg(settings[*nvLinkConfig](cfg, idNVLink))
 			}
 			got := nvLink{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: tc.gpus, pci: tc.pci}, "gpu-a100-01", cfg))
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
@@ -281,8 +281,110 @@ func TestLinkRanges(t *testing.T) {
 
 func TestBuiltinNVLinkRules(t *testing.T) {
 	for _, r := range builtinNVLinks {
-		if _, _, err := config.ParseNVLinkRule(r); err != nil {
+		if _, _, err := parseNVLinkRule(r); err != nil {
 			t.Errorf("built-in rule: %v", err)
 		}
+	}
+}
+
+// TestNVLinkConfig: the keys of [checks.nvlink] have their defaults, decode, reach a node
+// through a group, and bad values name their line and the fix.
+func TestNVLinkConfig(t *testing.T) {
+	tests := []sectionCase{
+		{
+			name: "nvlink defaults",
+			want: func(c *config.Config) any {
+				return []any{settings[*nvLinkConfig](c, idNVLink).ExpectedLinks, settings[*nvLinkConfig](c, idNVLink).Exclude}
+			},
+			wantVal: []any{[]string(nil), []string(nil)},
+		},
+		{
+			name: "nvlink keys",
+			toml: "[checks.nvlink]\nexpected_links = [\"h100 pcie=12\", \"v100 sxm2=6\"]\nexclude = [\"0000:3b:00.0\", \"0000:4c:00.0/3\"]\n",
+			want: func(c *config.Config) any {
+				return []any{settings[*nvLinkConfig](c, idNVLink).ExpectedLinks, settings[*nvLinkConfig](c, idNVLink).Exclude}
+			},
+			wantVal: []any{[]string{"h100 pcie=12", "v100 sxm2=6"}, []string{"0000:3b:00.0", "0000:4c:00.0/3"}},
+		},
+		{
+			name:    "group excludes an NVLink",
+			toml:    "[[group]]\nnodes = \"gpu[01-04]\"\n[group.checks.nvlink]\nexclude = [\"0000:db:00.0/17\"]\n",
+			node:    "gpu04",
+			want:    func(c *config.Config) any { return settings[*nvLinkConfig](c, idNVLink).Exclude },
+			wantVal: []string{"0000:db:00.0/17"},
+		},
+		{
+			name: "expected_links rules",
+			toml: "[checks.nvlink]\nexpected_links = [\"a100 sxm4\", \"=12\", \"h100=19\", \"h100=x\"]\n",
+			wantErr: `nodecheck.toml:2: checks.nvlink.expected_links: "a100 sxm4" is not a rule: write words of the NVML name, '=' and the number of NVLinks, such as "a100 sxm4=12", or "h100 pcie=0" where NVLink is optional` + "\n" +
+				`nodecheck.toml:2: checks.nvlink.expected_links: "=12" names no words of an NVML name before '='` + "\n" +
+				`nodecheck.toml:2: checks.nvlink.expected_links: "h100=19": the number of NVLinks must be from 0 to 18 (0: NVLink optional, not judged)` + "\n" +
+				`nodecheck.toml:2: checks.nvlink.expected_links: "h100=x": the number of NVLinks must be from 0 to 18 (0: NVLink optional, not judged)`,
+		},
+		{
+			name: "exclude entries",
+			toml: "[checks.nvlink]\nexclude = [\"00000000:3B:00.0\", \"0000:3b:00.0/18\", \"0000:3b:00.0/\"]\n",
+			wantErr: `nodecheck.toml:2: checks.nvlink.exclude: "00000000:3B:00.0": "00000000:3B:00.0" is not a PCI address; write it as sysfs does, such as "0000:3b:00.0", or "0000:3b:00.0/3" for its link 3` + "\n" +
+				`nodecheck.toml:2: checks.nvlink.exclude: "0000:3b:00.0/18": the link after '/' must be a number from 0 to 17, as nvidia-smi nvlink -s numbers them` + "\n" +
+				`nodecheck.toml:2: checks.nvlink.exclude: "0000:3b:00.0/": the link after '/' must be a number from 0 to 17, as nvidia-smi nvlink -s numbers them`,
+		},
+	}
+	runSectionCases(t, tests)
+}
+
+func TestParseNVLinkRule(t *testing.T) {
+	tests := []struct {
+		in    string
+		words []string
+		links int
+		ok    bool
+	}{
+		{"a100 sxm4=12", []string{"a100", "sxm4"}, 12, true},
+		{"H100 80GB HBM3 = 18", []string{"h100", "80gb", "hbm3"}, 18, true},
+		{"nvidia_h100_nvl=0", []string{"nvidia", "h100", "nvl"}, 0, true},
+		{"h100=18=1", nil, 0, false},
+		{"h100=-1", nil, 0, false},
+		{"h100", nil, 0, false},
+		{"", nil, 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			w, n, err := parseNVLinkRule(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseNVLinkRule(%q) error = %v, want ok %v", tc.in, err, tc.ok)
+			}
+			if diff := cmp.Diff(tc.words, w); diff != "" || n != tc.links {
+				t.Errorf("parseNVLinkRule(%q) = %v, %d; want %v, %d", tc.in, w, n, tc.words, tc.links)
+			}
+		})
+	}
+}
+
+func TestParseNVLinkExclude(t *testing.T) {
+	tests := []struct {
+		in   string
+		addr string
+		link int
+		ok   bool
+	}{
+		{"0000:3b:00.0", "0000:3b:00.0", -1, true},
+		{"0000:3b:00.0/0", "0000:3b:00.0", 0, true},
+		{"0007:00:00.0/17", "0007:00:00.0", 17, true},
+		{"0000:3b:00.0/18", "", 0, false},
+		{"0000:3b:00.0/03", "", 0, false},
+		{"0000:3b:00.0/+3", "", 0, false},
+		{"0000:3B:00.0", "", 0, false},
+		{"gpu3", "", 0, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.in, func(t *testing.T) {
+			a, l, err := parseNVLinkExclude(tc.in)
+			if (err == nil) != tc.ok {
+				t.Fatalf("parseNVLinkExclude(%q) error = %v, want ok %v", tc.in, err, tc.ok)
+			}
+			if a != tc.addr || l != tc.link {
+				t.Errorf("parseNVLinkExclude(%q) = %q, %d; want %q, %d", tc.in, a, l, tc.addr, tc.link)
+			}
+		})
 	}
 }

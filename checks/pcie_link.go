@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -31,8 +32,36 @@ func (pcieLink) Description() string {
 	return "GPUs, NVSwitches and Mellanox HCAs run their PCIe link at max width (or min_width); speed is only noted"
 }
 
-func (pcieLink) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.PCIeLink.CheckCommon
+// pcieLinkConfig is [checks.pcie_link].
+type pcieLinkConfig struct {
+	config.CheckCommon
+	// MinWidth, when set, lowers the width a device must reach from its own max width to
+	// min(max width, MinWidth): 8 accepts a x16 GPU at x8, and leaves an x2 NVSwitch at x2.
+	MinWidth int `toml:"min_width"`
+	// ExcludeDevices lists PCI addresses ("0000:1a:00.0", as sysfs writes them) never judged,
+	// e.g. a network card that sits in a narrower slot on purpose.
+	ExcludeDevices []string `toml:"exclude_devices"`
+}
+
+func (pcieLink) Section() config.Section {
+	return &pcieLinkConfig{CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()}}
+}
+
+// pcieMaxWidth is the widest PCIe link the specification defines (x32).
+const pcieMaxWidth = 32
+
+// ValidateSection implements config.SectionValidator.
+func (pl *pcieLinkConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	if pl.MinWidth < 0 || pl.MinWidth > pcieMaxWidth {
+		errs = append(errs, config.Problemf("min_width", " = %d: give a lane count from 1 to %d, such as 8 or 16, or 0 to expect each device's max width", pl.MinWidth, pcieMaxWidth))
+	}
+	for _, a := range pl.ExcludeDevices {
+		if !validPCIAddress(a) {
+			errs = append(errs, config.Problemf("exclude_devices", ": %q is not a PCI address; write it as sysfs does, such as \"0000:1a:00.0\"", a))
+		}
+	}
+	return errs
 }
 
 // pcieDev is one link to judge.
@@ -47,7 +76,7 @@ type pcieDev struct {
 }
 
 func (pcieLink) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.PCIeLink
+	cfg := settings[*pcieLinkConfig](env.Config, idPCIeLink)
 	pci, err := env.Facts.PCIDevices(ctx)
 	if err != nil {
 		return factsError(ctx, "list PCI devices", err)
@@ -252,3 +281,28 @@ func kindRank(kind string) int {
 }
 
 func fmtGTs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " GT/s" }
+
+// Explain is what `nodecheck explain pcie_link` says.
+func (pcieLink) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The PCI bus (/sys/bus/pci/devices): each device's vendor, class, current_link_width, max_link_width, current_link_speed and max_link_speed.",
+			"NVML, for the GPUs whose link it reports (current and max width and generation); sysfs for the others.",
+			"It judges the GPUs, the NVSwitches, and the Mellanox (0x15b3) InfiniBand and Ethernet functions, one per card.",
+		},
+		Passes: "Every GPU, NVSwitch and Mellanox HCA runs its PCIe link at its max width, or at least at min_width where that is lower. Link speed is only noted, never judged: GPUs slow their links down when idle.",
+		Fails:  "A device runs its link with fewer lanes than expected (x8 of x16), which halves the bandwidth to it or worse: a badly seated card or riser, a damaged slot or cable, or a link that trained down after errors.",
+		Skips:  "There is no GPU, NVSwitch or Mellanox HCA on the PCI bus, every one is excluded by config, or none reports a link width (a virtual machine).",
+		Errors: "The PCI bus cannot be read.",
+		Keys: map[string]string{
+			"min_width":       "Lowest acceptable width in lanes, for devices whose max is wider: 8 accepts a x16 GPU at x8. 0: each device must run at its own max width.",
+			"exclude_devices": `PCI addresses never judged, as sysfs writes them ("0000:1a:00.0"): a card in a narrower slot on purpose, say.`,
+		},
+		Fix: []string{
+			"lspci -vv -s ADDRESS | grep -E 'LnkCap|LnkSta': a LnkSta width below the LnkCap width confirms it (recent lspci adds \"(downgraded)\").",
+			"Power the node off, reseat the card or the riser and its cables, check the slot for damage, and check the link again after boot.",
+			"If it stays narrow, move the card to another slot to tell a bad card from a bad slot, and replace the part at fault.",
+			"A card that sits in a narrower slot on purpose goes in exclude_devices; a fleet that accepts x8 links sets min_width = 8.",
+		},
+	}
+}

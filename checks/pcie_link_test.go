@@ -136,9 +136,9 @@ func TestPCIeLink(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
-			cfg.Checks.PCIeLink.MinWidth = tc.minWidth
-			cfg.Checks.PCIeLink.ExcludeDevices = tc.exclude
+			cfg := config.Default(Schema())
+			settings[*pcieLinkConfig](cfg, idPCIeLink).MinWidth = tc.minWidth
+			settings[*pcieLinkConfig](cfg, idPCIeLink).ExcludeDevices = tc.exclude
 			f := &fakeFacts{pci: tc.pci, pciErr: tc.pciErr, gpus: tc.gpus, gpuErr: tc.gpuErr}
 			got := pcieLink{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
@@ -186,4 +186,43 @@ func TestPCIeLinkSysfsSpeed(t *testing.T) {
 	if diff := cmp.Diff(Detail{Device: "nvml", Status: StatusOK, Message: "NVML init: ERROR_DRIVER_NOT_LOADED: GPU links from sysfs"}, got.Details[len(got.Details)-1]); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
+}
+
+// TestPCIeLinkConfig: the keys of [checks.pcie_link] have their defaults, decode, reach a node
+// through a group, and bad values name their line and the fix.
+func TestPCIeLinkConfig(t *testing.T) {
+	tests := []sectionCase{
+		{
+			name: "pcie_link keys",
+			toml: "[checks.pcie_link]\nmin_width = 8\nexclude_devices = [\"0000:1a:00.0\", \"10000:01:00.1\"]\n",
+			want: func(c *config.Config) any {
+				return []any{settings[*pcieLinkConfig](c, idPCIeLink).MinWidth, settings[*pcieLinkConfig](c, idPCIeLink).ExcludeDevices}
+			},
+			wantVal: []any{8, []string{"0000:1a:00.0", "10000:01:00.1"}},
+		},
+		{
+			name:    "group sets exclude_devices for its nodes",
+			toml:    "[[group]]\nnodes = \"gpu[01-04]\"\n[group.checks.pcie_link]\nexclude_devices = [\"0000:1b:00.0\"]\n",
+			node:    "gpu03",
+			want:    func(c *config.Config) any { return settings[*pcieLinkConfig](c, idPCIeLink).ExcludeDevices },
+			wantVal: []string{"0000:1b:00.0"},
+		},
+		{
+			name:    "min_width out of range",
+			toml:    "[checks.pcie_link]\nmin_width = 64\n",
+			wantErr: `nodecheck.toml:2: checks.pcie_link.min_width = 64: give a lane count from 1 to 32, such as 8 or 16, or 0 to expect each device's max width`,
+		},
+		{
+			name:    "negative min_width",
+			toml:    "[checks.pcie_link]\nmin_width = -1\n",
+			wantErr: `nodecheck.toml:2: checks.pcie_link.min_width = -1: give a lane count from 1 to 32, such as 8 or 16, or 0 to expect each device's max width`,
+		},
+		{
+			name: "addresses not as sysfs writes them",
+			toml: "[checks.pcie_link]\nexclude_devices = [\"00000000:1A:00.0\", \"1a:00.0\"]\n",
+			wantErr: `nodecheck.toml:2: checks.pcie_link.exclude_devices: "00000000:1A:00.0" is not a PCI address; write it as sysfs does, such as "0000:1a:00.0"` + "\n" +
+				`nodecheck.toml:2: checks.pcie_link.exclude_devices: "1a:00.0" is not a PCI address; write it as sysfs does, such as "0000:1a:00.0"`,
+		},
+	}
+	runSectionCases(t, tests)
 }

@@ -143,7 +143,7 @@ const lastResultTimeout = time.Second
 
 // runOne applies the check's settings and runs it under its deadline.
 func runOne(runCtx context.Context, env *Env, c Check, now func() time.Time) Result {
-	set := c.Settings(env.Config)
+	set := Settings(env.Config, c)
 	if !set.Enabled {
 		return Result{Check: c.ID(), Status: StatusSkip, Summary: "disabled in config"}
 	}

@@ -10,17 +10,22 @@ import (
 	"github.com/nodecheck/nodecheck/config"
 )
 
-// fakeCheck is a check whose behaviour a test sets.
+// fakeCheck is a check whose behaviour a test sets. The config has no section for it, so
+// the runner takes its settings from Section, as for any check a config was not made for.
 type fakeCheck struct {
 	id  string
 	run func(ctx context.Context) Result
 	set config.CheckCommon
 }
 
-func (f fakeCheck) ID() string                                 { return f.id }
-func (f fakeCheck) Description() string                        { return "fake" }
-func (f fakeCheck) Settings(*config.Config) config.CheckCommon { return f.set }
-func (f fakeCheck) Run(ctx context.Context, _ *Env) Result     { return f.run(ctx) }
+// fakeSection is a fakeCheck's section.
+type fakeSection struct{ config.CheckCommon }
+
+func (f fakeCheck) ID() string                             { return f.id }
+func (f fakeCheck) Description() string                    { return "fake" }
+func (f fakeCheck) Section() config.Section                { return &fakeSection{f.set} }
+func (f fakeCheck) Explain() Explanation                   { return Explanation{} }
+func (f fakeCheck) Run(ctx context.Context, _ *Env) Result { return f.run(ctx) }
 
 var allModes = []string{"prolog", "epilog", "health", "manual"}
 
@@ -130,7 +135,7 @@ func TestRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			env := &Env{Config: config.Default(), Mode: config.ModeProlog}
+			env := &Env{Config: config.Default(Schema()), Mode: config.ModeProlog}
 			start := time.Now()
 			rep := Run(context.Background(), env, tc.list, tc.opts)
 			if d := time.Since(start); d > 2*time.Second {
@@ -149,7 +154,7 @@ func TestRun(t *testing.T) {
 func TestRunInterrupted(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	env := &Env{Config: config.Default(), Mode: config.ModeManual}
+	env := &Env{Config: config.Default(Schema()), Mode: config.ModeManual}
 	rep := Run(ctx, env, []Check{fc("a", time.Second, fixed(StatusOK, "fine"))}, RunOptions{})
 	if got := rep.Results[0]; got.Status != StatusError || !strings.Contains(got.Summary, "interrupted") {
 		t.Errorf("got %+v, want an error saying the run was interrupted", got)
@@ -163,7 +168,7 @@ func TestRunInterrupted(t *testing.T) {
 // makes the run undecided: nodecheck was stopped before it could act on what it found.
 func TestRunInterruptedAfterTheChecks(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
-	env := &Env{Config: config.Default(), Mode: config.ModeHealth}
+	env := &Env{Config: config.Default(Schema()), Mode: config.ModeHealth}
 	rep := Run(ctx, env, []Check{fc("a", time.Second, func(context.Context) Result {
 		cancel()
 		return Result{Status: StatusOK, Summary: "fine"}
@@ -175,7 +180,7 @@ func TestRunInterruptedAfterTheChecks(t *testing.T) {
 
 // TestRunDeadline: RunOptions.Deadline (NewEnv's, which counts the setup) ends the run.
 func TestRunDeadline(t *testing.T) {
-	env := &Env{Config: config.Default(), Mode: config.ModeProlog, Budget: Budget{Run: time.Second}}
+	env := &Env{Config: config.Default(Schema()), Mode: config.ModeProlog, Budget: Budget{Run: time.Second}}
 	start := time.Now()
 	rep := Run(context.Background(), env, []Check{fc("hang", time.Hour, blockForever), fc("b", time.Second, fixed(StatusOK, "fine"))},
 		RunOptions{Deadline: start.Add(60 * time.Millisecond)})
@@ -237,7 +242,7 @@ func (keeper) notRun(_ context.Context, _ *Env, why string) Result {
 func TestRunReportsKeptResultOutsideItsModes(t *testing.T) {
 	k := keeper{fc("slow", time.Second, fixed(StatusFail, "must not run"))}
 	k.set.Modes = []string{"manual"}
-	rep := Run(context.Background(), &Env{Config: config.Default(), Mode: config.ModeProlog}, []Check{k}, RunOptions{})
+	rep := Run(context.Background(), &Env{Config: config.Default(Schema()), Mode: config.ModeProlog}, []Check{k}, RunOptions{})
 	want := []brief{{"slow", "skip", "does not run in prolog mode (modes = [manual]); last run 3h ago: ok"}}
 	if diff := cmp.Diff(want, briefs(rep)); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)

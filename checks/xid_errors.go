@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
@@ -30,8 +31,125 @@ func (xidErrors) Description() string {
 	return "no NVIDIA XID in the kernel log since boot that needs a GPU reset or reboot (fail_xids); other XIDs warn"
 }
 
-func (xidErrors) Settings(cfg *config.Config) config.CheckCommon {
-	return cfg.Checks.XIDErrors.CheckCommon
+// xidErrorsConfig is [checks.xid_errors]. An XID is judged by the list it is in: an XID in
+// a list the admin set (one that is not its built-in default) is taken out of the lists
+// left at their defaults, so that `ignore_xids = [13]` alone ignores XID 13 although the
+// built-in warn_xids holds it; two lists the admin set must not share an XID (see
+// xidVerdicts).
+type xidErrorsConfig struct {
+	config.CheckCommon
+	// Dmesg is util-linux dmesg, run as "dmesg --kernel --nopager".
+	Dmesg string `toml:"dmesg"`
+	// FailXIDs are the XIDs that fail the node (the GPU needs a reset or the node a reboot).
+	FailXIDs []int `toml:"fail_xids"`
+	// WarnXIDs are XIDs that only warn; an XID in no list warns too. Listed for the reader,
+	// and so that a [[group]] can move an XID from fail_xids here.
+	WarnXIDs []int `toml:"warn_xids"`
+	// IgnoreXIDs are never reported (an application's own XID 13 flood, say).
+	IgnoreXIDs []int `toml:"ignore_xids"`
+}
+
+// defaultFailXIDs are the XIDs NVIDIA's XID catalog resolves with a GPU reset or a node
+// reboot (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, "Resolution
+// Bucket (Immediate Action)" RESET_GPU / RESTART_BM, and the dynamic page retirement page
+// https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html for 48, 63, 64):
+// 48 double-bit ECC error, 61 and 62 internal micro-controller halt, 63 and 64 ECC page
+// retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus,
+// 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120
+// GSP RPC timeout and GSP error, 140 unrecovered ECC error, 154 GPU recovery action changed
+// (reset or reboot required).
+func defaultFailXIDs() []int {
+	return []int{48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
+}
+
+// defaultWarnXIDs are XIDs an application usually causes (the same catalog: RESTART_APP):
+// 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing, 45
+// preemptive cleanup after an earlier error, 68 video processor exception.
+func defaultWarnXIDs() []int { return []int{13, 31, 43, 45, 68} }
+
+// Section runs the check in health and manual modes only: the kernel log is the node's,
+// not a job's.
+func (xidErrors) Section() config.Section {
+	return &xidErrorsConfig{
+		CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}},
+		Dmesg:       "/usr/bin/dmesg",
+		FailXIDs:    defaultFailXIDs(),
+		WarnXIDs:    defaultWarnXIDs(),
+	}
+}
+
+// maxXID bounds XID numbers in the config: the catalog's XIDs are below 200, and the kernel
+// log parser (history.ParseXIDLine) reads at most three digits.
+const maxXID = 1000
+
+// xidList is one of the three lists, and whether the admin set it: a list that differs
+// from its built-in default (as a set) is the admin's.
+type xidList struct {
+	key    string
+	xids   []int
+	status Status // StatusFail, StatusWarn, or StatusSkip for ignored
+	set    bool
+}
+
+func (xe *xidErrorsConfig) lists() []xidList {
+	same := func(a, b []int) bool {
+		return slices.Equal(slices.Compact(slices.Sorted(slices.Values(a))), slices.Compact(slices.Sorted(slices.Values(b))))
+	}
+	return []xidList{
+		{"fail_xids", xe.FailXIDs, StatusFail, !same(xe.FailXIDs, defaultFailXIDs())},
+		{"warn_xids", xe.WarnXIDs, StatusWarn, !same(xe.WarnXIDs, defaultWarnXIDs())},
+		{"ignore_xids", xe.IgnoreXIDs, StatusSkip, len(xe.IgnoreXIDs) > 0},
+	}
+}
+
+// xidVerdicts maps each listed XID to its status: StatusFail, StatusWarn, or StatusSkip for
+// an ignored one; an XID not in the map warns. A list the admin set wins over one left at
+// its built-in default; ValidateSection refuses an XID in two lists the admin set.
+func (xe *xidErrorsConfig) xidVerdicts() map[int]Status {
+	out := map[int]Status{}
+	for _, adminFirst := range []bool{true, false} {
+		for _, l := range xe.lists() {
+			if l.set != adminFirst {
+				continue
+			}
+			for _, x := range l.xids {
+				if _, taken := out[x]; !taken {
+					out[x] = l.status
+				}
+			}
+		}
+	}
+	return out
+}
+
+// ValidateSection implements config.SectionValidator.
+func (xe *xidErrorsConfig) ValidateSection() []config.Problem {
+	var errs []config.Problem
+	add := func(key, format string, args ...any) { errs = append(errs, config.Problemf(key, format, args...)) }
+	if !strings.HasPrefix(xe.Dmesg, "/") {
+		add("dmesg", " = %q: give an absolute path: Slurm starts prologs and health checks without PATH", xe.Dmesg)
+	}
+	setIn := map[int]string{} // the first list the admin set that holds each XID
+	for _, l := range xe.lists() {
+		inList := map[int]bool{}
+		for _, x := range l.xids {
+			prev, inSet := setIn[x]
+			if x < 1 || x >= maxXID {
+				add(l.key, ": %d is not an XID; give numbers from 1 to %d, as the kernel log prints them (\"NVRM: Xid (PCI:0000:9b:00): 79, ...\")", x, maxXID-1)
+				continue
+			}
+			switch {
+			case inList[x]:
+				add(l.key, ": %d is listed twice", x)
+			case inSet && l.set:
+				add(l.key, ": %d is also in %s; put each XID in one list", x, prev)
+			case l.set:
+				setIn[x] = l.key
+			}
+			inList[x] = true
+		}
+	}
+	return errs
 }
 
 // xidEvent is one "NVRM: Xid" line of the kernel log.
@@ -105,7 +223,7 @@ type xidCount struct {
 }
 
 func (xidErrors) Run(ctx context.Context, env *Env) Result {
-	cfg := env.Config.Checks.XIDErrors
+	cfg := settings[*xidErrorsConfig](env.Config, idXIDErrors)
 	inv, invErr := env.Facts.GPUs(ctx)
 	if invErr == nil && inv.Init == nvmlNoLibrary {
 		return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no XIDs to read"}
@@ -136,10 +254,11 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 		return Result{Status: StatusError, Summary: fmt.Sprintf("cannot read the kernel log: %s exited %d: %s", cfg.Dmesg, out.ExitCode, why), Err: err}
 	}
 
+	verdicts := cfg.xidVerdicts()
 	var counts []xidCount
 	for line := range strings.Lines(out.Stdout) {
 		ev, ok := parseXidLine(line)
-		if !ok || slices.Contains(cfg.IgnoreXIDs, ev.XID) {
+		if !ok || verdicts[ev.XID] == StatusSkip {
 			continue
 		}
 		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID })
@@ -148,7 +267,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 			continue
 		}
 		st := StatusWarn
-		if slices.Contains(cfg.FailXIDs, ev.XID) {
+		if verdicts[ev.XID] == StatusFail {
 			st = StatusFail
 		}
 		counts = append(counts, xidCount{bus: ev.Bus, xid: ev.XID, n: 1, message: ev.Message, status: st})
@@ -228,4 +347,31 @@ func xidGPULabels(inv node.GPUInventory) map[string]string {
 		}
 	}
 	return m
+}
+
+// Explain is what `nodecheck explain xid_errors` says.
+func (xidErrors) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"The kernel log since boot: dmesg --kernel --nopager (the first 64 KiB of its output), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines.",
+			"NVML, where available: the GPUs' indices and bus ids, to name the GPU of each XID.",
+		},
+		Passes: "The kernel log holds no NVIDIA XID message (none but ignore_xids).",
+		Warns:  "The kernel log holds an XID not in fail_xids: by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (64 KiB): later XIDs are then not seen.",
+		Fails:  "The kernel log holds an XID in fail_xids: by default those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. The summary names the XID, the GPU by index and bus id, and the driver's message. An XID stays in the kernel log until the next boot, so the node stays failed until it is rebooted (or the log is cleared with dmesg --clear after a GPU reset). Only health and manual mode by default: the kernel log is the node's, not a job's.",
+		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs.",
+		Errors: "dmesg is missing (or, replaying a snapshot, its output was not recorded), or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\").",
+		Keys: map[string]string{
+			"dmesg":       "util-linux dmesg, run as \"dmesg --kernel --nopager\". Absolute path.",
+			"fail_xids":   "XIDs that fail the node.",
+			"warn_xids":   "XIDs that only warn; an XID in no list warns too. Each XID may be in one list only.",
+			"ignore_xids": "XIDs never reported.",
+		},
+		Fix: []string{
+			"dmesg -T | grep -i xid: which GPU (bus id), which XID, what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's)?",
+			"Look the XID up in NVIDIA's catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) for its immediate action: RESET_GPU (nvidia-smi -r -i N on an idle GPU) or RESTART_BM (reboot the node).",
+			"Repeated ECC (48, 63, 64, 92, 94, 95), fallen-off-the-bus (79) or NVLink (74) XIDs on the same GPU after a reset point at the hardware: run field diagnostics (dcgmi diag -r 3) and have the board replaced.",
+			"After the fix, reboot (or dmesg --clear after a GPU reset) so that the old XIDs leave the kernel log, and run nodecheck run --check xid_errors.",
+		},
+	}
 }

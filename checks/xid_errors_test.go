@@ -130,7 +130,7 @@ func TestXIDErrors(t *testing.T) {
 		noDmesg     bool
 		execErr     error
 		gpus        node.GPUInventory
-		cfg         func(*config.XIDErrorsConfig)
+		cfg         func(*xidErrorsConfig)
 		wantStatus  Status
 		wantSummary string
 	}{
@@ -147,10 +147,16 @@ func TestXIDErrors(t *testing.T) {
 			"XID 94 on gpu 4 (0000:9b:00.0): pid=1234, name=python3, Contained ECC error (+2 more)"},
 		{"capture: row remapping pending (ml-engineering)", log(xidLog(t, "ml-engineering.log")), false, nil, node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, nil, StatusFail,
 			"XID 63 on gpu 0000:10:1c: pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate."},
-		{"ignored XID", log(app), false, nil, h100NVML(), func(c *config.XIDErrorsConfig) { c.IgnoreXIDs = []int{13}; c.WarnXIDs = nil }, StatusOK,
+		{"ignored XID", log(app), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.IgnoreXIDs = []int{13}; c.WarnXIDs = nil }, StatusOK,
 			"no NVIDIA XID in the kernel log since boot"},
-		{"XID moved to warn", log(fell), false, nil, h100NVML(), func(c *config.XIDErrorsConfig) { c.FailXIDs = []int{48} }, StatusWarn,
+		{"XID moved to warn", log(fell), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.FailXIDs = []int{48} }, StatusWarn,
 			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus."},
+		{"ignore_xids alone ignores a built-in warn XID", log(app, app), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.IgnoreXIDs = []int{13, 43} }, StatusOK,
+			"no NVIDIA XID in the kernel log since boot"},
+		{"warn_xids alone moves a built-in fail XID", log(fell), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.WarnXIDs = []int{79} }, StatusWarn,
+			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus."},
+		{"fail_xids alone moves a built-in warn XID", log(app), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.FailXIDs = []int{13} }, StatusFail,
+			"XID 13 on gpu 0 (0000:19:00.0): pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruc..."},
 		{"log cut, nothing seen", node.CmdResult{Stdout: strings.Repeat("x", 64<<10), Truncated: true}, false, nil, h100NVML(), nil, StatusWarn,
 			"no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
 		{"log cut, failure seen", node.CmdResult{Stdout: fell + "\n", Truncated: true}, false, nil, h100NVML(), nil, StatusFail,
@@ -166,9 +172,9 @@ func TestXIDErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg := config.Default()
+			cfg := config.Default(Schema())
 			if tc.cfg != nil {
-				tc.cfg(&cfg.Checks.XIDErrors)
+				tc.cfg(settings[*xidErrorsConfig](cfg, idXIDErrors))
 			}
 			f := &execFacts{fakeFacts: &fakeFacts{gpus: tc.gpus}, cmds: map[string]node.CmdResult{}, execErr: tc.execErr}
 			if !tc.noDmesg {
@@ -204,8 +210,16 @@ func TestXIDErrorsConfig(t *testing.T) {
 		name, toml, wantErr string
 	}{
 		{"valid", "[checks.xid_errors]\nfail_xids = [79]\nwarn_xids = [13]\nignore_xids = [109]\n", ""},
-		{"in two lists", "[checks.xid_errors]\nignore_xids = [79]\n",
-			"nodecheck.toml:2: checks.xid_errors.ignore_xids: 79 is also in fail_xids; put each XID in one list"},
+		// An admin's list wins over the built-in ones (issue 12): 13 and 43 are in the
+		// built-in warn_xids, 79 in the built-in fail_xids.
+		{"ignore_xids alone overrides the built-in warn_xids", "[checks.xid_errors]\nignore_xids = [13, 43]\n", ""},
+		{"ignore_xids alone overrides the built-in fail_xids", "[checks.xid_errors]\nignore_xids = [79]\n", ""},
+		{"fail_xids alone overrides the built-in warn_xids", "[checks.xid_errors]\nfail_xids = [13, 79]\n", ""},
+		{"two lists the admin set share an XID", "[checks.xid_errors]\nwarn_xids = [13, 79]\nignore_xids = [79]\n",
+			"nodecheck.toml:3: checks.xid_errors.ignore_xids: 79 is also in warn_xids; put each XID in one list"},
+		{"a group's list and the base's list share an XID", "[checks.xid_errors]\nignore_xids = [13]\n[[group]]\nnodes = \"gpu01\"\n[group.checks.xid_errors]\nwarn_xids = [13]\n",
+			"nodecheck.toml:5: group[0].checks.xid_errors.ignore_xids: 13 is also in warn_xids; put each XID in one list"},
+		{"twice in a list beside the built-in one", "[checks.xid_errors]\nignore_xids = [13, 13]\n", "nodecheck.toml:2: checks.xid_errors.ignore_xids: 13 is listed twice"},
 		{"twice", "[checks.xid_errors]\nwarn_xids = [13, 13]\n", "nodecheck.toml:2: checks.xid_errors.warn_xids: 13 is listed twice"},
 		{"not an XID", "[checks.xid_errors]\nfail_xids = [0]\n",
 			`nodecheck.toml:2: checks.xid_errors.fail_xids: 0 is not an XID; give numbers from 1 to 999, as the kernel log prints them ("NVRM: Xid (PCI:0000:9b:00): 79, ...")`},
@@ -216,7 +230,7 @@ func TestXIDErrorsConfig(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml")
+			_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
 			got := ""
 			if err != nil {
 				got = err.Error()

@@ -43,7 +43,7 @@ func TestDrainConfigErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.toml), "nodecheck.toml")
+			_, err := ParseConfig([]byte(tc.toml), "nodecheck.toml", testSchema())
 			if err == nil {
 				t.Fatalf("no error, want %q", tc.want)
 			}
@@ -54,7 +54,7 @@ func TestDrainConfigErrors(t *testing.T) {
 	}
 
 	// Valid settings other than the defaults.
-	cfg, err := ParseConfig([]byte("[drain]\nenabled = false\nreason_prefix = \"[nhc]\"\nmax_drained = \"\"\nresume_after_passes = 1\n[state]\ndir = \"/run/nodecheck\"\n"), "nodecheck.toml")
+	cfg, err := ParseConfig([]byte("[drain]\nenabled = false\nreason_prefix = \"[nhc]\"\nmax_drained = \"\"\nresume_after_passes = 1\n[state]\ndir = \"/run/nodecheck\"\n"), "nodecheck.toml", testSchema())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,8 +21,9 @@ const (
 // Modes returns every mode, in the order the docs list them.
 func Modes() []Mode { return []Mode{ModeProlog, ModeEpilog, ModeHealth, ModeManual} }
 
-// modeNames returns every mode's name, as nodecheck.toml's modes lists spell them.
-func modeNames() []string {
+// ModeNames returns every mode's name, as nodecheck.toml's modes lists spell them, in a new
+// slice each time (a section's default Modes must not share one: decoding reuses it).
+func ModeNames() []string {
 	var out []string
 	for _, m := range Modes() {
 		out = append(out, string(m))

@@ -25,7 +25,7 @@ func TestSameTypoSameSuggestion(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.typo, func(t *testing.T) {
-			_, tomlErr := ParseConfig([]byte(tc.typo+" = 1\n"), "nodecheck.toml")
+			_, tomlErr := ParseConfig([]byte(tc.typo+" = 1\n"), "nodecheck.toml", testSchema())
 			if tomlErr == nil {
 				t.Fatalf("nodecheck.toml with key %q: no error", tc.typo)
 			}

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"io"
@@ -37,8 +38,9 @@ type Config struct {
 	Log    LogConfig   `toml:"log"`
 	Drain  DrainConfig `toml:"drain"`
 	State  StateConfig `toml:"state"`
-	Checks Checks      `toml:"checks"`
-	Groups []Group     `toml:"group"`
+	// Checks holds one section per check, in its schema's order (see Schema).
+	Checks Checks  `toml:"checks,omitempty"`
+	Groups []Group `toml:"group"`
 }
 
 // Budget is the wall-clock limit of a whole run per mode; zero means none.
@@ -56,47 +58,6 @@ type LogConfig struct {
 	Journald bool   `toml:"journald"` // also send to the systemd journal
 }
 
-// CheckCommon holds the keys every check has.
-type CheckCommon struct {
-	Enabled bool          `toml:"enabled"`
-	Timeout time.Duration `toml:"timeout"`
-	// Modes lists the modes the check runs in, by name (Modes); in the others it skips.
-	Modes []string `toml:"modes"`
-}
-
-// Checks holds one section per check, named after its id. Every section embeds CheckCommon;
-// Validate finds the sections by reflection, so a new check only adds its field here (and,
-// for rules of its own, a validateSection method like IBPortsConfig's).
-type Checks struct {
-	GresDevices     GresDevicesConfig     `toml:"gres_devices"`
-	GPUCount        GPUCountConfig        `toml:"gpu_count"`
-	PCIeLink        PCIeLinkConfig        `toml:"pcie_link"`
-	FabricManager   FabricManagerConfig   `toml:"fabric_manager"`
-	IBPorts         IBPortsConfig         `toml:"ib_ports"`
-	NCCLAllReduce   NCCLAllReduceConfig   `toml:"nccl_allreduce"`
-	GPUModels       GPUModelsConfig       `toml:"gpu_models"`
-	XIDErrors       XIDErrorsConfig       `toml:"xid_errors"`
-	NodeInventory   NodeInventoryConfig   `toml:"node_inventory"`
-	GPUMemoryErrors GPUMemoryErrorsConfig `toml:"gpu_memory_errors"`
-	NVLink          NVLinkConfig          `toml:"nvlink"`
-	JobLeftovers    JobLeftoversConfig    `toml:"job_leftovers"`
-}
-
-// GresDevicesConfig configures the gres_devices check.
-type GresDevicesConfig struct {
-	CheckCommon
-}
-
-// IBPortsConfig configures the ib_ports check.
-type IBPortsConfig struct {
-	CheckCommon
-	MinRateGbps       float64  `toml:"min_rate_gbps"`       // 0: no minimum
-	ExpectedPorts     int      `toml:"expected_ports"`      // 0: no expectation on the count
-	Devices           []string `toml:"devices"`             // judge only these devices (mlx5_0) or ports (mlx5_0/1); empty: all
-	ExcludeDevices    []string `toml:"exclude_devices"`     // never judge these devices or ports
-	ExcludeLinkLayers []string `toml:"exclude_link_layers"` // e.g. ["Ethernet"] to leave RoCE ports out
-}
-
 // Group overrides check settings for the nodes its Slurm hostlist matches.
 type Group struct {
 	Nodes string `toml:"nodes"` // Slurm hostlist, e.g. "gpu[01-32]"
@@ -109,35 +70,17 @@ type Group struct {
 // configLogLevels are the levels zerolog is configured with.
 var configLogLevels = []string{"debug", "info", "warn", "error"}
 
-// Default is the configuration built into nodecheck.
-func Default() *Config {
-	// Each check gets its own Modes slice: the TOML decoder reuses a slice's backing array
-	// when the new value fits, so a shared slice would let one check's modes rewrite another's.
-	all := allModes
+// Default is the configuration built into nodecheck, with the sections of schema holding
+// their checks' defaults (checks.Schema() for nodecheck's checks).
+func Default(schema Schema) *Config {
 	return &Config{
 		Budget: Budget{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second},
 		Log:    LogConfig{Level: "info"},
 		Drain:  defaultDrain(),
 		State:  defaultState(),
-		Checks: Checks{
-			GresDevices:     GresDevicesConfig{CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
-			GPUCount:        defaultGPUCount(),
-			PCIeLink:        defaultPCIeLink(),
-			FabricManager:   defaultFabricManager(),
-			IBPorts:         IBPortsConfig{CheckCommon: CheckCommon{Enabled: true, Timeout: 2 * time.Second, Modes: all()}},
-			NCCLAllReduce:   defaultNCCLAllReduce(),
-			GPUModels:       defaultGPUModels(),
-			XIDErrors:       defaultXIDErrors(),
-			NodeInventory:   defaultNodeInventory(),
-			GPUMemoryErrors: defaultGPUMemoryErrors(),
-			NVLink:          defaultNVLink(),
-			JobLeftovers:    defaultJobLeftovers(),
-		},
+		Checks: newChecks(schema),
 	}
 }
-
-// allModes is a fresh slice of every mode for each check's default.
-func allModes() []string { return modeNames() }
 
 // maxConfigSize bounds what LoadConfig reads: a real nodecheck.toml is a few KiB, and a
 // file of megabytes is a wrong --config (a log, a core file) better refused than parsed.
@@ -146,8 +89,9 @@ const maxConfigSize = 1 << 20
 // LoadConfig reads, checks and decodes the nodecheck.toml at path. Running as root, it opens
 // the file without following a symlink and refuses one that someone other than root could
 // change (see CheckConfigFilePerms). A missing file is an error that wraps fs.ErrNotExist,
-// so the caller can tell "no config" (run with Default()) from "bad config".
-func LoadConfig(path string) (*Config, error) {
+// so the caller can tell "no config" (run with Default) from "bad config". schema is the
+// [checks] table the file may have (checks.Schema()).
+func LoadConfig(path string, schema Schema) (*Config, error) {
 	euid := os.Geteuid()
 	flags := os.O_RDONLY
 	if euid == 0 {
@@ -180,7 +124,7 @@ func LoadConfig(path string) (*Config, error) {
 	if len(data) > maxConfigSize {
 		return nil, fmt.Errorf("read nodecheck config %s: larger than %d bytes; is it the right file?", path, maxConfigSize)
 	}
-	cfg, err := ParseConfig(data, path)
+	cfg, err := ParseConfig(data, path, schema)
 	if err != nil {
 		return nil, err
 	}
@@ -229,11 +173,12 @@ func configSymlinkError(path string) error {
 }
 
 // ParseConfig decodes nodecheck.toml from data; name (the path, or "nodecheck.toml") starts
-// every error message, followed by the line. It works in three steps: a strict decode onto
-// Default(), where an unknown key, a wrong type or an integer where a duration belongs is an
-// error; applyDefaults; then Validate's cross-field rules, including each group's overrides.
-// All problems found in a step are reported together, in file order, one per line.
-func ParseConfig(data []byte, name string) (*Config, error) {
+// every error message, followed by the line; schema is the [checks] table the file may have
+// (checks.Schema()). It works in three steps: a strict decode onto Default(schema), where an
+// unknown key, a wrong type or an integer where a duration belongs is an error;
+// applyDefaults; then Validate's cross-field rules, including each group's overrides. All
+// problems found in a step are reported together, in file order, one per line.
+func ParseConfig(data []byte, name string, schema Schema) (*Config, error) {
 	if name == "" {
 		name = "nodecheck.toml"
 	}
@@ -251,13 +196,13 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 	// The raw table is checked against the Go types before decoding so that every mistake is
 	// known by its key, and thus its line: the decoder's own type errors carry the line only
 	// inside their text, and it would take `timeout = 5` as five nanoseconds.
+	cfg := Default(schema)
 	var errs []tomlKeyError
-	tomlCheckTable(raw, tomlConfigType, nil, &errs)
+	shapeOf(cfg.Checks).checkTable(raw, tomlConfigType, nil, &errs)
 	if len(errs) > 0 {
 		return nil, tomlErrors(name, lines, errs)
 	}
 
-	cfg := Default()
 	md, err := toml.Decode(src, cfg)
 	if err != nil {
 		return nil, fmt.Errorf("%s: decode: %s", name, text.EscapeLine(err.Error()))
@@ -284,13 +229,17 @@ func ParseConfig(data []byte, name string) (*Config, error) {
 // however its empty lists were written.
 func (c *Config) applyDefaults() {
 	if c.Log.Level == "" {
-		c.Log.Level = Default().Log.Level
+		c.Log.Level = Default(nil).Log.Level
 	}
 	emptySlicesToNil(reflect.ValueOf(c).Elem())
 }
 
 func emptySlicesToNil(v reflect.Value) {
 	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			emptySlicesToNil(v.Elem())
+		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
@@ -307,6 +256,8 @@ func emptySlicesToNil(v reflect.Value) {
 	}
 }
 
+// ForNode returns the effective config for the node called name: the base, then the
+// overrides of every group whose hostlist contains name, in file order, so a later group
 // wins. The result has no groups (they are applied) and shares nothing with c. It is
 // validated again, as overrides of several groups can combine into something invalid.
 func (c *Config) ForNode(name string) (*Config, error) {
@@ -321,7 +272,7 @@ func (c *Config) ForNode(name string) (*Config, error) {
 		if !hl.Contains(name) {
 			continue
 		}
-		if errs := applyGroupChecks(&out.Checks, g.Checks, []string{"group", tomlIndex(i), "checks"}); len(errs) > 0 {
+		if errs := applyGroupChecks(out.Checks, g.Checks, []string{"group", tomlIndex(i), "checks"}); len(errs) > 0 {
 			return nil, fmt.Errorf("config for node %s: %w", name, tomlErrors(c.Path, nil, errs))
 		}
 		applied = append(applied, fmt.Sprintf("group[%d] (nodes = %q)", i, g.Nodes))
@@ -339,7 +290,7 @@ func (c *Config) ForNode(name string) (*Config, error) {
 // applyGroupChecks decodes a group's check keys onto dst. The overrides go through TOML text so
 // they follow the same rules as the base (durations as strings, strict keys) whether they
 // came from a file or were built in Go.
-func applyGroupChecks(dst *Checks, ov map[string]map[string]any, prefix []string) []tomlKeyError {
+func applyGroupChecks(dst Checks, ov map[string]map[string]any, prefix []string) []tomlKeyError {
 	if len(ov) == 0 {
 		return nil
 	}
@@ -352,27 +303,59 @@ func applyGroupChecks(dst *Checks, ov map[string]map[string]any, prefix []string
 		return []tomlKeyError{{path: prefix, msg: fmt.Sprintf(": decode the overrides: %v", err)}}
 	}
 	var errs []tomlKeyError
-	tomlCheckTable(raw, tomlChecksType, prefix, &errs)
+	shapeOf(dst).checkTable(raw, tomlChecksType, prefix, &errs)
 	if len(errs) > 0 {
 		return errs
 	}
-	if _, err := toml.Decode(string(text), dst); err != nil {
+	if err := dst.UnmarshalTOML(raw); err != nil {
 		return []tomlKeyError{{path: prefix, msg: fmt.Sprintf(": decode the overrides: %v", err)}}
 	}
 	return nil
 }
 
 // Encode writes c as TOML that LoadConfig reads back to an equal Config: every key is
-// written (an empty list as []), durations as strings ("5s"), and each group with only the
-// keys it sets.
+// written (an empty list as []), durations as strings ("5s"), the check sections in their
+// schema's order, and each group with only the keys it sets.
 func (c *Config) Encode(w io.Writer) error {
 	out := tomlClone(*c)
 	// A nil list would be left out, and reading the output back would then bring the
 	// default in its place.
 	fillNilStringSlices(reflect.ValueOf(&out).Elem())
+	// The encoder writes a struct's fields in order but a map's keys sorted: the sections,
+	// whose order is the schema's, are written one by one between the tables before them
+	// and the groups, as the encoder would write a struct of them.
+	sections, groups := out.Checks, out.Groups
+	out.Checks, out.Groups = nil, nil
+	var buf bytes.Buffer
+	if err := tomlEncode(&buf, out); err != nil {
+		return err
+	}
+	buf.WriteString("\n[checks]\n")
+	for _, s := range sections {
+		buf.WriteString("[checks." + tomlKeyString([]string{s.ID}) + "]\n")
+		if err := tomlEncode(&buf, s.Section); err != nil {
+			return err
+		}
+	}
+	if len(groups) > 0 {
+		buf.WriteString("\n")
+		if err := tomlEncode(&buf, struct {
+			Groups []Group `toml:"group"`
+		}{groups}); err != nil {
+			return err
+		}
+	}
+	if _, err := w.Write(buf.Bytes()); err != nil {
+		return fmt.Errorf("write config: %w", err)
+	}
+	return nil
+}
+
+// tomlEncode writes v as TOML without indentation.
+func tomlEncode(w io.Writer, v any) error {
 	enc := toml.NewEncoder(w)
 	enc.Indent = ""
-	if err := enc.Encode(out); err != nil {
+	if err := enc.Encode(v); err != nil {
 		return fmt.Errorf("encode config as TOML: %w", err)
 	}
 	return nil
@@ -380,6 +363,10 @@ func (c *Config) Encode(w io.Writer) error {
 
 func fillNilStringSlices(v reflect.Value) {
 	switch v.Kind() {
+	case reflect.Interface, reflect.Pointer:
+		if !v.IsNil() {
+			fillNilStringSlices(v.Elem())
+		}
 	case reflect.Struct:
 		for i := range v.NumField() {
 			if v.Type().Field(i).IsExported() {
@@ -513,6 +500,13 @@ func tomlCloneValue(v reflect.Value) reflect.Value {
 		}
 		n := reflect.New(v.Type()).Elem()
 		n.Set(tomlCloneValue(v.Elem()))
+		return n
+	case reflect.Pointer:
+		if v.IsNil() {
+			return v
+		}
+		n := reflect.New(v.Type().Elem())
+		n.Elem().Set(tomlCloneValue(v.Elem()))
 		return n
 	}
 	return v

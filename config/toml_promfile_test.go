@@ -25,7 +25,7 @@ func TestPromFileValidation(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, err := ParseConfig([]byte(tc.toml+"\n"), "nodecheck.toml")
+			_, err := ParseConfig([]byte(tc.toml+"\n"), "nodecheck.toml", testSchema())
 			got := ""
 			if err != nil {
 				got = err.Error()

@@ -30,12 +30,42 @@ type tomlField struct {
 	typ reflect.Type
 }
 
-// tomlFieldsOf lists the TOML keys of a struct as the decoder sees them: tag names, embedded
-// structs flattened. Group's checks are raw maps in Go but follow the Checks schema.
-func tomlFieldsOf(t reflect.Type) []tomlField {
-	if t == tomlGroupType {
+// tomlShape is what a file is checked against: Config's types, with the [checks] table made
+// of the sections of one Checks value (a table per check id, of its section's struct type).
+type tomlShape struct {
+	checks []tomlField
+}
+
+// shapeOf is the shape of a config holding the sections cs.
+func shapeOf(cs Checks) tomlShape {
+	var s tomlShape
+	for _, c := range cs {
+		t := reflect.TypeOf(c.Section)
+		for t != nil && t.Kind() == reflect.Pointer {
+			t = t.Elem()
+		}
+		if t != nil {
+			s.checks = append(s.checks, tomlField{c.ID, t})
+		}
+	}
+	return s
+}
+
+// fieldsOf lists the TOML keys of a table: the sections for [checks] (and a group's checks,
+// raw maps in Go that follow the same sections); for a struct, the keys of tomlFieldsOf.
+func (s tomlShape) fieldsOf(t reflect.Type) []tomlField {
+	switch t {
+	case tomlChecksType:
+		return s.checks
+	case tomlGroupType:
 		return []tomlField{{"nodes", reflect.TypeOf("")}, {"checks", tomlChecksType}}
 	}
+	return tomlFieldsOf(t)
+}
+
+// tomlFieldsOf lists the TOML keys of a struct as the decoder sees them: tag names, embedded
+// structs flattened.
+func tomlFieldsOf(t reflect.Type) []tomlField {
 	var out []tomlField
 	for i := range t.NumField() {
 		f := t.Field(i)
@@ -59,10 +89,11 @@ func tomlKey(f reflect.StructField) string {
 	return name
 }
 
-// tomlCheckTable compares a decoded TOML table with the struct type t and appends one tomlKeyError
-// per unknown key or wrong type. Keys are visited in sorted order, so errors are stable.
-func tomlCheckTable(raw map[string]any, t reflect.Type, path []string, errs *[]tomlKeyError) {
-	fields := tomlFieldsOf(t)
+// checkTable compares a decoded TOML table with the table type t and appends one
+// tomlKeyError per unknown key or wrong type. Keys are visited in sorted order, so errors are
+// stable.
+func (s tomlShape) checkTable(raw map[string]any, t reflect.Type, path []string, errs *[]tomlKeyError) {
+	fields := s.fieldsOf(t)
 	keys := make([]string, 0, len(raw))
 	for k := range raw {
 		keys = append(keys, k)
@@ -79,11 +110,11 @@ func tomlCheckTable(raw map[string]any, t reflect.Type, path []string, errs *[]t
 			*errs = append(*errs, tomlKeyError{path: p, msg: tomlUnknownHint(k, known), unknown: true})
 			continue
 		}
-		tomlCheckValue(raw[k], fields[i].typ, p, errs)
+		s.checkValue(raw[k], fields[i].typ, p, errs)
 	}
 }
 
-func tomlCheckValue(v any, t reflect.Type, p []string, errs *[]tomlKeyError) {
+func (s tomlShape) checkValue(v any, t reflect.Type, p []string, errs *[]tomlKeyError) {
 	bad := func(want string) {
 		*errs = append(*errs, tomlKeyError{path: p, msg: fmt.Sprintf(": want %s, got %s", want, tomlDescribe(v))})
 	}
@@ -117,13 +148,13 @@ func tomlCheckValue(v any, t reflect.Type, p []string, errs *[]tomlKeyError) {
 		default:
 			bad("a number")
 		}
-	case t.Kind() == reflect.Struct:
+	case t.Kind() == reflect.Struct || t == tomlChecksType:
 		m, ok := v.(map[string]any)
 		if !ok {
 			bad("a table")
 			return
 		}
-		tomlCheckTable(m, t, p, errs)
+		s.checkTable(m, t, p, errs)
 	case t.Kind() == reflect.Slice:
 		var elems []any
 		switch v := v.(type) {
@@ -142,7 +173,7 @@ func tomlCheckValue(v any, t reflect.Type, p []string, errs *[]tomlKeyError) {
 			return
 		}
 		for i, e := range elems {
-			tomlCheckValue(e, t.Elem(), append(slices.Clip(p), tomlIndex(i)), errs)
+			s.checkValue(e, t.Elem(), append(slices.Clip(p), tomlIndex(i)), errs)
 		}
 	default:
 		// A field type the schema check does not know: a bug in this file, not in the config.

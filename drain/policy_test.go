@@ -10,7 +10,7 @@ import (
 )
 
 func TestPermissions(t *testing.T) {
-	on := config.Default().Drain
+	on := config.Default(nil).Drain
 	off := on
 	off.Enabled = false
 	noResume := on
@@ -110,7 +110,7 @@ func TestHookExit(t *testing.T) {
 }
 
 func TestPolicyFrom(t *testing.T) {
-	cfg := config.Default()
+	cfg := config.Default(nil)
 	cfg.ErrorIsFailure = true
 	cfg.Drain.MaxDrained = "5%"
 	cfg.State.Dir = "/run/nodecheck"

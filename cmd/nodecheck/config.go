@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/spf13/cobra"
 )
@@ -47,7 +48,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 			if p == "" {
 				p = config.DefaultConfigPath
 			}
-			if _, err := config.LoadConfig(p); err != nil {
+			if _, err := config.LoadConfig(p, checks.Schema()); err != nil {
 				fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 				return exitError{exitCannotRun}
 			}
@@ -64,9 +65,9 @@ func newConfigCmd(g *globals) *cobra.Command {
 func loadConfigFile(path string) (*config.Config, error) {
 	if path == "" {
 		if !fileExists(config.DefaultConfigPath) {
-			return config.Default(), nil
+			return config.Default(checks.Schema()), nil
 		}
 		path = config.DefaultConfigPath
 	}
-	return config.LoadConfig(path)
+	return config.LoadConfig(path, checks.Schema())
 }

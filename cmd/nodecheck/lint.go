@@ -12,6 +12,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
@@ -144,10 +145,10 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		fmt.Fprintf(stderr, "nodecheck lint: --checkpoint-window=%s: want a positive duration\n", o.CheckpointWindow)
 		return exitCannotRun
 	}
-	cfg := config.Default()
+	cfg := config.Default(checks.Schema())
 	if o.Config != "" {
 		var err error
-		if cfg, err = config.LoadConfig(o.Config); err != nil {
+		if cfg, err = config.LoadConfig(o.Config, checks.Schema()); err != nil {
 			fmt.Fprintf(stderr, "nodecheck lint: --config %s: %v\n", o.Config, err)
 			return exitCannotRun
 		}

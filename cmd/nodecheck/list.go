@@ -26,10 +26,10 @@ func newListCmd(g *globals) *cobra.Command {
 		Short: "List the checks in run order, with their default settings",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg := config.Default()
+			cfg := config.Default(checks.Schema())
 			var out []listedCheck
 			for _, c := range checks.All() {
-				s := c.Settings(cfg)
+				s := checks.Settings(cfg, c)
 				out = append(out, listedCheck{ID: c.ID(), Description: c.Description(), Enabled: s.Enabled, Timeout: s.Timeout.String(), Modes: s.Modes})
 			}
 			switch format {
