@@ -105,8 +105,9 @@ type PCIDevice struct {
 // GPUInventory is the NVML view of the node; its JSON form is a snapshot's nvml.json.
 type GPUInventory struct {
 	// Init is "SUCCESS" or the NVML error name of nvmlInit (ERROR_LIBRARY_NOT_FOUND,
-	// ERROR_DRIVER_NOT_LOADED, ...). When it is not SUCCESS the other fields are empty.
-	Init              string `json:"init"`
+	// ERROR_DRIVER_NOT_LOADED, ...). When it is not SUCCESS the other fields are empty. It is
+	// empty only in a snapshot's record of a reading that timed out, which leaves "init" out.
+	Init              string `json:"init,omitempty"`
 	DriverVersion     string `json:"driver_version,omitempty"`      // "535.161.08"
 	CUDADriverVersion int    `json:"cuda_driver_version,omitempty"` // 12020 for CUDA 12.2
 	DeviceCount       int    `json:"device_count"`

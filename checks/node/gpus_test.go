@@ -233,6 +233,13 @@ func TestParseNVMLErrors(t *testing.T) {
 		{name: "width not a number", in: "{\"init\": \"SUCCESS\",\n \"devices\": [{\"pcie\": {\"curr_link_width\": \"x16\"}}]}",
 			want: "nvml.json:2:47: devices.pcie.curr_link_width: string value, want an integer"},
 		{name: "init not a string", in: `{"init": 0}`, want: "nvml.json:1:10: init: number value, want a string"},
+		{name: "count not a number", in: `{"init": "SUCCESS", "device_count": "8"}`, want: "nvml.json:1:39: device_count: string value, want an integer"},
+		{name: "ECC counter not a number", in: `{"init": "SUCCESS", "devices": [{"ecc": {"volatile_uncorrected": -1}}]}`,
+			want: "nvml.json:1:67: devices.ecc.volatile_uncorrected: number -1 value, want a non-negative integer"},
+		{name: "process pid not a number", in: `{"init": "SUCCESS", "devices": [{"compute": {"processes": [{"pid": "42"}]}}]}`,
+			want: "devices.compute.processes.pid: string value, want a non-negative integer"}, // Process decodes itself: the column is within it
+		{name: "device delay not a number", in: `{"init": "SUCCESS", "devices": [{"delay_ms": "5"}]}`,
+			want: "nvml.json:1:48: devices.delay_ms: string value, want an integer"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -260,12 +267,14 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 1200, ReservedMiB: 551},
 			Compute:      &Compute{Processes: []Process{{PID: 4242, UsedMiB: 1200, UID: 1000, User: "alice", Command: "python"}}},
 		}}}
-	// gpuRecord spells GPU's fields out one by one: a field this test leaves at its zero
-	// would be a field whose recording nobody checks.
-	g := reflect.ValueOf(inv.Devices[0])
-	for i := range g.NumField() {
-		if g.Field(i).IsZero() {
-			t.Fatalf("GPU.%s is not set in this test: set it, so that its recording and replay are checked", g.Type().Field(i).Name)
+	// nvmlRecord and gpuRecord embed GPUInventory and GPU: a field the JSON leaves out (a
+	// "-" tag, a record key that shadows it) would not be replayed. A field this test leaves
+	// at its zero would be one whose recording nobody checks.
+	for _, v := range []reflect.Value{reflect.ValueOf(inv), reflect.ValueOf(inv.Devices[0])} {
+		for i := range v.NumField() {
+			if v.Field(i).IsZero() {
+				t.Fatalf("%s.%s is not set in this test: set it, so that its recording and replay are checked", v.Type().Name(), v.Type().Field(i).Name)
+			}
 		}
 	}
 	b, err := json.Marshal(newNVMLRecord(inv))
@@ -278,5 +287,28 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 	}
 	if diff := cmp.Diff(inv, nvmlInventory(r)); diff != "" {
 		t.Errorf("replayed inventory (-recorded +replayed):\n%s", diff)
+	}
+}
+
+// TestJSONFieldPath: encoding/json names embedded structs in its key paths; the path a
+// snapshot error gives is the file's.
+func TestJSONFieldPath(t *testing.T) {
+	tests := []struct {
+		root any
+		path string
+		want string
+	}{
+		{nvmlRecord{}, "devices.GPU.pcie.curr_link_width", "devices.pcie.curr_link_width"},
+		{nvmlRecord{}, "GPUInventory.init", "init"},
+		{nvmlRecord{}, "devices.GPU.compute.processes.pid", "devices.compute.processes.pid"},
+		{nvmlRecord{}, "devices.delay_ms", "devices.delay_ms"},
+		{[]deviceRecord{}, "DevNode.major", "major"},
+		{Meta{}, "delay_ms", "delay_ms"},
+		{nvmlRecord{}, "devices.GPU.unknown.GPU", "devices.unknown.GPU"}, // off the types: kept
+	}
+	for _, tc := range tests {
+		if got := jsonFieldPath(reflect.TypeOf(tc.root), tc.path); got != tc.want {
+			t.Errorf("jsonFieldPath(%T, %q) = %q, want %q", tc.root, tc.path, got, tc.want)
+		}
 	}
 }

@@ -115,7 +115,7 @@ func parseInventory(b []byte) (Inventory, error) {
 	dec := json.NewDecoder(strings.NewReader(string(b)))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&inv); err != nil {
-		return Inventory{}, jsonError(inventoryFile, b, err)
+		return Inventory{}, jsonError(inventoryFile, b, err, inv)
 	}
 	for _, f := range []struct {
 		key string

@@ -749,7 +749,7 @@ func TestMarshalNVMLJSON(t *testing.T) {
 			if !strings.HasSuffix(string(b), "}\n") || !strings.HasPrefix(string(b), "{\n  \"init\": \"SUCCESS\",\n") {
 				t.Errorf("not in nvml.json's layout:\n%.200s", b)
 			}
-			// The snapshot reader keeps the fields its record spells out; compare those.
+			// The record embeds GPU: what was imported is what the snapshot replays.
 			got := nvmlInventory(rec)
 			want := inv
 			want.Devices = nil

@@ -303,34 +303,69 @@ func (r *Recorder) Save(dir string, meta Meta) (Saved, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	var st Saved
+	root, err := openEmptyDir(dir)
+	if err != nil {
+		return st, fmt.Errorf("save snapshot %s: %w", dir, err)
+	}
+	defer root.Close()
+	w := snapshotWriter{root: root, st: &st}
+	meta, gpus := r.settle(meta, &st)
+	err = w.json(metaFile, meta)
+	if err == nil {
+		err = r.saveJSON(w, gpus)
+	}
+	if err == nil {
+		err = r.saveLinks(w)
+	}
+	if err == nil {
+		err = r.saveFiles(w)
+	}
+	if err != nil {
+		return st, fmt.Errorf("save snapshot %s: %w", dir, err)
+	}
+	return st, nil
+}
+
+// openEmptyDir creates dir if missing and opens it, refusing one that holds anything.
+func openEmptyDir(dir string) (*os.Root, error) {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return nil, bare(err)
 	}
 	ents, err := os.ReadDir(dir)
 	if err != nil {
-		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return nil, bare(err)
 	}
 	if len(ents) > 0 {
-		return st, fmt.Errorf("save snapshot %s: directory is not empty", dir)
+		return nil, errors.New("directory is not empty")
 	}
 	root, err := os.OpenRoot(dir)
 	if err != nil {
-		return st, fmt.Errorf("save snapshot %s: %w", dir, bare(err))
+		return nil, bare(err)
 	}
-	defer root.Close()
-	writeJSON := func(name string, v any) error {
-		n, err := writeJSON(root, name, v)
-		st.Bytes += int64(n)
-		if err != nil {
-			return fmt.Errorf("save snapshot %s: %w", dir, err)
-		}
-		return nil
-	}
+	return root, nil
+}
 
+// snapshotWriter writes a snapshot's files under root and counts them in st.
+type snapshotWriter struct {
+	root *os.Root
+	st   *Saved
+}
+
+func (w snapshotWriter) json(name string, v any) error {
+	n, err := writeJSON(w.root, name, v)
+	w.st.Bytes += int64(n)
+	return err
+}
+
+// settle completes meta for Save: the format, the host name, and a delay for every read
+// still under way or cut off by its deadline (st.Hangs lists them). It returns the NVML
+// record to write, a timed-out one where an NVML reading never returned; nil for none.
+func (r *Recorder) settle(meta Meta, st *Saved) (Meta, *nvmlRecord) {
 	meta.Format = SnapshotFormat
 	if meta.Hostname == "" {
 		meta.Hostname = r.hostname
 	}
+	st.Hostname = meta.Hostname
 	hangs := maps.Clone(r.hangs)
 	gpus := r.gpus
 	for key, n := range r.pending {
@@ -352,61 +387,73 @@ func (r *Recorder) Save(dir string, meta Meta) (Saved, error) {
 			st.Hangs = append(st.Hangs, p)
 		}
 	}
-	st.Hostname = meta.Hostname
-	if err := writeJSON(metaFile, meta); err != nil {
-		return st, err
-	}
+	return meta, gpus
+}
+
+// saveJSON writes devices.json, commands.json, nvml.json and inventory.json, each where
+// something was recorded for it.
+func (r *Recorder) saveJSON(w snapshotWriter, gpus *nvmlRecord) error {
 	if len(r.devices) > 0 {
 		devs := make([]deviceRecord, 0, len(r.devices))
 		for _, p := range slices.Sorted(maps.Keys(r.devices)) {
 			devs = append(devs, newDeviceRecord(r.devices[p]))
 		}
-		if err := writeJSON(devicesFile, devs); err != nil {
-			return st, err
+		if err := w.json(devicesFile, devs); err != nil {
+			return err
 		}
-		st.Devices = len(devs)
+		w.st.Devices = len(devs)
 	}
 	if len(r.commands) > 0 {
-		if err := writeJSON(commandsFile, r.commands); err != nil {
-			return st, err
+		if err := w.json(commandsFile, r.commands); err != nil {
+			return err
 		}
-		st.Commands = len(r.commands)
+		w.st.Commands = len(r.commands)
 	}
 	if gpus != nil {
-		if err := writeJSON(nvmlFile, gpus); err != nil {
-			return st, err
+		if err := w.json(nvmlFile, gpus); err != nil {
+			return err
 		}
-		st.NVML = true
+		w.st.NVML = true
 	}
 	if r.inv != nil {
-		if err := writeJSON(inventoryFile, r.inv); err != nil {
-			return st, err
+		if err := w.json(inventoryFile, r.inv); err != nil {
+			return err
 		}
-		st.Inventory = true
+		w.st.Inventory = true
 	}
-	// Links first, each with its target directory, so that files read through a link (a
-	// check reading /sys/bus/pci/devices/<addr>/numa_node) land in the target as on the node.
+	return nil
+}
+
+// saveLinks writes the recorded links under fs/, each with its target directory, so that
+// files read through a link (a check reading /sys/bus/pci/devices/<addr>/numa_node) land in
+// the target as on the node. They go first, before the files.
+func (r *Recorder) saveLinks(w snapshotWriter) error {
 	for _, p := range slices.Sorted(maps.Keys(r.links)) {
 		name := path.Join(fsDir, strings.TrimPrefix(p, "/"))
 		target := path.Join(fsDir, strings.TrimPrefix(path.Join(path.Dir(p), r.links[p]), "/"))
-		if err := root.MkdirAll(target, 0o755); err != nil {
-			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, target, bare(err))
+		if err := w.root.MkdirAll(target, 0o755); err != nil {
+			return fmt.Errorf("%s: %w", target, bare(err))
 		}
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		if err := w.root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", name, bare(err))
 		}
-		if err := root.Symlink(r.links[p], name); err != nil {
-			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		if err := w.root.Symlink(r.links[p], name); err != nil {
+			return fmt.Errorf("%s: %w", name, bare(err))
 		}
-		st.Links++
+		w.st.Links++
 	}
+	return nil
+}
+
+// saveFiles writes the recorded files under fs/, withholding secrets (isSecretPath). A file
+// read through a link (/sys/bus/pci/devices/<addr>/class) is written at the link's target,
+// once, however many names it was read by.
+func (r *Recorder) saveFiles(w snapshotWriter) error {
 	written := map[string]bool{}
 	for _, p := range slices.Sorted(maps.Keys(r.files)) {
-		// A file read through a link (/sys/bus/pci/devices/<addr>/class) is written at the
-		// link's target, once, however many names it was read by.
 		rp := r.resolve(p)
 		if isSecretPath(p) || isSecretPath(rp) {
-			st.Withheld = append(st.Withheld, p)
+			w.st.Withheld = append(w.st.Withheld, p)
 			continue
 		}
 		if written[rp] {
@@ -414,16 +461,16 @@ func (r *Recorder) Save(dir string, meta Meta) (Saved, error) {
 		}
 		written[rp] = true
 		name := path.Join(fsDir, strings.TrimPrefix(rp, "/"))
-		if err := root.MkdirAll(path.Dir(name), 0o755); err != nil {
-			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		if err := w.root.MkdirAll(path.Dir(name), 0o755); err != nil {
+			return fmt.Errorf("%s: %w", name, bare(err))
 		}
-		if err := root.WriteFile(name, r.files[p], 0o644); err != nil {
-			return st, fmt.Errorf("save snapshot %s: %s: %w", dir, name, bare(err))
+		if err := w.root.WriteFile(name, r.files[p], 0o644); err != nil {
+			return fmt.Errorf("%s: %w", name, bare(err))
 		}
-		st.Files++
-		st.Bytes += int64(len(r.files[p]))
+		w.st.Files++
+		w.st.Bytes += int64(len(r.files[p]))
 	}
-	return st, nil
+	return nil
 }
 
 // resolve follows the recorded links in p.

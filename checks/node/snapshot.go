@@ -54,106 +54,6 @@ type Meta struct {
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
-// deviceRecord is one entry of devices.json: a DevNode and its delay. The fields are spelt
-// out rather than embedding DevNode so that JSON errors name "major", not "DevNode.major".
-type deviceRecord struct {
-	Path    string `json:"path"`
-	Missing bool   `json:"missing,omitempty"`
-	Type    string `json:"type,omitempty"`
-	Major   uint32 `json:"major,omitempty"`
-	Minor   uint32 `json:"minor,omitempty"`
-	DelayMS int    `json:"delay_ms,omitempty"` // stall DevNode of this path that long
-}
-
-func (r deviceRecord) devNode() DevNode {
-	return DevNode{Path: r.Path, Missing: r.Missing, Type: r.Type, Major: r.Major, Minor: r.Minor}
-}
-
-func newDeviceRecord(d DevNode) deviceRecord {
-	return deviceRecord{Path: d.Path, Missing: d.Missing, Type: d.Type, Major: d.Major, Minor: d.Minor}
-}
-
-// commandRecord is one entry of commands.json.
-type commandRecord struct {
-	Argv       []string `json:"argv"`
-	Stdout     string   `json:"stdout"`
-	Stderr     string   `json:"stderr"`
-	ExitCode   int      `json:"exit_code"`
-	DurationMS int64    `json:"duration_ms"`         // informational; replayed as CmdResult.Duration
-	Truncated  bool     `json:"truncated,omitempty"` // the recorded output was cut
-	// TimedOut marks a command killed at its deadline when recorded: replay hangs until ctx
-	// is done, then returns the recorded partial output with ctx's error.
-	TimedOut bool `json:"timed_out,omitempty"`
-	DelayMS  int  `json:"delay_ms,omitempty"` // stall this long before answering
-}
-
-// nvmlRecord is nvml.json: a GPUInventory, spelt out, plus the replay-only keys.
-type nvmlRecord struct {
-	Init              string      `json:"init,omitempty"` // empty only where TimedOut
-	DriverVersion     string      `json:"driver_version,omitempty"`
-	CUDADriverVersion int         `json:"cuda_driver_version,omitempty"`
-	DeviceCount       int         `json:"device_count"`
-	Devices           []gpuRecord `json:"devices,omitempty"`
-	DelayMS           int         `json:"delay_ms,omitempty"` // stall this long before answering
-	// TimedOut marks an NVML reading that had not finished when the recording's deadline
-	// came (a wedged GPU): replay hangs until ctx is done, then returns ctx's error.
-	TimedOut bool `json:"timed_out,omitempty"`
-}
-
-// gpuRecord is one entry of nvml.json's devices: a GPU and its delay. The fields are spelt
-// out rather than embedding GPU so that JSON errors name "devices.pcie", not "devices.GPU.pcie".
-type gpuRecord struct {
-	Index        int           `json:"index"`
-	MinorNumber  int           `json:"minor_number"`
-	UUID         string        `json:"uuid,omitempty"`
-	Name         string        `json:"name,omitempty"`
-	PCIBusID     string        `json:"pci_bus_id,omitempty"`
-	PCIe         *PCIe         `json:"pcie,omitempty"`
-	Fabric       *Fabric       `json:"fabric,omitempty"`
-	ECC          *ECC          `json:"ecc,omitempty"`
-	RemappedRows *RemappedRows `json:"remapped_rows,omitempty"`
-	RetiredPages *RetiredPages `json:"retired_pages,omitempty"`
-	NVLinks      []NVLink      `json:"nvlinks,omitempty"`
-	Memory       *Memory       `json:"memory,omitempty"`
-	Compute      *Compute      `json:"compute,omitempty"`
-	Error        string        `json:"error,omitempty"`
-	DelayMS      int           `json:"delay_ms,omitempty"` // stall this long before this device is read
-}
-
-func (r gpuRecord) gpu() GPU {
-	return GPU{Index: r.Index, MinorNumber: r.MinorNumber, UUID: r.UUID, Name: r.Name,
-		PCIBusID: r.PCIBusID, PCIe: r.PCIe, Fabric: r.Fabric, ECC: r.ECC,
-		RemappedRows: r.RemappedRows, RetiredPages: r.RetiredPages, NVLinks: r.NVLinks,
-		Memory: r.Memory, Compute: r.Compute, Error: r.Error}.Clone()
-}
-
-func newGPURecord(g GPU) gpuRecord {
-	g = g.Clone()
-	return gpuRecord{Index: g.Index, MinorNumber: g.MinorNumber, UUID: g.UUID, Name: g.Name,
-		PCIBusID: g.PCIBusID, PCIe: g.PCIe, Fabric: g.Fabric, ECC: g.ECC,
-		RemappedRows: g.RemappedRows, RetiredPages: g.RetiredPages, NVLinks: g.NVLinks,
-		Memory: g.Memory, Compute: g.Compute, Error: g.Error}
-}
-
-// nvmlInventory is the GPUInventory r records, without its delays.
-func nvmlInventory(r nvmlRecord) GPUInventory {
-	inv := GPUInventory{Init: r.Init, DriverVersion: r.DriverVersion,
-		CUDADriverVersion: r.CUDADriverVersion, DeviceCount: r.DeviceCount}
-	for _, d := range r.Devices {
-		inv.Devices = append(inv.Devices, d.gpu())
-	}
-	return inv
-}
-
-func newNVMLRecord(inv GPUInventory) nvmlRecord {
-	r := nvmlRecord{Init: inv.Init, DriverVersion: inv.DriverVersion,
-		CUDADriverVersion: inv.CUDADriverVersion, DeviceCount: inv.DeviceCount}
-	for _, g := range inv.Devices {
-		r.Devices = append(r.Devices, newGPURecord(g))
-	}
-	return r
-}
-
 // Snapshot replays a node recorded in a directory (DESIGN.md section 7). It never reads the
 // live node: every path is looked up inside the directory, through os.Root, so that neither
 // ".." nor a symlink can lead out of it. Symlinks inside fs/ (sysfs keeps many) are followed
@@ -528,7 +428,7 @@ func matchCommand(recs []commandRecord, argv []string) (commandRecord, bool) {
 func parseMeta(b []byte) (Meta, error) {
 	var m Meta
 	if err := json.Unmarshal(b, &m); err != nil {
-		return Meta{}, jsonError(metaFile, b, err)
+		return Meta{}, jsonError(metaFile, b, err, m)
 	}
 	switch m.Format {
 	case SnapshotFormat:
@@ -555,7 +455,7 @@ var devTypes = []string{"char", "block", "file", "dir", "symlink", "other"}
 func parseDevices(b []byte) (map[string]deviceRecord, error) {
 	var recs []deviceRecord
 	if err := json.Unmarshal(b, &recs); err != nil {
-		return nil, jsonError(devicesFile, b, err)
+		return nil, jsonError(devicesFile, b, err, recs)
 	}
 	out := make(map[string]deviceRecord, len(recs))
 	for i, r := range recs {
@@ -586,7 +486,7 @@ func parseDevices(b []byte) (map[string]deviceRecord, error) {
 func parseCommands(b []byte) ([]commandRecord, error) {
 	var recs []commandRecord
 	if err := json.Unmarshal(b, &recs); err != nil {
-		return nil, jsonError(commandsFile, b, err)
+		return nil, jsonError(commandsFile, b, err, recs)
 	}
 	for i, r := range recs {
 		switch {
@@ -606,7 +506,7 @@ func parseCommands(b []byte) ([]commandRecord, error) {
 func parseNVML(b []byte) (nvmlRecord, error) {
 	var r nvmlRecord
 	if err := json.Unmarshal(b, &r); err != nil {
-		return nvmlRecord{}, jsonError(nvmlFile, b, err)
+		return nvmlRecord{}, jsonError(nvmlFile, b, err, r)
 	}
 	switch {
 	case r.Init == "" && !r.TimedOut:
@@ -624,8 +524,9 @@ func parseNVML(b []byte) (nvmlRecord, error) {
 	return r, nil
 }
 
-// jsonError names the file and, where encoding/json gives an offset, the line and column.
-func jsonError(name string, b []byte, err error) error {
+// jsonError names the file and, where encoding/json gives an offset, the line and column;
+// into is what b was decoded into, to name a mistyped key by its path in the file.
+func jsonError(name string, b []byte, err error, into any) error {
 	var off int64 = -1
 	var se *json.SyntaxError
 	var te *json.UnmarshalTypeError
@@ -635,7 +536,7 @@ func jsonError(name string, b []byte, err error) error {
 	case errors.As(err, &te):
 		off = te.Offset
 		if te.Field != "" {
-			err = fmt.Errorf("%s: %s value, want %s", te.Field, te.Value, jsonKind(te.Type))
+			err = fmt.Errorf("%s: %s value, want %s", jsonFieldPath(reflect.TypeOf(into), te.Field), te.Value, jsonKind(te.Type))
 		} else {
 			err = fmt.Errorf("%s value, want %s", te.Value, jsonKind(te.Type))
 		}
@@ -646,6 +547,64 @@ func jsonError(name string, b []byte, err error) error {
 	// Offset counts the bytes read, the offending one included.
 	line, col := lineCol(b, off-1)
 	return fmt.Errorf("%s:%d:%d: %w", name, line, col, err)
+}
+
+// jsonFieldPath rewrites a key path of encoding/json ("devices.GPU.pcie.curr_link_width",
+// where an embedded struct adds its Go type's name) as a user reads the file,
+// "devices.pcie.curr_link_width", by following the path through root, the type decoded into.
+// Where the path leaves the types it knows, the rest is kept as given.
+func jsonFieldPath(root reflect.Type, path string) string {
+	var out []string
+	t := root
+	elems := strings.Split(path, ".")
+	for i, e := range elems {
+		for t != nil && (t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map) {
+			t = t.Elem()
+		}
+		if t == nil || t.Kind() != reflect.Struct {
+			return strings.Join(append(out, elems[i:]...), ".")
+		}
+		if f, ok := t.FieldByName(e); ok && f.Anonymous && jsonTagName(f) == "" {
+			t = f.Type // an embedded struct's name: not a key of the file
+			continue
+		}
+		out = append(out, e)
+		t = jsonFieldType(t, e)
+	}
+	return strings.Join(out, ".")
+}
+
+// jsonTagName is the name a field's json tag gives it, "" when none.
+func jsonTagName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	return name
+}
+
+// jsonFieldType is the type of the field of struct t that decodes the key name, looking into
+// embedded structs as encoding/json does (shallowest first); nil when none does.
+func jsonFieldType(t reflect.Type, name string) reflect.Type {
+	var embedded []reflect.Type
+	for i := range t.NumField() {
+		f := t.Field(i)
+		switch tag := jsonTagName(f); {
+		case tag == "-":
+		case tag == name || (tag == "" && !f.Anonymous && strings.EqualFold(f.Name, name)):
+			return f.Type
+		case f.Anonymous && tag == "":
+			embedded = append(embedded, f.Type)
+		}
+	}
+	for _, e := range embedded {
+		for e.Kind() == reflect.Pointer {
+			e = e.Elem()
+		}
+		if e.Kind() == reflect.Struct {
+			if ft := jsonFieldType(e, name); ft != nil {
+				return ft
+			}
+		}
+	}
+	return nil
 }
 
 // jsonKind names what JSON value decodes into t, for errors that must not name Go types.
