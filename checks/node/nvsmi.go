@@ -8,14 +8,12 @@ package node
 
 import (
 	"bufio"
-	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"math"
 	"path"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -313,8 +311,28 @@ func parseCUDAVersion(s string) (int, error) {
 }
 
 // field reads one "KEY : VALUE" line of a GPU block; path is the line's section path and
-// key, "PCI/GPU Link Info/Link Width/Max".
+// key, "PCI/GPU Link Info/Link Width/Max". Keys this parser does not use are skipped.
 func (g *smiGPU) field(path string, l smiLine) error {
+	section, _, _ := strings.Cut(path, "/")
+	switch section {
+	case "Product Name", "GPU UUID", "Minor Number":
+		return g.identityField(path, l)
+	case "PCI", "Fabric":
+		return g.linkField(path, l)
+	case "ECC Mode", "ECC Errors":
+		return g.eccField(path, l)
+	case "Remapped Rows", "Retired Pages":
+		return g.repairField(path, l)
+	case "FB Memory Usage":
+		return g.memoryField(path, l)
+	case "Processes":
+		return g.processField(path, l)
+	}
+	return nil
+}
+
+// identityField reads the GPU's name, UUID and minor number.
+func (g *smiGPU) identityField(path string, l smiLine) error {
 	v := l.val
 	switch path {
 	case "Product Name":
@@ -334,6 +352,13 @@ func (g *smiGPU) field(path string, l smiLine) error {
 			return smiErr(l.n, "Minor Number %q: want a number or N/A", v)
 		}
 		g.g.MinorNumber = m
+	}
+	return nil
+}
+
+// linkField reads the PCIe link and the fabric state.
+func (g *smiGPU) linkField(path string, l smiLine) error {
+	switch path {
 	case "PCI/GPU Link Info/PCIe Generation/Max":
 		return g.pcieInt(l, &g.pcie.MaxLinkGen, "")
 	case "PCI/GPU Link Info/PCIe Generation/Current":
@@ -343,14 +368,21 @@ func (g *smiGPU) field(path string, l smiLine) error {
 	case "PCI/GPU Link Info/Link Width/Current":
 		return g.pcieInt(l, &g.pcie.CurLinkWidth, "x")
 	case "Fabric/State":
-		g.fabState = v
+		g.fabState = l.val
 	case "Fabric/Status":
-		g.fabStatus = v
+		g.fabStatus = l.val
+	}
+	return nil
+}
+
+// eccField reads the ECC mode and the error counters.
+func (g *smiGPU) eccField(path string, l smiLine) error {
+	switch path {
 	case "ECC Mode/Current":
-		g.eccCur = v
+		g.eccCur = l.val
 		return checkEnabled(l)
 	case "ECC Mode/Pending":
-		g.eccPend = v
+		g.eccPend = l.val
 		return checkEnabled(l)
 	case "ECC Errors/Volatile/Double Bit/Total":
 		return g.eccTotal[0].add(l)
@@ -358,6 +390,29 @@ func (g *smiGPU) field(path string, l smiLine) error {
 		return g.eccTotal[1].add(l)
 	case "ECC Errors/Aggregate/Double Bit/Total":
 		return g.eccTotal[2].add(l)
+	}
+	// Hopper and Ampere name each location's counter ("SRAM Uncorrectable Parity",
+	// "DRAM Correctable", ...); every "Uncorrectable" one adds to the uncorrected total.
+	for i, prefix := range []string{"ECC Errors/Volatile/", "ECC Errors/Volatile/", "ECC Errors/Aggregate/"} {
+		name, ok := strings.CutPrefix(path, prefix)
+		if !ok || strings.Contains(name, "/") {
+			continue
+		}
+		unc := strings.Contains(name, "Uncorrectable")
+		cor := !unc && strings.Contains(name, "Correctable")
+		if (i == 1 && cor) || (i != 1 && unc) {
+			if err := g.ecc[i].add(l); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// repairField reads row remapping and page retirement.
+func (g *smiGPU) repairField(path string, l smiLine) error {
+	v := l.val
+	switch path {
 	case "Remapped Rows":
 		if !smiNA(v) {
 			return smiErr(l.n, "Remapped Rows %q: want a section or N/A", v)
@@ -383,8 +438,15 @@ func (g *smiGPU) field(path string, l smiLine) error {
 			return err
 		}
 		g.rp.Pending, g.rpAny = b, true
+	}
+	return nil
+}
+
+// memoryField reads the framebuffer's use.
+func (g *smiGPU) memoryField(path string, l smiLine) error {
+	switch path {
 	case "FB Memory Usage/Total":
-		if smiNA(v) {
+		if smiNA(l.val) {
 			return nil
 		}
 		g.memTotal = true
@@ -393,6 +455,14 @@ func (g *smiGPU) field(path string, l smiLine) error {
 		return parseMiB(l, &g.mem.ReservedMiB)
 	case "FB Memory Usage/Used":
 		return parseMiB(l, &g.mem.UsedMiB)
+	}
+	return nil
+}
+
+// processField reads the "Processes" section.
+func (g *smiGPU) processField(path string, l smiLine) error {
+	v := l.val
+	switch path {
 	case "Processes":
 		switch {
 		case v == "None":
@@ -420,22 +490,6 @@ func (g *smiGPU) field(path string, l smiLine) error {
 			}
 		default:
 			return parseMiB(l, &pr.p.UsedMiB)
-		}
-	default:
-		// Hopper and Ampere name each location's counter ("SRAM Uncorrectable Parity",
-		// "DRAM Correctable", ...); every "Uncorrectable" one adds to the uncorrected total.
-		for i, prefix := range []string{"ECC Errors/Volatile/", "ECC Errors/Volatile/", "ECC Errors/Aggregate/"} {
-			name, ok := strings.CutPrefix(path, prefix)
-			if !ok || strings.Contains(name, "/") {
-				continue
-			}
-			unc := strings.Contains(name, "Uncorrectable")
-			cor := !unc && strings.Contains(name, "Correctable")
-			if (i == 1 && cor) || (i != 1 && unc) {
-				if err := g.ecc[i].add(l); err != nil {
-					return err
-				}
-			}
 		}
 	}
 	return nil
@@ -636,159 +690,4 @@ func smiCut(s string, n int) string {
 		return s
 	}
 	return s[:n] + "..."
-}
-
-// smiMaxLinks bounds a link number of `nvidia-smi nvlink --status`. NVML_NVLINK_MAX_LINKS
-// is 18 in nvml.h (CUDA 12); the bound leaves room for later GPUs while refusing numbers that
-// would make an all-inactive GPU's link list absurdly long.
-const smiMaxLinks = 256
-
-var (
-	smiNvLinkGPU  = regexp.MustCompile(`^GPU ([0-9]+): (.*) \(UUID: ([^()\s]+)\)$`)
-	smiNvLinkLink = regexp.MustCompile(`^Link ([0-9]+): (.*)$`)
-	smiNvLinkRate = regexp.MustCompile(`^[0-9]+(\.[0-9]+)? GB/s$`)
-)
-
-// ParseNvidiaSMINvLinkStatus reads the text of `nvidia-smi nvlink --status` (`-s`) and
-// returns each GPU's links, keyed by GPU UUID, in link order:
-//
-//	GPU 0: NVIDIA A100-SXM4-80GB (UUID: GPU-5269b708-...)
-//		 Link 0: 25 GB/s           active (any "N GB/s" rate)
-//		 Link 1: <inactive>        inactive
-//
-// A GPU followed by NVML's "NVML: Unable to retrieve NVLink information as all links are
-// inactive" has NVLink but no link up; nvidia-smi then prints no link lines, so the number
-// of links is not in its own output. It is taken from the other GPUs of the same output (the
-// highest link number any of them lists, plus one: on one node every GPU of the model has the
-// same links, and that is the count NVML would report, all NVML_FEATURE_DISABLED), all
-// recorded inactive. Where no GPU of the output lists a link, the GPU gets one link, link 0,
-// inactive: the capture proves the GPU has NVLink and that none is up, not how many there
-// are. A check reads "every recorded link inactive" either way.
-//
-// A GPU with no line under it (a GPU without NVLink) maps to nil. Empty input is an empty
-// map: nvidia-smi prints nothing on a node without NVLink. A line of any other shape, a link
-// before any GPU, a repeated GPU or link, or the all-inactive message after links is an error
-// naming the line (*NvidiaSMIError).
-func ParseNvidiaSMINvLinkStatus(r io.Reader) (map[string][]NVLink, error) {
-	out := map[string][]NVLink{}
-	var (
-		cur        string
-		curLine    int
-		allOff     = map[string]bool{}
-		order      []string
-		maxLink    = -1
-		sawMessage bool
-	)
-	sc := bufio.NewScanner(r)
-	sc.Buffer(make([]byte, 0, 4096), smiMaxLine)
-	n := 0
-	for sc.Scan() {
-		n++
-		s := strings.TrimSpace(strings.TrimSuffix(sc.Text(), "\r"))
-		if s == "" {
-			continue
-		}
-		if !utf8.ValidString(s) {
-			return nil, smiErr(n, "not UTF-8 text: not nvidia-smi output")
-		}
-		if m := smiNvLinkGPU.FindStringSubmatch(s); m != nil {
-			uuid := m[3]
-			if _, dup := out[uuid]; dup {
-				return nil, smiErr(n, "GPU %s (UUID %s) listed twice", m[1], smiCut(uuid, 80))
-			}
-			out[uuid] = nil
-			order = append(order, uuid)
-			cur, curLine, sawMessage = uuid, n, false
-			continue
-		}
-		if m := smiNvLinkLink.FindStringSubmatch(s); m != nil {
-			if cur == "" {
-				return nil, smiErr(n, "%q before any \"GPU N: NAME (UUID: ...)\" line", smiCut(s, 80))
-			}
-			if sawMessage {
-				return nil, smiErr(n, "%q after NVML said all links of the GPU on line %d are inactive", smiCut(s, 80), curLine)
-			}
-			link, err := strconv.Atoi(m[1])
-			if err != nil || link >= smiMaxLinks {
-				return nil, smiErr(n, "link number %q: want 0 to %d", smiCut(m[1], 20), smiMaxLinks-1)
-			}
-			var active bool
-			switch v := m[2]; {
-			case v == "<inactive>":
-			case smiNvLinkRate.MatchString(v):
-				active = true
-			default:
-				return nil, smiErr(n, "link %d %q: want a rate such as \"25 GB/s\" or <inactive>", link, smiCut(v, 80))
-			}
-			for _, l := range out[cur] {
-				if l.Link == link {
-					return nil, smiErr(n, "link %d of the GPU on line %d listed twice", link, curLine)
-				}
-			}
-			out[cur] = append(out[cur], NVLink{Link: link, Active: active})
-			maxLink = max(maxLink, link)
-			continue
-		}
-		if strings.HasPrefix(s, "NVML:") && strings.Contains(strings.ToLower(s), "all links are inactive") {
-			if cur == "" {
-				return nil, smiErr(n, "%q before any \"GPU N: NAME (UUID: ...)\" line", smiCut(s, 80))
-			}
-			if len(out[cur]) > 0 || sawMessage {
-				return nil, smiErr(n, "%q after the links of the GPU on line %d", smiCut(s, 80), curLine)
-			}
-			allOff[cur], sawMessage = true, true
-			continue
-		}
-		return nil, smiErr(n, "%q: want \"GPU N: NAME (UUID: ...)\", \"Link N: RATE\" or \"Link N: <inactive>\"", smiCut(s, 80))
-	}
-	if err := sc.Err(); err != nil {
-		if errors.Is(err, bufio.ErrTooLong) {
-			return nil, smiErr(n+1, "line longer than %d bytes: not nvidia-smi output", smiMaxLine)
-		}
-		return nil, fmt.Errorf("read nvidia-smi nvlink --status output: %w", err)
-	}
-	count := max(maxLink+1, 1)
-	for _, uuid := range order {
-		if allOff[uuid] {
-			links := make([]NVLink, count)
-			for i := range links {
-				links[i] = NVLink{Link: i}
-			}
-			out[uuid] = links
-			continue
-		}
-		slices.SortFunc(out[uuid], func(a, b NVLink) int { return cmp.Compare(a.Link, b.Link) })
-	}
-	return out, nil
-}
-
-// MergeNVLinks returns a copy of inv whose GPUs carry the links of their UUID in links (from
-// ParseNvidiaSMINvLinkStatus). A GPU links does not name keeps its NVLinks. A UUID in links
-// that no GPU of inv has is an error: the two captures are not of the same node.
-func MergeNVLinks(inv GPUInventory, links map[string][]NVLink) (GPUInventory, error) {
-	out := inv.Clone()
-	seen := map[string]bool{}
-	for i := range out.Devices {
-		g := &out.Devices[i]
-		if l, ok := links[g.UUID]; ok && g.UUID != "" {
-			g.NVLinks = slices.Clone(l)
-			seen[g.UUID] = true
-		}
-	}
-	var missing []string
-	for uuid := range links {
-		if !seen[uuid] {
-			missing = append(missing, uuid)
-		}
-	}
-	if len(missing) > 0 {
-		slices.Sort(missing)
-		more := ""
-		if len(missing) > 3 {
-			more = fmt.Sprintf(" (+%d more)", len(missing)-3)
-			missing = missing[:3]
-		}
-		return GPUInventory{}, fmt.Errorf("nvlink status names GPU %s%s, which the nvidia-smi -q capture does not list: not the same node", strings.Join(missing, ", "), more)
-	}
-	return out, nil
 }
