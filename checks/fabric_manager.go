@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -26,6 +27,7 @@ const (
 const (
 	fabricCompleted    = "COMPLETED"
 	fabricNotSupported = "NOT_SUPPORTED"
+	fabricUnknown      = "UNKNOWN" // the query failed; Status holds its error name
 )
 
 // summaryFMNotInstalled is the summary of a node with NVSwitches but no Fabric Manager.
@@ -92,82 +94,51 @@ func (fabricManager) Run(ctx context.Context, env *Env) Result {
 			switches++
 		}
 	}
-	where := countNoun(switches, "NVSwitch", "NVSwitches")
-	if switches == 0 {
-		if !cfg.Force {
-			return Result{Status: StatusSkip, Summary: "no NVSwitch on the PCI bus"}
-		}
-		where = "no NVSwitch on the PCI bus, forced by config"
+	if switches == 0 && !cfg.Force {
+		return Result{Status: StatusSkip, Summary: "no NVSwitch on the PCI bus"}
 	}
-
 	inv, err := env.Facts.GPUs(ctx)
 	if err != nil {
 		return factsError(ctx, "query NVML", err)
 	}
-	if inv.Init != nvmlSuccess || inv.DriverVersion == "" {
+	where := countNoun(switches, "NVSwitch", "NVSwitches")
+	if switches == 0 {
+		where = "no NVSwitch on the PCI bus, forced by config"
+	}
+	if inv.Init != node.InitSuccess || inv.DriverVersion == "" {
 		why := "NVML init: " + inv.Init
-		if inv.Init == nvmlSuccess {
+		if inv.Init == node.InitSuccess {
 			why = "NVML gave no driver version"
 		}
 		return Result{Status: StatusFail, Observed: why, Expected: "NVML driver version",
 			Summary: fmt.Sprintf("%s: cannot read the driver version to compare with Fabric Manager (%s)", why, where)}
 	}
-	driver := inv.DriverVersion
-
-	res := Result{Status: StatusOK}
-	var bad []Detail
-	add := func(d Detail) {
-		res.Details = append(res.Details, d)
-		if d.Status != StatusOK {
-			bad = append(bad, d)
-		}
-	}
-
-	fmv := fmVersion(ctx, env, cfg.Binary, driver)
+	fmv := fmVersion(ctx, env, cfg.Binary, inv.DriverVersion)
 	if ctx.Err() != nil {
 		return Result{Status: StatusFail, Summary: "timed out asking for the Fabric Manager version", Err: ctx.Err()}
 	}
-	add(fmv)
 	svc := fmService(ctx, env, cfg.Systemctl, cfg.Service)
 	if ctx.Err() != nil {
 		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err()}
 	}
-	add(svc)
+	return judgeFabricManager(inv, switches > 0, fmv, svc, cfg.Service, where)
+}
 
-	withFabric, notDone, failed := 0, 0, 0
-	var fabricBad []string
-	for _, g := range inv.Devices {
-		if g.Error != "" || g.Fabric == nil || g.Fabric.State == fabricNotSupported || g.Fabric.State == "" {
-			continue // lost GPUs are gpu_count's; no fabric state before Hopper
-		}
-		withFabric++
-		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
-		d := Detail{Device: label, Status: StatusOK, Observed: g.Fabric.State + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
-			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status}
-		switch {
-		case g.Fabric.State != fabricCompleted:
-			// NVML: the status "must be checked only if state returns complete".
-			d.Status, d.Observed, d.Message = StatusFail, g.Fabric.State, "fabric "+g.Fabric.State+", want COMPLETED"
-			fabricBad = append(fabricBad, label+" "+g.Fabric.State)
-		case g.Fabric.Status != nvmlSuccess:
-			d.Status, d.Message = StatusFail, "fabric COMPLETED with "+g.Fabric.Status+", want SUCCESS"
-			fabricBad = append(fabricBad, label+" COMPLETED with "+g.Fabric.Status)
-			failed++
-		}
+// judgeFabricManager combines the verdicts on Fabric Manager's version (fmv) and service
+// (svc) with the GPUs' fabric registration; switches says the node has NVSwitches (it may
+// run forced without).
+func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, service, where string) Result {
+	driver := inv.DriverVersion
+	res := Result{Status: StatusOK, Details: []Detail{fmv, svc}}
+	var bad []Detail
+	for _, d := range []Detail{fmv, svc} {
 		if d.Status != StatusOK {
-			notDone++
+			bad = append(bad, d)
 		}
-		res.Details = append(res.Details, d)
 	}
-	if notDone > 0 {
-		what := "fabric not completed"
-		if failed > 0 {
-			what = "fabric registration failed or not completed"
-		}
-		bad = append(bad, Detail{Device: "fabric", Status: StatusFail,
-			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, notDone, withFabric, listSome(fabricBad, 2))})
-	}
-
+	details, problems, withFabric := judgeFabric(inv.Devices, switches)
+	res.Details = append(res.Details, details...)
+	bad = append(bad, problems...)
 	res.Observed = fmt.Sprintf("driver %s, Fabric Manager %s, service %s", driver, orUnknown(fmv.Observed), orUnknown(svc.Observed))
 	res.Expected = fmt.Sprintf("Fabric Manager %s, service active", driver)
 	if len(bad) > 0 {
@@ -188,8 +159,71 @@ func (fabricManager) Run(ctx context.Context, env *Env) Result {
 	if withFabric > 0 {
 		fabric = fmt.Sprintf("fabric COMPLETED on %d GPUs", withFabric)
 	}
-	res.Summary = fmt.Sprintf("driver and Fabric Manager %s, %s active, %s (%s)", driver, cfg.Service, fabric, where)
+	res.Summary = fmt.Sprintf("driver and Fabric Manager %s, %s active, %s (%s)", driver, service, fabric, where)
 	return res
+}
+
+// judgeFabric judges each GPU's fabric registration: COMPLETED with SUCCESS where NVML
+// reports a state. On a node with NVSwitches a Hopper or later GPU always has one
+// (gpuTraits), so a state it does not report, or could not read, was not looked at: an
+// error for it, as for a GPU NVML lost. A100 reports none, which is fine. problems holds
+// one detail for the GPUs not registered, one for those not read.
+func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, withFabric int) {
+	var notDone, unread []string
+	failed := 0
+	for _, g := range gpus {
+		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		tr, model := traitsOf(g.Name)
+		noState := g.Fabric == nil || g.Fabric.State == fabricNotSupported || g.Fabric.State == ""
+		switch {
+		case g.Error != "" && switches:
+			unread = append(unread, label+" "+g.Error)
+			details = append(details, Detail{Device: label, Status: StatusError, Observed: g.Error, Expected: "COMPLETED/SUCCESS",
+				Message: "NVML: " + g.Error + ": fabric state not read"})
+			continue
+		case g.Error != "":
+			continue
+		case noState && tr.fabric && switches:
+			unread = append(unread, label)
+			details = append(details, Detail{Device: label, Status: StatusError, Expected: "COMPLETED/SUCCESS",
+				Message: fmt.Sprintf("fabric state not reported by NVML (%s GPUs register with Fabric Manager on NVSwitch nodes)", model)})
+			continue
+		case noState:
+			continue // no fabric state before Hopper
+		case g.Fabric.State == fabricUnknown:
+			unread = append(unread, label+" "+g.Fabric.Status)
+			details = append(details, Detail{Device: label, Status: StatusError, Observed: fabricUnknown + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
+				Message: "fabric state could not be read: " + g.Fabric.Status})
+			continue
+		}
+		withFabric++
+		d := Detail{Device: label, Status: StatusOK, Observed: g.Fabric.State + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
+			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status}
+		switch {
+		case g.Fabric.State != fabricCompleted:
+			// NVML: the status "must be checked only if state returns complete".
+			d.Status, d.Observed, d.Message = StatusFail, g.Fabric.State, "fabric "+g.Fabric.State+", want COMPLETED"
+			notDone = append(notDone, label+" "+g.Fabric.State)
+		case g.Fabric.Status != node.InitSuccess:
+			d.Status, d.Message = StatusFail, "fabric COMPLETED with "+g.Fabric.Status+", want SUCCESS"
+			notDone = append(notDone, label+" COMPLETED with "+g.Fabric.Status)
+			failed++
+		}
+		details = append(details, d)
+	}
+	if len(notDone) > 0 {
+		what := "fabric not completed"
+		if failed > 0 {
+			what = "fabric registration failed or not completed"
+		}
+		problems = append(problems, Detail{Device: "fabric", Status: StatusFail,
+			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, len(notDone), withFabric, listSome(notDone, 2))})
+	}
+	if len(unread) > 0 {
+		problems = append(problems, Detail{Device: "fabric", Status: StatusError,
+			Message: fmt.Sprintf("fabric state not read on %s: %s", countNoun(len(unread), "GPU", "GPUs"), listSome(unread, 2))})
+	}
+	return details, problems, withFabric
 }
 
 // fmVersion finds the installed Fabric Manager version, from the binary or else the package,
@@ -330,8 +364,12 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 		return d
 	}
 	if state == "" {
-		state = fmt.Sprintf("not active (systemctl exit %d: %s)", out.ExitCode, text.OneLine(out.Stderr, 60))
-		d.Observed = fmt.Sprintf("exit %d", out.ExitCode)
+		// is-active prints the unit's state whenever it can ask systemd ("inactive",
+		// "failed", "unknown"); nothing printed is systemctl failing to ask (no D-Bus,
+		// inside a container): the service was not looked at.
+		d.Status, d.Observed = StatusError, fmt.Sprintf("exit %d", out.ExitCode)
+		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s is-active exited %d: %s", service, systemctl, out.ExitCode, text.OneLine(out.Stderr, 60))
+		return d
 	}
 	d.Status = StatusFail
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
@@ -350,7 +388,7 @@ func (fabricManager) Explain() Explanation {
 		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS. A100 GPUs report no fabric state, which is not a failure.",
 		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error, or NVML does not give the driver version to compare with.",
 		Skips:  "There is no NVSwitch on the PCI bus (PCIe-only systems), unless force = true.",
-		Errors: "systemctl or the package manager cannot be asked, or the version cannot be read from binary --version.",
+		Errors: "systemctl or the package manager cannot be asked (systemctl printing no state, as without D-Bus, included), or the version cannot be read from binary --version; or, on a node with NVSwitches, a Hopper or later GPU reports no fabric state, its fabric query failed (state UNKNOWN), or NVML lost it: its registration was not looked at.",
 		Keys: map[string]string{
 			"force":     "Run even where no NVSwitch is on the PCI bus.",
 			"binary":    `Asked for its version ("--version"). Where it is absent, the installed package is asked instead (dpkg-query, then rpm).`,

@@ -99,8 +99,9 @@ func TestFabricManager(t *testing.T) {
 			"nvidia-fabricmanager service failed, want active: see journalctl -u nvidia-fabricmanager, then systemctl restart nvidia-fabricmanager (+1 more)"},
 		{"service inactive", h100PCI(), h100NVML(), nil, with(fmActiveCmd, node.CmdResult{Stdout: "inactive\n", ExitCode: 3}), false, StatusFail,
 			"nvidia-fabricmanager service inactive, want active: see journalctl -u nvidia-fabricmanager, then systemctl restart nvidia-fabricmanager"},
-		{"service state without output", h100PCI(), h100NVML(), nil, with(fmActiveCmd, node.CmdResult{Stderr: "Failed to connect to bus: No such file or directory\n", ExitCode: 1}), false, StatusFail,
-			"nvidia-fabricmanager service not active (systemctl exit 1: Failed to connect to bus: No such file or directory), want active: see journalctl -u nvidia-fabricmanager, then systemctl restart nvidia-fabricmanager"},
+		// Issue 12: systemctl that prints no state could not ask systemd: not looked at.
+		{"service state without output", h100PCI(), h100NVML(), nil, with(fmActiveCmd, node.CmdResult{Stderr: "Failed to connect to bus: No such file or directory\n", ExitCode: 1}), false, StatusError,
+			"cannot ask systemd whether nvidia-fabricmanager runs: /usr/bin/systemctl is-active exited 1: Failed to connect to bus: No such file or directory"},
 		{"no systemctl", h100PCI(), h100NVML(), nil, without(fmActiveCmd), false, StatusError,
 			"cannot ask systemd whether nvidia-fabricmanager runs: /usr/bin/systemctl not found; set systemctl in [checks.fabric_manager]"},
 		{"one GPU in progress", h100PCI(), fabric("IN_PROGRESS", "N/A", 5), nil, h100Commands(), false, StatusFail,
@@ -109,10 +110,20 @@ func TestFabricManager(t *testing.T) {
 			"fabric not completed on 8 of 8 GPUs: gpu 0 (0000:19:00.0) IN_PROGRESS, gpu 1 (0000:3b:00.0) IN_PROGRESS (+6 more)"},
 		{"completed with an error", h100PCI(), fabric("COMPLETED", "ERROR_NOT_READY", 2), nil, h100Commands(), false, StatusFail,
 			"fabric registration failed or not completed on 1 of 8 GPUs: gpu 2 (0000:4c:00.0) COMPLETED with ERROR_NOT_READY"},
-		{"fabric not supported is no fabric", h100PCI(), fabric("NOT_SUPPORTED", "SUCCESS", all...), nil, h100Commands(), false, StatusOK,
-			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, no GPU reports fabric state (before Hopper) (4 NVSwitches)"},
-		{"lost GPU is gpu_count's", h100PCI(), lost(), nil, h100Commands(), false, StatusOK,
-			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, fabric COMPLETED on 7 GPUs (4 NVSwitches)"},
+		// Issue 12: an H100 on an NVSwitch node always has a fabric state; one NVML does not
+		// report, or could not read, was not looked at.
+		{"fabric not supported on H100: not read", h100PCI(), fabric("NOT_SUPPORTED", "SUCCESS", all...), nil, h100Commands(), false, StatusError,
+			"fabric state not read on 8 GPUs: gpu 0 (0000:19:00.0), gpu 1 (0000:3b:00.0) (+6 more)"},
+		{"fabric state absent on one H100", h100PCI(), changeGPU(h100NVML(), 3, func(g *node.GPU) { g.Fabric = nil }), nil, h100Commands(), false, StatusError,
+			"fabric state not read on 1 GPU: gpu 3 (0000:5d:00.0)"},
+		{"fabric query failed", h100PCI(), fabric("UNKNOWN", "ERROR_UNKNOWN", 6), nil, h100Commands(), false, StatusError,
+			"fabric state not read on 1 GPU: gpu 6 (0000:cb:00.0) ERROR_UNKNOWN"},
+		{"fabric absent on one, in progress on another: fail", h100PCI(), changeGPU(fabric("IN_PROGRESS", "N/A", 5), 3, func(g *node.GPU) { g.Fabric = nil }), nil, h100Commands(), false, StatusFail,
+			"fabric not completed on 1 of 7 GPUs: gpu 5 (0000:bb:00.0) IN_PROGRESS (+1 more)"},
+		{"forced without NVSwitch: no fabric state is fine", noSwitch, fabric("NOT_SUPPORTED", "SUCCESS", all...), nil, h100Commands(), true, StatusOK,
+			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, no GPU reports fabric state (before Hopper) (no NVSwitch on the PCI bus, forced by config)"},
+		{"lost GPU: its fabric not read", h100PCI(), lost(), nil, h100Commands(), false, StatusError,
+			"fabric state not read on 1 GPU: gpu 4 ERROR_GPU_IS_LOST"},
 		{"driver not loaded", h100PCI(), node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, nil, h100Commands(), false, StatusFail,
 			"NVML init: ERROR_DRIVER_NOT_LOADED: cannot read the driver version to compare with Fabric Manager (4 NVSwitches)"},
 		{"NVML call fails", h100PCI(), node.GPUInventory{}, errors.New("nvml helper: exit status 127"), h100Commands(), false, StatusError,
@@ -290,4 +301,35 @@ func TestFabricManagerConfig(t *testing.T) {
 		},
 	}
 	runSectionCases(t, tests)
+}
+
+// TestJudgeFabric feeds the fabric judge literal NVML readings.
+func TestJudgeFabric(t *testing.T) {
+	gpu := func(name string, f *node.Fabric) node.GPU {
+		return node.GPU{Index: 0, Name: name, PCIBusID: "00000000:19:00.0", Fabric: f}
+	}
+	done := &node.Fabric{State: "COMPLETED", Status: "SUCCESS"}
+	tests := []struct {
+		name         string
+		gpus         []node.GPU
+		switches     bool
+		wantProblems []Detail
+		wantWith     int
+	}{
+		{"H100 completed", []node.GPU{gpu(nameH100, done)}, true, nil, 1},
+		{"H100 in progress", []node.GPU{gpu(nameH100, &node.Fabric{State: "IN_PROGRESS", Status: "N/A"})}, true,
+			[]Detail{{Device: "fabric", Status: StatusFail, Message: "fabric not completed on 1 of 1 GPUs: gpu 0 (0000:19:00.0) IN_PROGRESS"}}, 1},
+		{"H100 without state on an NVSwitch node", []node.GPU{gpu(nameH100, nil)}, true,
+			[]Detail{{Device: "fabric", Status: StatusError, Message: "fabric state not read on 1 GPU: gpu 0 (0000:19:00.0)"}}, 0},
+		{"H100 without state, no NVSwitch", []node.GPU{gpu(nameH100, nil)}, false, nil, 0},
+		{"A100 without state", []node.GPU{gpu(nameA100, nil)}, true, nil, 0},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, problems, with := judgeFabric(tc.gpus, tc.switches)
+			if diff := cmp.Diff(tc.wantProblems, problems); diff != "" || with != tc.wantWith {
+				t.Errorf("with fabric %d, want %d; problems (-want +got):\n%s", with, tc.wantWith, diff)
+			}
+		})
+	}
 }

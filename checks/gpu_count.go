@@ -117,91 +117,29 @@ func (gpuCount) Run(ctx context.Context, env *Env) Result {
 	if ctx.Err() != nil {
 		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
 	}
-
 	var bus []string // NVIDIA GPUs on the PCI bus, by address (PCIDevices is sorted)
 	for _, d := range pci {
 		if isNVIDIAGPU(d) {
 			bus = append(bus, d.Address)
 		}
 	}
+	return judgeGPUCount(env.Node, bus, inv, exp)
+}
+
+// judgeGPUCount compares the GPUs on the PCI bus (bus, by address), the GPUs NVML sees and
+// what slurm.conf gives the node.
+func judgeGPUCount(nodeName string, bus []string, inv node.GPUInventory, exp gpuExpectation) Result {
 	res := Result{Expected: expectedText(exp)}
-	if inv.Init != nvmlSuccess {
-		return nvmlDown(env, inv, exp, bus, res)
+	if inv.Init != node.InitSuccess {
+		return nvmlDown(nodeName, inv, exp, bus, res)
 	}
-
-	type seen struct {
-		gpu  node.GPU
-		addr string
-	}
-	var visible, lost []seen
-	noBusID := false
-	for _, g := range inv.Devices {
-		s := seen{gpu: g, addr: sysfsBusID(g.PCIBusID)}
-		if g.Error != "" {
-			lost = append(lost, s)
-			continue
-		}
-		visible = append(visible, s)
-		noBusID = noBusID || s.addr == ""
-	}
-	n, p := len(visible), len(bus)
+	m := matchGPUs(bus, inv.Devices)
+	n, p := len(m.visible), len(bus)
 	res.Observed = fmt.Sprintf("%d in NVML (device count %d), %d on PCI", n, inv.DeviceCount, p)
-
-	// Which bus ids NVML lost, and which NVML devices the bus does not show. Without a bus id
-	// for every NVML device only the counts can be compared.
-	nvmlAt := map[string]seen{}
-	for _, s := range visible {
-		nvmlAt[s.addr] = s
-	}
-	lostAt := map[string]seen{}
-	for _, s := range lost {
-		if s.addr != "" {
-			lostAt[s.addr] = s
-		}
-	}
-	var items []string // what disagrees, for the summary
-	var details []Detail
-	for _, a := range bus {
-		s, ok := nvmlAt[a]
-		l, isLost := lostAt[a]
-		switch {
-		case ok:
-			details = append(details, Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK,
-				Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
-		case isLost:
-			items = append(items, a+" "+l.gpu.Error)
-			details = append(details, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
-				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML"})
-		case noBusID:
-			details = append(details, Detail{Device: gpuLabel(-1, a), Status: StatusOK,
-				Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
-		default:
-			items = append(items, a+" missing")
-			details = append(details, Detail{Device: gpuLabel(-1, a), Status: StatusFail,
-				Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI"})
-		}
-	}
-	for _, s := range lost {
-		if s.addr != "" && slices.Contains(bus, s.addr) {
-			continue // named above with its bus id
-		}
-		items = append(items, gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error)
-		details = append(details, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML"})
-	}
-	if !noBusID {
-		for _, s := range visible {
-			if !slices.Contains(bus, s.addr) {
-				items = append(items, s.addr+" not on PCI")
-				details = append(details, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI"})
-			}
-		}
-	}
-	res.Details = details
+	res.Details = m.details
 
 	// NVML and the bus disagree: a GPU is lost, whatever Slurm expects.
-	if len(items) > 0 || n != p {
+	if len(m.items) > 0 || n != p {
 		res.Status = StatusFail
 		if exp.err == nil && exp.count == 0 {
 			res.Status = StatusWarn // Slurm schedules no GPU here: nothing a job gets is broken
@@ -210,14 +148,93 @@ func (gpuCount) Run(ctx context.Context, env *Env) Result {
 		if exp.err == nil && exp.count > 0 && !exp.mig {
 			head = fmt.Sprintf("%d/%d GPUs in NVML, %d on PCI", n, exp.count, p)
 		}
-		if len(items) > 0 {
-			head += ": " + listSome(items, 3)
+		if len(m.items) > 0 {
+			head += ": " + listSome(m.items, 3)
 		}
 		res.Summary = head
 		return res
 	}
+	return judgeAgainstSlurm(nodeName, res, m.visible, exp)
+}
 
-	// NVML and the bus agree on n GPUs; now Slurm.
+// gpuSeen is an NVML device with its bus id as sysfs writes it.
+type gpuSeen struct {
+	gpu  node.GPU
+	addr string
+}
+
+// gpuMatch is NVML's devices matched with the bus: the usable ones, what disagrees (for the
+// summary) and a detail per GPU.
+type gpuMatch struct {
+	visible []gpuSeen
+	items   []string
+	details []Detail
+}
+
+// matchGPUs matches NVML's devices with the GPUs on the bus: which bus ids NVML lost, and
+// which NVML devices the bus does not show. Without a bus id for every NVML device only the
+// counts can be compared.
+func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
+	var m gpuMatch
+	var lost []gpuSeen
+	noBusID := false
+	nvmlAt, lostAt := map[string]gpuSeen{}, map[string]gpuSeen{}
+	for _, g := range devices {
+		s := gpuSeen{gpu: g, addr: sysfsBusID(g.PCIBusID)}
+		switch {
+		case g.Error != "":
+			lost = append(lost, s)
+			if s.addr != "" {
+				lostAt[s.addr] = s
+			}
+		default:
+			m.visible = append(m.visible, s)
+			nvmlAt[s.addr] = s
+			noBusID = noBusID || s.addr == ""
+		}
+	}
+	add := func(item string, d Detail) {
+		if item != "" {
+			m.items = append(m.items, item)
+		}
+		m.details = append(m.details, d)
+	}
+	for _, a := range bus {
+		s, ok := nvmlAt[a]
+		l, isLost := lostAt[a]
+		switch {
+		case ok:
+			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
+		case isLost:
+			add(a+" "+l.gpu.Error, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
+				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML"})
+		case noBusID:
+			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
+		default:
+			add(a+" missing", Detail{Device: gpuLabel(-1, a), Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI"})
+		}
+	}
+	for _, s := range lost {
+		if s.addr != "" && slices.Contains(bus, s.addr) {
+			continue // named above with its bus id
+		}
+		add(gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
+			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML"})
+	}
+	if !noBusID {
+		for _, s := range m.visible {
+			if !slices.Contains(bus, s.addr) {
+				add(s.addr+" not on PCI", Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
+					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI"})
+			}
+		}
+	}
+	return m
+}
+
+// judgeAgainstSlurm judges n GPUs, on which NVML and the bus agree, against slurm.conf.
+func judgeAgainstSlurm(nodeName string, res Result, visible []gpuSeen, exp gpuExpectation) Result {
+	n := len(visible)
 	switch {
 	case exp.err != nil:
 		res.Status, res.Err = StatusError, exp.err
@@ -227,15 +244,15 @@ func (gpuCount) Run(ctx context.Context, env *Env) Result {
 		res.Summary = fmt.Sprintf("%s in NVML and on PCI; slurm.conf Gres=%s counts MIG instances, not compared", countNoun(n, "GPU", "GPUs"), exp.gres())
 	case exp.count == 0 && n == 0:
 		res.Status = StatusSkip
-		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus", env.Node)
+		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus", nodeName)
 	case exp.count == 0:
 		res.Status = StatusWarn
-		res.Summary = fmt.Sprintf("slurm.conf gives %s no GPU Gres, but NVML and PCI show %s: Slurm will not schedule them", env.Node, countNoun(n, "GPU", "GPUs"))
+		res.Summary = fmt.Sprintf("slurm.conf gives %s no GPU Gres, but NVML and PCI show %s: Slurm will not schedule them", nodeName, countNoun(n, "GPU", "GPUs"))
 	case exp.count != uint64(n):
 		res.Status = StatusFail
 		res.Summary = fmt.Sprintf("slurm.conf expects %d GPUs (Gres=%s), NVML and PCI show %d", exp.count, exp.gres(), n)
 	default:
-		names := make([]string, len(visible))
+		names := make([]string, n)
 		for i, s := range visible {
 			names[i] = s.gpu.Name
 		}
@@ -252,7 +269,7 @@ func (gpuCount) Run(ctx context.Context, env *Env) Result {
 
 // nvmlDown judges a node where NVML did not initialise: a fail where Slurm or the bus says
 // there are GPUs, a skip where neither does (a CPU node without the driver).
-func nvmlDown(env *Env, inv node.GPUInventory, exp gpuExpectation, bus []string, res Result) Result {
+func nvmlDown(nodeName string, inv node.GPUInventory, exp gpuExpectation, bus []string, res Result) Result {
 	init := inv.Init
 	if init == "" {
 		init = "no result"
@@ -270,7 +287,7 @@ func nvmlDown(env *Env, inv node.GPUInventory, exp gpuExpectation, bus []string,
 		res.Summary = fmt.Sprintf("cannot tell how many GPUs Slurm expects (%v); none on PCI, NVML init: %s", exp.err, init)
 	default:
 		res.Status = StatusSkip
-		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: %s)", env.Node, init)
+		res.Summary = fmt.Sprintf("no GPU Gres for %s in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: %s)", nodeName, init)
 	}
 	return res
 }

@@ -7,6 +7,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 func TestGPUCount(t *testing.T) {
@@ -232,5 +233,45 @@ func TestGPUCountDeadline(t *testing.T) {
 	got := gpuCount{}.Run(ctx, gpuEnv(f, "gpu-h100-01", nil))
 	if diff := cmp.Diff(brief{"", "fail", "timed out: list PCI devices"}, brief{"", string(got.Status), got.Summary}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestJudgeGPUCount feeds the judge literal counts: the bus, NVML and slurm.conf.
+func TestJudgeGPUCount(t *testing.T) {
+	bus := []string{"0000:19:00.0", "0000:3b:00.0"}
+	gpu := func(i int, addr, errName string) node.GPU {
+		return node.GPU{Index: i, Name: "NVIDIA H100 80GB HBM3", PCIBusID: addr, Error: errName}
+	}
+	two := node.GPUInventory{Init: "SUCCESS", DeviceCount: 2, Devices: []node.GPU{gpu(0, "00000000:19:00.0", ""), gpu(1, "00000000:3B:00.0", "")}}
+	h100x2 := gpuExpectation{count: 2, specs: []slurm.GresSpec{{Name: "gpu", Type: "h100", Count: 2}}}
+	tests := []struct {
+		name        string
+		bus         []string
+		inv         node.GPUInventory
+		exp         gpuExpectation
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"all agree", bus, two, h100x2, StatusOK, "2 GPUs in slurm.conf (Gres=gpu:h100:2), NVML and on PCI"},
+		{"one lost", bus, node.GPUInventory{Init: "SUCCESS", DeviceCount: 2, Devices: []node.GPU{gpu(0, "00000000:19:00.0", ""), gpu(1, "00000000:3B:00.0", "ERROR_GPU_IS_LOST")}},
+			h100x2, StatusFail, "1/2 GPUs in NVML, 2 on PCI: 0000:3b:00.0 ERROR_GPU_IS_LOST"},
+		{"one missing from NVML", bus, node.GPUInventory{Init: "SUCCESS", DeviceCount: 1, Devices: []node.GPU{gpu(0, "00000000:19:00.0", "")}},
+			h100x2, StatusFail, "1/2 GPUs in NVML, 2 on PCI: 0000:3b:00.0 missing"},
+		{"slurm.conf says more", bus, two, gpuExpectation{count: 4, specs: []slurm.GresSpec{{Name: "gpu", Count: 4}}}, StatusFail,
+			"slurm.conf expects 4 GPUs (Gres=gpu:4), NVML and PCI show 2"},
+		{"slurm.conf unreadable", bus, two, gpuExpectation{err: errors.New("no slurm.conf")}, StatusError,
+			"cannot tell how many GPUs Slurm expects (no slurm.conf); NVML and PCI agree on 2"},
+		{"NVML down with GPUs on the bus", bus, node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, h100x2, StatusFail,
+			"NVML init: ERROR_DRIVER_NOT_LOADED, slurm.conf expects 2 GPUs"},
+		{"CPU node", nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, gpuExpectation{}, StatusSkip,
+			"no GPU Gres for cpu01 in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: ERROR_LIBRARY_NOT_FOUND)"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUCount("cpu01", tc.bus, tc.inv, tc.exp)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
 	}
 }

@@ -158,63 +158,108 @@ type memFinding struct {
 }
 
 func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
-	cfg := settings[*gpuMemoryErrorsConfig](env.Config, idGPUMemoryErrors)
 	inv, res, ok := nvmlGPUs(ctx, env, "memory error counters")
 	if !ok {
 		return res
 	}
+	return judgeGPUMemory(inv.Devices, settings[*gpuMemoryErrorsConfig](env.Config, idGPUMemoryErrors))
+}
+
+// memJudged is the verdict on one GPU: its detail, and its findings worst first (none for
+// an ok or skipped GPU).
+type memJudged struct {
+	detail   Detail
+	findings []memFinding
+}
+
+// judgeGPUMemory judges the memory error state of every GPU NVML listed.
+func judgeGPUMemory(gpus []node.GPU, cfg *gpuMemoryErrorsConfig) Result {
 	offModels := make([][]string, 0, len(cfg.ECCOffModels))
 	for _, m := range cfg.ECCOffModels {
 		offModels = append(offModels, modelWords(m))
 	}
-
-	type judged struct {
-		detail   Detail
-		findings []memFinding
-	}
-	var gpus []judged
+	var judged []memJudged
 	var without, eccOffAllowed int
-	for _, g := range inv.Devices {
-		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
-		if g.Error != "" {
-			gpus = append(gpus, judged{detail: Detail{Device: label, Status: StatusError,
-				Message: "NVML: " + g.Error + ": memory error state not read", Observed: g.Error, Expected: "usable in NVML"}})
-			continue
-		}
-		if g.ECC == nil && g.RemappedRows == nil && g.RetiredPages == nil {
-			without++
-			gpus = append(gpus, judged{detail: Detail{Device: label, Status: StatusSkip,
-				Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}})
-			continue
-		}
+	for _, g := range gpus {
 		nameWords := modelWords(g.Name)
 		allowOff := cfg.ECCOff == verdictOK || slices.ContainsFunc(offModels, func(w []string) bool { return containsWords(nameWords, w) })
-		if g.ECC != nil && !g.ECC.Enabled && allowOff {
+		j := judgeGPUMemoryOne(g, cfg, allowOff)
+		switch {
+		case j.detail.Status == StatusSkip:
+			without++
+		case g.Error == "" && g.ECC != nil && !g.ECC.Enabled && allowOff:
 			eccOffAllowed++
 		}
-		f := memFindings(g, cfg, allowOff)
-		d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg)}
-		if len(f) == 0 {
-			d.Message = "no memory error that needs a GPU reset or replacement"
-		} else {
-			d.Status = f[0].status
-			msgs := make([]string, len(f))
-			for i, x := range f {
-				msgs[i] = x.msg
-			}
-			d.Message = strings.Join(msgs, "; ")
-		}
-		gpus = append(gpus, judged{detail: d, findings: f})
+		judged = append(judged, j)
 	}
+	return memSummary(judged, cfg, without, eccOffAllowed)
+}
 
-	// Details in NVML order; the summary names the first GPU of the worst status.
-	res = Result{Expected: memExpected(cfg)}
+// judgeGPUMemoryOne judges one GPU. A lost GPU cannot be judged: error. A GPU that reports
+// no memory error state at all is skipped, unless its model always reports some (gpuTraits):
+// then what NVML left out is an error, as it is beside other findings.
+func judgeGPUMemoryOne(g node.GPU, cfg *gpuMemoryErrorsConfig, allowOff bool) memJudged {
+	label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+	if g.Error != "" {
+		msg := g.Error + ": memory error state not read"
+		return memJudged{detail: Detail{Device: label, Status: StatusError, Message: "NVML: " + msg, Observed: g.Error, Expected: "usable in NVML"},
+			findings: []memFinding{{status: StatusError, msg: msg}}}
+	}
+	missing := memMissing(g)
+	if g.ECC == nil && g.RemappedRows == nil && g.RetiredPages == nil && len(missing) == 0 {
+		return memJudged{detail: Detail{Device: label, Status: StatusSkip,
+			Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}}
+	}
+	f := append(memFindings(g, cfg, allowOff), missing...)
+	// What needs the GPU replaced or reset comes before what could not be read.
+	slices.SortStableFunc(f, func(a, b memFinding) int { return b.status.rank() - a.status.rank() })
+	d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg)}
+	if len(f) == 0 {
+		d.Message = "no memory error that needs a GPU reset or replacement"
+		return memJudged{detail: d}
+	}
+	d.Status = f[0].status
+	msgs := make([]string, len(f))
+	for i, x := range f {
+		msgs[i] = x.msg
+	}
+	d.Message = strings.Join(msgs, "; ")
+	return memJudged{detail: d, findings: f}
+}
+
+// memMissing lists, as errors, the memory error state NVML did not report although g's model
+// always has it, and the uncorrectable error count where ECC is on.
+func memMissing(g node.GPU) []memFinding {
+	tr, model := traitsOf(g.Name)
+	var f []memFinding
+	add := func(format string, args ...any) {
+		f = append(f, memFinding{status: StatusError, msg: fmt.Sprintf(format, args...)})
+	}
+	if tr.ecc && g.ECC == nil {
+		add("ECC mode not reported by NVML (%s GPUs have ECC): memory errors not judged", model)
+	}
+	if e := g.ECC; e != nil && e.Enabled && e.VolatileUncorrected == nil {
+		add("ECC on, but NVML reported no uncorrectable ECC error count: not judged")
+	}
+	if tr.rowRemapping && g.RemappedRows == nil {
+		add("remapped rows not reported by NVML (%s GPUs remap rows): a pending or failed remap not judged", model)
+	}
+	if tr.pageRetirement && g.RetiredPages == nil {
+		add("retired pages not reported by NVML (%s GPUs retire pages): not judged", model)
+	}
+	return f
+}
+
+// memSummary makes the result of the GPUs judged: the worst status of a GPU, where ok
+// (some GPU judged) beats skip; details in NVML order; the summary names the first GPU of
+// the worst status and what to do.
+func memSummary(gpus []memJudged, cfg *gpuMemoryErrorsConfig, without, eccOffAllowed int) Result {
+	res := Result{Expected: memExpected(cfg)}
 	counts := map[Status]int{}
 	for _, j := range gpus {
 		res.Details = append(res.Details, j.detail)
 		counts[j.detail.Status]++
 	}
-	// The result is the worst status of a GPU, where ok (some GPU judged) beats skip.
 	worst := StatusSkip
 	for _, s := range []Status{StatusFail, StatusError, StatusWarn, StatusOK} {
 		if counts[s] > 0 {
@@ -229,22 +274,17 @@ func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
 		}
 	}
 	res.Observed = countNoun(len(gpus), "GPU", "GPUs") + ": " + strings.Join(obs, ", ")
-
-	first := slices.IndexFunc(gpus, func(j judged) bool { return j.detail.Status == worst })
-	more := moreSuffix(counts[worst] - 1)
+	res.Status = worst
 	switch worst {
-	case StatusFail, StatusWarn:
-		res.Status = worst
-		res.Summary = gpus[first].detail.Device + ": " + gpus[first].findings[0].msg + more
-	case StatusError:
-		res.Status = StatusError
-		res.Summary = gpus[first].detail.Device + ": " + gpus[first].detail.Observed + ": memory error state not read" + more
-		res.Err = errors.New(res.Summary)
+	case StatusFail, StatusWarn, StatusError:
+		first := gpus[slices.IndexFunc(gpus, func(j memJudged) bool { return j.detail.Status == worst })]
+		res.Summary = first.detail.Device + ": " + first.findings[0].msg + moreSuffix(counts[worst]-1)
+		if worst == StatusError {
+			res.Err = errors.New(res.Summary)
+		}
 	case StatusSkip:
-		res.Status = StatusSkip
 		res.Summary = summaryNoMemoryCounters
 	default:
-		res.Status = StatusOK
 		ecc := "ECC on"
 		if eccOffAllowed > 0 {
 			ecc = fmt.Sprintf("ECC off on %d where allowed", eccOffAllowed)
@@ -380,7 +420,7 @@ func (gpuMemoryErrors) Explain() Explanation {
 		Warns:  "The ECC mode changes at the next reset (someone ran nvidia-smi -e), more than 15 pages were retired after double-bit errors (DCGM's soft limit: watch whether more follow), or, with ecc_off = \"warn\" or pending = \"warn\", ECC is off or a remap or retirement waits for a reset.",
 		Fails:  "Row remapping failed (no spare row left: NVIDIA's RMA criterion) or retired pages reached retired_pages_limit (DCGM's and the field diagnostic's RMA limit, 63): replace the GPU. An uncorrectable ECC error happened since the driver loaded, or a row remapping or page retirement waits for a GPU reset to take effect: reset the GPU. ECC is off on a GPU that has it (data-centre GPUs ship with ECC on; off, memory corruption goes undetected). The summary names the GPU by index and bus id, and what to do.",
 		Skips:  "No GPU reports ECC, row remapping or page retirement (consumer GPUs without ECC), or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
-		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; or NVML lost a GPU (ERROR_GPU_IS_LOST) so that its memory state cannot be read: gpu_count fails the node for that.",
+		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; NVML lost a GPU (ERROR_GPU_IS_LOST) so that its memory state cannot be read (gpu_count fails the node for that); or NVML did not report, for a GPU, what every GPU of its model reports: the remapped rows of A100, A10, A30, A40, H100, H200 and later data-centre GPUs, the ECC mode of data-centre GPUs, the retired pages of V100, P100 and T4, or the uncorrectable error count where ECC is on. The summary names the GPU and what was missing.",
 		Keys: map[string]string{
 			"ecc_off":             `What a GPU that has ECC but runs with it off gives: "fail", "warn" or "ok".`,
 			"ecc_off_models":      `GPUs that may run with ECC off whatever ecc_off says, as words of their NVML names matched like gpu_models rules ("geforce" matches "NVIDIA GeForce RTX 4090"): the workstation and consumer GPUs NVIDIA ships with ECC off.`,

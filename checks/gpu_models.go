@@ -2,12 +2,14 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -180,36 +182,101 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 	if ctx.Err() != nil {
 		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
 	}
+	return judgeGPUModels(env.Node, inv, claims, confErr, table)
+}
+
+// judgeGPUModels judges NVML's GPUs against the models slurm.conf claims for the node
+// (claims; confErr where slurm.conf could not be read), and against each other.
+func judgeGPUModels(nodeName string, inv node.GPUInventory, claims []modelClaim, confErr error, table gpuModelTable) Result {
 	var res Result
 	if len(claims) > 0 {
 		res.Expected = claimsText(claims)
 	}
-
-	if inv.Init != nvmlSuccess {
+	if inv.Init != node.InitSuccess {
 		init := inv.Init
 		if init == "" {
 			init = "no result"
 		}
 		res.Observed = "NVML " + init
-		switch {
-		case len(claims) > 0:
-			res.Status = StatusError
-			res.Err = fmt.Errorf("NVML init: %s", init)
-			res.Summary = fmt.Sprintf("cannot check %s: NVML %s", claimsText(claims), init)
-		case confErr != nil:
-			res.Status, res.Err = StatusError, confErr
-			res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML %s", env.Node, confErr, init)
-		default:
-			res.Status = StatusSkip
-			res.Summary = fmt.Sprintf("NVML %s and slurm.conf names no GPU model for %s", init, env.Node)
-		}
-		return res
+		return modelsUnknown(res, nodeName, "NVML "+init, "NVML "+init, claims, confErr)
 	}
+	groups, unread := groupGPUsByName(inv.Devices, table)
+	obs := make([]string, len(groups))
+	for i, g := range groups {
+		obs[i] = strconv.Itoa(len(g.indices)) + "x " + g.label()
+	}
+	res.Observed = strings.Join(obs, ", ")
+	if len(groups) == 0 && len(unread) == 0 {
+		return modelsUnknown(res, nodeName, "NVML names no GPU", "no GPU in NVML", claims, confErr)
+	}
+	fails, details := judgeClaims(claims, groups)
+	res.Details = append(details, unread...)
+	var mixed string
+	if len(groups) > 1 {
+		parts := make([]string, len(groups))
+		for i, g := range groups {
+			parts[i] = g.label() + " on " + g.gpus()
+		}
+		mixed = "mixed GPU models: " + strings.Join(parts, "; ")
+		res.Details = append(res.Details, Detail{Device: "node", Status: StatusWarn, Message: mixed,
+			Observed: strconv.Itoa(len(groups)) + " models", Expected: "1 model"})
+	}
+	switch {
+	case len(fails) > 0:
+		res.Status = StatusFail
+		res.Summary = fails[0] + moreSuffix(len(fails)-1)
+	case confErr != nil:
+		res.Status, res.Err = StatusError, confErr
+		res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML: %s", nodeName, confErr, res.Observed)
+	case len(unread) > 0:
+		res.Status = StatusError
+		res.Summary = unread[0].Device + ": " + strings.TrimPrefix(unread[0].Message, "NVML: ") + moreSuffix(len(unread)-1)
+		res.Err = errors.New(res.Summary)
+	case mixed != "":
+		res.Status = StatusWarn
+		res.Summary = mixed
+	case len(claims) > 0:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s, as slurm.conf %s says", res.Observed, claimsText(claims))
+	default:
+		res.Status = StatusOK
+		res.Summary = fmt.Sprintf("%s; slurm.conf names no GPU model for %s", res.Observed, nodeName)
+	}
+	return res
+}
 
-	var groups []gpuGroup // by NVML name, in index order of their first GPU
-	for _, g := range inv.Devices {
-		if g.Error != "" || g.Name == "" {
-			continue // gpu_count reports lost GPUs
+// modelsUnknown is the result where NVML names no GPU (why says so, and skipWhy in a skip):
+// an error where slurm.conf claims a model or could not be read, a skip where it claims none.
+func modelsUnknown(res Result, nodeName, why, skipWhy string, claims []modelClaim, confErr error) Result {
+	switch {
+	case len(claims) > 0:
+		res.Status = StatusError
+		res.Err = errors.New(why)
+		res.Summary = fmt.Sprintf("cannot check %s: %s", claimsText(claims), why)
+	case confErr != nil:
+		res.Status, res.Err = StatusError, confErr
+		res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); %s", nodeName, confErr, why)
+	default:
+		res.Status = StatusSkip
+		res.Summary = fmt.Sprintf("%s and slurm.conf names no GPU model for %s", skipWhy, nodeName)
+	}
+	return res
+}
+
+// groupGPUsByName groups the GPUs by NVML name, in index order of their first GPU. A GPU
+// NVML lost, or gave no name, is not in a group: its model is unknown, which is an error
+// detail (gpu_count fails the node for a lost GPU).
+func groupGPUsByName(devices []node.GPU, table gpuModelTable) (groups []gpuGroup, unread []Detail) {
+	for _, g := range devices {
+		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		switch {
+		case g.Error != "":
+			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": its model not read",
+				Observed: g.Error, Expected: "usable in NVML"})
+			continue
+		case g.Name == "":
+			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML gave no name: its model not read", Expected: "an NVML name"})
+			continue
 		}
 		i := slices.IndexFunc(groups, func(gr gpuGroup) bool { return gr.name == g.Name })
 		if i < 0 {
@@ -218,34 +285,17 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 		}
 		groups[i].indices = append(groups[i].indices, g.Index)
 	}
-	obs := make([]string, len(groups))
-	for i, g := range groups {
-		obs[i] = strconv.Itoa(len(g.indices)) + "x " + g.label()
-	}
-	res.Observed = strings.Join(obs, ", ")
+	return groups, unread
+}
 
-	if len(groups) == 0 {
-		switch {
-		case len(claims) > 0:
-			res.Status, res.Err = StatusError, fmt.Errorf("NVML names no GPU")
-			res.Summary = fmt.Sprintf("cannot check %s: NVML names no GPU", claimsText(claims))
-		case confErr != nil:
-			res.Status, res.Err = StatusError, confErr
-			res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML names no GPU", env.Node, confErr)
-		default:
-			res.Status = StatusSkip
-			res.Summary = fmt.Sprintf("no GPU in NVML and slurm.conf names no GPU model for %s", env.Node)
-		}
-		return res
-	}
-
-	// slurm.conf's claims: every GPU must be the model each claim names.
-	var fails []string
+// judgeClaims checks slurm.conf's claims: every GPU must be the model each claim names. It
+// returns a line per claim some GPUs break, and a detail per claim and model.
+func judgeClaims(claims []modelClaim, groups []gpuGroup) (fails []string, details []Detail) {
 	for _, c := range claims {
 		var wrong []gpuGroup
 		for _, g := range groups {
 			if g.token == c.token {
-				res.Details = append(res.Details, Detail{Device: g.gpus(), Status: StatusOK,
+				details = append(details, Detail{Device: g.gpus(), Status: StatusOK,
 					Message: g.name + " is " + c.token + " as " + c.what + " says", Observed: g.token, Expected: c.token})
 				continue
 			}
@@ -254,7 +304,7 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 				got = "unknown model"
 			}
 			wrong = append(wrong, g)
-			res.Details = append(res.Details, Detail{Device: g.gpus(), Status: StatusFail,
+			details = append(details, Detail{Device: g.gpus(), Status: StatusFail,
 				Message: fmt.Sprintf("%s but %s %s %s", c.what, g.gpus(), text.Plural(len(g.indices), "is", "are"), g.label()), Observed: got, Expected: c.token})
 		}
 		switch {
@@ -269,35 +319,7 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 			fails = append(fails, c.what+" but "+strings.Join(parts, ", "))
 		}
 	}
-	var mixed string
-	if len(groups) > 1 {
-		parts := make([]string, len(groups))
-		for i, g := range groups {
-			parts[i] = g.label() + " on " + g.gpus()
-		}
-		mixed = "mixed GPU models: " + strings.Join(parts, "; ")
-		res.Details = append(res.Details, Detail{Device: "node", Status: StatusWarn, Message: mixed,
-			Observed: strconv.Itoa(len(groups)) + " models", Expected: "1 model"})
-	}
-
-	switch {
-	case len(fails) > 0:
-		res.Status = StatusFail
-		res.Summary = fails[0] + moreSuffix(len(fails)-1)
-	case confErr != nil:
-		res.Status, res.Err = StatusError, confErr
-		res.Summary = fmt.Sprintf("cannot tell the GPU models slurm.conf gives %s (%v); NVML: %s", env.Node, confErr, res.Observed)
-	case mixed != "":
-		res.Status = StatusWarn
-		res.Summary = mixed
-	case len(claims) > 0:
-		res.Status = StatusOK
-		res.Summary = fmt.Sprintf("%s, as slurm.conf %s says", res.Observed, claimsText(claims))
-	default:
-		res.Status = StatusOK
-		res.Summary = fmt.Sprintf("%s; slurm.conf names no GPU model for %s", res.Observed, env.Node)
-	}
-	return res
+	return fails, details
 }
 
 // modelClaims lists this node's slurm.conf Feature= tokens and gpu Gres types that name a
@@ -347,7 +369,7 @@ func (gpuModels) Explain() Explanation {
 		Warns:  "The GPUs are of more than one model (NVML names differ): mixed generations on one node trouble the driver, Fabric Manager and NCCL. The warning names each model and its GPU indices.",
 		Fails:  "A Feature= token or Gres type names a GPU model that some or all GPUs are not (Feature=h100 on a node with A100s): jobs that asked for that model get other GPUs. The summary names the token, the GPUs and their model.",
 		Skips:  "NVML is unavailable, or lists no GPU, and slurm.conf names no GPU model for this node.",
-		Errors: "slurm.conf names a GPU model but NVML is unavailable (\"cannot check Feature=h100: NVML ERROR_LIBRARY_NOT_FOUND\") or names no GPU; slurm.conf cannot be read or does not define the node; or a models rule is invalid.",
+		Errors: "slurm.conf names a GPU model but NVML is unavailable (\"cannot check Feature=h100: NVML ERROR_LIBRARY_NOT_FOUND\") or names no GPU; NVML lost a GPU or gave it no name, so that its model cannot be told; slurm.conf cannot be read or does not define the node; or a models rule is invalid.",
 		Keys: map[string]string{
 			"models": "Extra rules \"words=token\", tried before the built-in table, in order: [\"h100 nvl=h100nvl\", \"rtx 4000 ada=rtx4000ada\"]. The token is the word your slurm.conf uses for the model as a Feature or Gres type.",
 		},

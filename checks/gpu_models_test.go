@@ -161,8 +161,14 @@ func TestGPUModels(t *testing.T) {
 			"Feature=titan but the GPUs are NVIDIA A100-SXM4-80GB (a100)"},
 		{"invalid configured rule", h100SlurmConf, "gpu-h100-01", []string{"h100"}, h100NVML(), nil, StatusError,
 			`models: "h100" is not a rule: write words of the NVML name, '=' and the model token, such as "h100=h100" or "rtx 4090=rtx4090"`},
-		{"lost GPU is left to gpu_count", h100SlurmConf, "gpu-h100-01", nil, lost, nil, StatusOK,
-			"7x NVIDIA H100 80GB HBM3 (h100), as slurm.conf Feature=h100, Gres=gpu:h100:8 says"},
+		// Issue 12: the lost GPU's model was not looked at, so the check cannot say that all
+		// GPUs are h100 (gpu_count fails the node for the GPU itself).
+		{"lost GPU: its model not read", h100SlurmConf, "gpu-h100-01", nil, lost, nil, StatusError,
+			"gpu 4: ERROR_GPU_IS_LOST: its model not read"},
+		{"lost GPU, another of a wrong model: fail", h100SlurmConf, "gpu-h100-01", nil, changeGPU(lost, 2, func(g *node.GPU) { g.Name = nameA100 }), nil, StatusFail,
+			"Feature=h100 but gpu 2 is NVIDIA A100-SXM4-80GB (a100) (+1 more)"},
+		{"GPU without a name", h100SlurmConf, "gpu-h100-01", nil, changeGPU(h100NVML(), 6, func(g *node.GPU) { g.Name = "" }), nil, StatusError,
+			"gpu 6 (0000:cb:00.0): NVML gave no name: its model not read"},
 		{"NVML unavailable, model advertised", h100SlurmConf, "gpu-h100-01", nil, noLib, nil, StatusError,
 			"cannot check Feature=h100, Gres=gpu:h100:8: NVML ERROR_LIBRARY_NOT_FOUND"},
 		{"NVML unavailable, no model advertised", h100SlurmConf, "cpu-01", nil, noLib, nil, StatusSkip,
@@ -239,6 +245,48 @@ func TestGPUModelsConfig(t *testing.T) {
 			}
 			if got != tc.wantErr {
 				t.Errorf("error:\n got %s\nwant %s", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestJudgeGPUModels feeds the judge literal NVML names and slurm.conf claims.
+func TestJudgeGPUModels(t *testing.T) {
+	table, err := newGPUModelTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	inv := func(names ...string) node.GPUInventory {
+		out := node.GPUInventory{Init: "SUCCESS", DeviceCount: len(names)}
+		for i, n := range names {
+			out.Devices = append(out.Devices, node.GPU{Index: i, Name: n})
+		}
+		return out
+	}
+	h100 := []modelClaim{{what: "Feature=h100", token: "h100"}}
+	tests := []struct {
+		name        string
+		inv         node.GPUInventory
+		claims      []modelClaim
+		confErr     error
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"as claimed", inv(nameH100, nameH100), h100, nil, StatusOK, "2x NVIDIA H100 80GB HBM3 (h100), as slurm.conf Feature=h100 says"},
+		{"claim broken", inv(nameA100), h100, nil, StatusFail, "Feature=h100 but the GPUs are NVIDIA A100-SXM4-80GB (a100)"},
+		{"mixed, no claim", inv(nameH100, nameA100), nil, nil, StatusWarn,
+			"mixed GPU models: NVIDIA H100 80GB HBM3 (h100) on gpu 0; NVIDIA A100-SXM4-80GB (a100) on gpu 1"},
+		{"a GPU without a name", inv(nameH100, ""), h100, nil, StatusError, "gpu 1: NVML gave no name: its model not read"},
+		{"slurm.conf unreadable", inv(nameH100), nil, errors.New("no slurm.conf"), StatusError,
+			"cannot tell the GPU models slurm.conf gives gpu01 (no slurm.conf); NVML: 1x NVIDIA H100 80GB HBM3 (h100)"},
+		{"NVML down, claim", node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, h100, nil, StatusError,
+			"cannot check Feature=h100: NVML ERROR_DRIVER_NOT_LOADED"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUModels("gpu01", tc.inv, tc.claims, tc.confErr, table)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -26,9 +26,6 @@ const (
 	pciClassInfiniBand  = 0x0207 // PCI_CLASS_NETWORK_INFINIBAND: ConnectX in InfiniBand mode
 )
 
-// nvmlSuccess is GPUInventory.Init when NVML initialised.
-const nvmlSuccess = "SUCCESS"
-
 func pciClass(d node.PCIDevice) uint32 { return d.Class >> 8 }
 
 // isNVIDIAGPU: an NVIDIA function of class 3D controller or VGA. NVIDIA's HDMI audio (0x0403)
@@ -166,14 +163,14 @@ func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory
 	if err != nil {
 		return inv, factsError(ctx, "query NVML", err), false
 	}
-	if inv.Init == nvmlSuccess && len(inv.Devices) > 0 {
+	if inv.Init == node.InitSuccess && len(inv.Devices) > 0 {
 		return inv, Result{}, true
 	}
 	why := "NVML init " + inv.Init
 	switch {
 	case inv.Init == "":
 		why = "NVML init: no result"
-	case inv.Init == nvmlSuccess:
+	case inv.Init == node.InitSuccess:
 		why = "NVML lists no GPU"
 	}
 	pci, perr := env.Facts.PCIDevices(ctx)

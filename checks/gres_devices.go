@@ -8,6 +8,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
@@ -54,21 +55,51 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		return Result{Status: StatusError, Summary: "read gres.conf: " + err.Error(), Err: err}
 	}
 	ng := gc.ForNode(env.Node)
-	// A gres.conf line Slurm would refuse may be the one that lists this node's devices:
-	// without it the check cannot tell what should be there, so it says error, not ok.
-	var confErrs []Detail
-	for _, p := range gc.Problems {
-		if p.Severity == slurm.SeverityError && problemConcerns(p, env.Node) {
-			confErrs = append(confErrs, Detail{Device: fmt.Sprintf("%s:%d", p.File, p.Line), Status: StatusError, Message: p.Message})
+	confErrs := gresConfErrors(gc.Problems, env.Node)
+	wants := gresWants(ng)
+	if len(wants) == 0 {
+		return gresNothingToCheck(env.Node, gresPath, ng.AutoDetect, confErrs)
+	}
+	found := make([]devAnswer, len(wants))
+	for i, w := range wants {
+		dn, err := env.Facts.DevNode(ctx, w.file)
+		if ctx.Err() != nil {
+			return Result{Status: StatusFail, Summary: "timed out reading " + w.file, Err: ctx.Err()}
+		}
+		found[i] = devAnswer{dn, err}
+	}
+	return judgeGresDevices(wants, found, confErrs)
+}
+
+// gresWant is one device file gres.conf lists for the node.
+type gresWant struct {
+	file  string
+	where string // gres.conf:LINE
+	minor int    // -1: no minor expected from the name
+}
+
+// devAnswer is what the node says of one device file.
+type devAnswer struct {
+	dn  node.DevNode
+	err error
+}
+
+// gresConfErrors lists the gres.conf problems Slurm would refuse that may concern the node:
+// without the line, the check cannot tell what should be there, so it says error, not ok.
+func gresConfErrors(problems []slurm.Problem, nodeName string) []Detail {
+	var out []Detail
+	for _, p := range problems {
+		if p.Severity == slurm.SeverityError && problemConcerns(p, nodeName) {
+			out = append(out, Detail{Device: fmt.Sprintf("%s:%d", p.File, p.Line), Status: StatusError, Message: p.Message})
 		}
 	}
+	return out
+}
 
-	type want struct {
-		file  string
-		where string // gres.conf:LINE
-		minor int    // -1: no minor expected from the name
-	}
-	var wants []want
+// gresWants lists the node's File= and MultipleFiles= device files, each once, and
+// /dev/nvidiactl where GPU files are listed: every NVIDIA GPU needs it.
+func gresWants(ng slurm.NodeGres) []gresWant {
+	var wants []gresWant
 	seen := map[string]bool{}
 	gpuFiles := false
 	for _, l := range ng.Lines {
@@ -77,32 +108,36 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 				continue
 			}
 			seen[f] = true
-			wants = append(wants, want{file: f, where: l.Pos.String(), minor: nvidiaMinorFromName(f)})
+			wants = append(wants, gresWant{file: f, where: l.Pos.String(), minor: nvidiaMinorFromName(f)})
 			if strings.EqualFold(l.Name, "gpu") && nvidiaMinorFromName(f) >= 0 {
 				gpuFiles = true
 			}
 		}
 	}
-	if len(wants) == 0 {
-		if len(confErrs) > 0 {
-			return Result{Status: StatusError, Summary: "gres.conf: " + confErrs[0].Message + moreSuffix(len(confErrs)-1), Details: confErrs}
-		}
-		if ng.AutoDetect != "" && ng.AutoDetect != "off" {
-			return Result{Status: StatusSkip, Summary: fmt.Sprintf("gres.conf uses AutoDetect=%s for %s: no File= entries to check", ng.AutoDetect, env.Node)}
-		}
-		return Result{Status: StatusSkip, Summary: fmt.Sprintf("no gres.conf entry with File= for node %s in %s", env.Node, gresPath)}
-	}
 	if gpuFiles && !seen["/dev/nvidiactl"] {
-		wants = append(wants, want{file: "/dev/nvidiactl", where: "needed by every NVIDIA GPU", minor: nvidiactlMinor})
+		wants = append(wants, gresWant{file: "/dev/nvidiactl", where: "needed by every NVIDIA GPU", minor: nvidiactlMinor})
 	}
+	return wants
+}
 
+// gresNothingToCheck is the result for a node gres.conf lists no device file for.
+func gresNothingToCheck(nodeName, gresPath, autoDetect string, confErrs []Detail) Result {
+	switch {
+	case len(confErrs) > 0:
+		return Result{Status: StatusError, Summary: "gres.conf: " + confErrs[0].Message + moreSuffix(len(confErrs)-1), Details: confErrs}
+	case autoDetect != "" && autoDetect != "off":
+		return Result{Status: StatusSkip, Summary: fmt.Sprintf("gres.conf uses AutoDetect=%s for %s: no File= entries to check", autoDetect, nodeName)}
+	}
+	return Result{Status: StatusSkip, Summary: fmt.Sprintf("no gres.conf entry with File= for node %s in %s", nodeName, gresPath)}
+}
+
+// judgeGresDevices judges each wanted device file by what the node said of it (found, in the
+// same order), with the gres.conf lines that could not be read.
+func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Result {
 	res := Result{Status: StatusOK}
 	var bad []Detail
-	for _, w := range wants {
-		d := judgeDevice(ctx, env, w.file, w.minor)
-		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading " + w.file, Err: ctx.Err()}
-		}
+	for i, w := range wants {
+		d := judgeDevice(w.file, w.minor, found[i].dn, found[i].err)
 		if d.Status != StatusOK {
 			d.Message += " (" + w.where + ")"
 			bad = append(bad, d)
@@ -128,7 +163,7 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 		res.Summary = first.Device + " " + first.Message + moreSuffix(len(bad)-1)
 		return res
 	}
-	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w want) string { return w.file })))
+	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
 	return res
 }
 
@@ -142,12 +177,12 @@ func problemConcerns(p slurm.Problem, node string) bool {
 	return err != nil || hl.Contains(node)
 }
 
-func judgeDevice(ctx context.Context, env *Env, file string, wantMinor int) Detail {
+// judgeDevice judges one device file by what stat said of it (dn, or err where it failed).
+func judgeDevice(file string, wantMinor int, dn node.DevNode, err error) Detail {
 	d := Detail{Device: file, Status: StatusOK, Expected: "char device"}
 	if wantMinor >= 0 {
 		d.Expected = fmt.Sprintf("char %d:%d", nvidiaMajor, wantMinor)
 	}
-	dn, err := env.Facts.DevNode(ctx, file)
 	switch {
 	case err != nil:
 		d.Status, d.Message = StatusError, "cannot stat: "+err.Error()

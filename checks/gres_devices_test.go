@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -84,6 +85,39 @@ func TestNvidiaMinorFromName(t *testing.T) {
 		t.Run(tc.file, func(t *testing.T) {
 			if got := nvidiaMinorFromName(tc.file); got != tc.want {
 				t.Errorf("nvidiaMinorFromName(%q) = %d, want %d", tc.file, got, tc.want)
+			}
+		})
+	}
+}
+
+// TestJudgeGresDevices feeds the judge literal stat answers.
+func TestJudgeGresDevices(t *testing.T) {
+	wants := []gresWant{
+		{file: "/dev/nvidia0", where: "gres.conf:2", minor: 0},
+		{file: "/dev/nvidiactl", where: "needed by every NVIDIA GPU", minor: 255},
+	}
+	ok := []devAnswer{{dn: charDev(195, 0)}, {dn: charDev(195, 255)}}
+	tests := []struct {
+		name        string
+		found       []devAnswer
+		confErrs    []Detail
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"present", ok, nil, StatusOK, "2 device files from gres.conf present as character devices (/dev/nvidia0,/dev/nvidiactl)"},
+		{"missing", []devAnswer{{dn: node.DevNode{Path: "/dev/nvidia0", Missing: true}}, ok[1]}, nil, StatusFail, "/dev/nvidia0 missing (gres.conf:2)"},
+		{"wrong minor", []devAnswer{{dn: charDev(195, 3)}, ok[1]}, nil, StatusFail, "/dev/nvidia0 is char 195:3, want 195:0 (gres.conf:2)"},
+		{"regular file", []devAnswer{{dn: node.DevNode{Type: "file"}}, ok[1]}, nil, StatusFail, "/dev/nvidia0 is a regular file, not a character device (gres.conf:2)"},
+		{"stat fails", []devAnswer{{err: errors.New("stat /dev/nvidia0: permission denied")}, ok[1]}, nil, StatusError,
+			"/dev/nvidia0 cannot stat: stat /dev/nvidia0: permission denied (gres.conf:2)"},
+		{"a line Slurm refuses", ok, []Detail{{Device: "gres.conf:5", Status: StatusError, Message: "File=/dev/nvidia[0-: unclosed bracket"}}, StatusError,
+			"gres.conf:5 File=/dev/nvidia[0-: unclosed bracket"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGresDevices(wants, tc.found, tc.confErrs)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

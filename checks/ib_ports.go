@@ -172,7 +172,8 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 }
 
 // judgeIBPort names the first thing wrong with a port. A port that is down is not also blamed
-// for its rate: down ports report a meaningless rate (often 40 Gb/s).
+// for its rate: down ports report a meaningless rate (often 40 Gb/s). A state, phys_state or
+// rate (where min_rate is set) that could not be read is an error: the port was not looked at.
 func judgeIBPort(p node.IBPort, minRate float64) Detail {
 	d := Detail{Device: p.Name(), Status: StatusOK,
 		Observed: fmt.Sprintf("%s/%s %s", p.State, p.PhysState, p.Rate),
@@ -180,17 +181,30 @@ func judgeIBPort(p node.IBPort, minRate float64) Detail {
 	if minRate > 0 {
 		d.Expected += fmt.Sprintf(" >= %s Gb/s", fmtGbps(minRate))
 	}
-	var wrong []string
-	if p.StateID != ibStateActive {
-		wrong = append(wrong, "state "+orUnknown(p.State))
-	}
-	if p.PhysStateID != ibPhysStateLinkUp {
-		wrong = append(wrong, "phys_state "+orUnknown(p.PhysState))
+	var wrong, unread []string
+	for _, a := range []struct {
+		file, name string
+		id, want   uint
+	}{{"state", p.State, p.StateID, ibStateActive}, {"phys_state", p.PhysState, p.PhysStateID, ibPhysStateLinkUp}} {
+		switch {
+		case a.name == "":
+			unread = append(unread, a.file) // no such file: the port was not read
+		case a.id != a.want:
+			wrong = append(wrong, a.file+" "+a.name)
+		}
 	}
 	switch {
 	case len(wrong) > 0:
 		d.Status = StatusFail
 		d.Message = strings.Join(wrong, ", ") + ", want ACTIVE/LinkUp"
+	case len(unread) > 0:
+		d.Status = StatusError
+		d.Message = strings.Join(unread, " and ") + " not readable in sysfs: the port's state not judged"
+	case minRate > 0 && p.RateGbps <= 0:
+		// An ACTIVE port always has a rate; none, or one that does not read as a number,
+		// is a reading that failed, not a slow port.
+		d.Status = StatusError
+		d.Message = fmt.Sprintf("rate %q not readable in sysfs: not judged against %s Gb/s", p.Rate, fmtGbps(minRate))
 	case minRate > 0 && p.RateGbps < minRate:
 		d.Status = StatusFail
 		d.Message = fmt.Sprintf("rate %s Gb/s, want at least %s", fmtGbps(p.RateGbps), fmtGbps(minRate))
@@ -239,7 +253,7 @@ func (ibPorts) Explain() Explanation {
 		Warns:  "There are more ports than expected_ports (a new HCA, or expected_ports set too low).",
 		Fails:  "A port is not ACTIVE (DOWN; INIT or ARMED: the subnet manager has not brought it up) or not LinkUp (Polling: no cable or no peer; Disabled), runs below min_rate_gbps (a link trained down, NDR at HDR), or fewer than expected_ports ports are present (an HCA that vanished).",
 		Skips:  "There is no device under /sys/class/infiniband, or every port is excluded by config and expected_ports is 0.",
-		Errors: "/sys/class/infiniband cannot be read.",
+		Errors: "/sys/class/infiniband cannot be read, or a port's state or phys_state, or its rate where min_rate_gbps is set, cannot be read.",
 		Keys: map[string]string{
 			"min_rate_gbps":       `Lowest acceptable rate in Gb/s, as in the port's rate file ("400 Gb/sec (4X NDR)"): 100 for EDR, 200 for HDR, 400 for NDR. 0: no minimum.`,
 			"expected_ports":      "How many ports must be present, after devices and the exclusions. 0: any number.",

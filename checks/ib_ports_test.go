@@ -86,3 +86,37 @@ func TestIBPorts(t *testing.T) {
 		})
 	}
 }
+
+// TestJudgeIBPort feeds the judge of one port literal sysfs readings.
+func TestJudgeIBPort(t *testing.T) {
+	noState := ndr("mlx5_0")
+	noState.State, noState.StateID = "", 0
+	noRate := ndr("mlx5_0")
+	noRate.Rate, noRate.RateGbps = "", 0
+	odd := ndr("mlx5_0")
+	odd.Rate, odd.RateGbps = "fast", 0
+	tests := []struct {
+		name        string
+		port        node.IBPort
+		minRate     float64
+		wantStatus  Status
+		wantMessage string
+	}{
+		{"active", ndr("mlx5_0"), 400, StatusOK, "ACTIVE/LinkUp 400 Gb/s InfiniBand"},
+		{"down", downDisabled("mlx5_0"), 400, StatusFail, "state DOWN, phys_state Disabled, want ACTIVE/LinkUp"},
+		{"slow", ndr("mlx5_0"), 800, StatusFail, "rate 400 Gb/s, want at least 800"},
+		// Issue 12: what sysfs did not give is not a healthy port.
+		{"state file absent", noState, 0, StatusError, "state not readable in sysfs: the port's state not judged"},
+		{"rate absent, a minimum set", noRate, 400, StatusError, `rate "" not readable in sysfs: not judged against 400 Gb/s`},
+		{"rate unparsable, a minimum set", odd, 400, StatusError, `rate "fast" not readable in sysfs: not judged against 400 Gb/s`},
+		{"rate absent, no minimum", noRate, 0, StatusOK, "ACTIVE/LinkUp 0 Gb/s InfiniBand"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeIBPort(tc.port, tc.minRate)
+			if got.Status != tc.wantStatus || got.Message != tc.wantMessage {
+				t.Errorf("judgeIBPort = %s %q, want %s %q", got.Status, got.Message, tc.wantStatus, tc.wantMessage)
+			}
+		})
+	}
+}

@@ -137,7 +137,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 		if err != nil {
 			return factsError(ctx, "query NVML", err)
 		}
-		if inv.Init != nvmlSuccess {
+		if inv.Init != node.InitSuccess {
 			init := inv.Init
 			if init == "" {
 				init = "no result"
@@ -152,14 +152,20 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	if u, err := strconv.Atoi(env.Job.UID); err == nil && u >= 0 {
 		jobUID = u
 	}
-	res = Result{Expected: fmt.Sprintf("no compute process and at most %d MiB used on the job's GPUs (SLURM_JOB_GPUS=%s)", cfg.MemoryUsedMaxMiB, env.Job.GPUs)}
+	return judgeJobLeftovers(gpus, env.Mode, cfg.MemoryUsedMaxMiB, jobUID, env.Job)
+}
+
+// judgeJobLeftovers judges the job's GPUs, each followed to its NVML device or stopped on
+// the way with its verdict. jobUID is the job's owner (-1: unknown).
+func judgeJobLeftovers(gpus []jobGPU, mode config.Mode, maxMiB, jobUID int, job Job) Result {
+	res := Result{Expected: fmt.Sprintf("no compute process and at most %d MiB used on the job's GPUs (SLURM_JOB_GPUS=%s)", maxMiB, job.GPUs)}
 	var judged, bad []Detail
 	var labels []string
 	leftovers := 0
 	for _, t := range gpus {
 		d := t.verdict
 		if d == nil {
-			j := judgeJobGPU(t, env.Mode, cfg.MemoryUsedMaxMiB, jobUID, env.Job.User)
+			j := judgeJobGPU(t, mode, maxMiB, jobUID, job.User)
 			d = &j
 			labels = append(labels, j.Device)
 		}
@@ -198,7 +204,7 @@ func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 		return res
 	}
 	gpusText := countNoun(len(labels), "GPU", "GPUs") + " (" + strings.Join(labels, ", ") + ")"
-	if env.Mode == config.ModeEpilog {
+	if mode == config.ModeEpilog {
 		res.Summary = "no compute process left and memory released on the job's " + gpusText
 	} else {
 		res.Summary = "no process and no held memory on the job's " + gpusText + " before it starts"

@@ -21,7 +21,7 @@ var leftoverBusIDs = []string{"00000000:19:00.0", "00000000:3B:00.0", "00000000:
 
 // idleGPUs is n idle H100s as NVML v2 reports them: no process, 0 MiB used (551 reserved).
 func idleGPUs(n int) node.GPUInventory {
-	inv := node.GPUInventory{Init: nvmlSuccess, DriverVersion: "550.90.07", DeviceCount: n}
+	inv := node.GPUInventory{Init: node.InitSuccess, DriverVersion: "550.90.07", DeviceCount: n}
 	for i := range n {
 		inv.Devices = append(inv.Devices, node.GPU{Index: i, MinorNumber: i, Name: "NVIDIA H100 80GB HBM3", PCIBusID: leftoverBusIDs[i],
 			Memory:  &node.Memory{TotalMiB: 81559, UsedMiB: 0, ReservedMiB: 551},
@@ -368,4 +368,38 @@ func TestJobLeftoversConfig(t *testing.T) {
 			wantErr: "nodecheck.toml:2: checks.job_leftovers.memory_used_max_mib: want a whole number, got the string \"1G\"",
 		},
 	})
+}
+
+// TestJudgeJobLeftovers feeds the judge literal GPUs of a job, as gres.conf and NVML gave them.
+func TestJudgeJobLeftovers(t *testing.T) {
+	idle := &node.GPU{Index: 2, PCIBusID: "00000000:4C:00.0", Memory: &node.Memory{UsedMiB: 1}, Compute: &node.Compute{Processes: []node.Process{}}}
+	busy := &node.GPU{Index: 3, PCIBusID: "00000000:5D:00.0", Memory: &node.Memory{UsedMiB: 4000},
+		Compute: &node.Compute{Processes: []node.Process{{PID: 4242, UID: 1000, User: "alice", Command: "python"}}}}
+	unlisted := &node.GPU{Index: 4, PCIBusID: "00000000:9B:00.0", Memory: &node.Memory{UsedMiB: 1}}
+	held := &node.GPU{Index: 5, PCIBusID: "00000000:BB:00.0", Memory: &node.Memory{UsedMiB: 2048}, Compute: &node.Compute{Processes: []node.Process{}}}
+	job := Job{GPUs: "0", UID: "1000", User: "alice"}
+	gpu := func(g *node.GPU) jobGPU { return jobGPU{index: 0, file: "/dev/nvidia2", gpu: g} }
+	tests := []struct {
+		name        string
+		gpus        []jobGPU
+		mode        config.Mode
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"epilog, clean", []jobGPU{gpu(idle)}, config.ModeEpilog, StatusOK, "no compute process left and memory released on the job's 1 GPU (gpu 2 (0000:4c:00.0))"},
+		{"epilog, a process left", []jobGPU{gpu(busy)}, config.ModeEpilog, StatusFail, "gpu 3 (0000:5d:00.0): 1 process left: pid 4242 (alice, python)"},
+		{"prolog, the job's own user", []jobGPU{gpu(busy)}, config.ModeProlog, StatusFail,
+			"gpu 3 (0000:5d:00.0): 1 process before the job starts: pid 4242 (alice, python, the job's own user)"},
+		{"processes not listed", []jobGPU{gpu(unlisted)}, config.ModeEpilog, StatusError,
+			"gpu 4 (0000:9b:00.0): NVML could not list its compute processes (SLURM_JOB_GPUS index 0, /dev/nvidia2)"},
+		{"memory held", []jobGPU{gpu(held)}, config.ModeEpilog, StatusFail, "gpu 5 (0000:bb:00.0): memory not released: 2048 MiB used with no process, max 1024 MiB"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeJobLeftovers(tc.gpus, tc.mode, 1024, 1000, job)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
 }

@@ -9,7 +9,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,44 +35,6 @@ const (
 	ncclNoLastRun     = "no earlier run recorded"
 )
 
-// ncclThreshold is one built-in minimum bus bandwidth.
-type ncclThreshold struct {
-	models []string // CUDA/NVML device names, compared without case and without "NVIDIA "
-	gpus   int      // ranks (GPUs) in the run
-	ref    float64  // a healthy node's busbw at large sizes, GB/s, from the source
-	min    float64  // the threshold: 85% of ref, rounded to 5 GB/s
-	label  string   // how a summary names the entry
-}
-
-// ncclThresholds is the built-in table: busbw of all_reduce_perf at large sizes on one
-// node, single process, all GPUs. Only configurations with a public reference are listed; for
-// any other the check reports the figure with a warning and asks for min_busbw_gbps.
-//
-//   - 8x H100 80GB HBM3 (HGX/DGX H100, SXM5, NVSwitch): reference 460 GB/s. Azure's node
-//     health checks accept an ND H100 v5 node at 460 GB/s at 16 GiB (Azure/azurehpc-health-checks
-//     conf/nd96isr_h100_v5.conf @ 06114325: "check_nccl_allreduce 460.0 1 ... 16G"); DESIGN.md
-//     section 4 says about 460; NVIDIA (sjeaugey in NVIDIA/nccl-tests#212) expects a peak of
-//     about 480 GB/s with NVLink SHARP (NVLS); the real 8x H100 log in testdata/nccl shows
-//     465-477 GB/s at 1-4 GiB.
-//   - 8x A100-SXM4 (40 and 80 GB, HGX A100, NVSwitch): reference 228 GB/s, Azure's threshold
-//     for ND A100 v4 at 8 GiB and ND A100 v4 80GB at 4 GiB (conf/nd96asr_v4.conf @ 12009524,
-//     conf/nd96amsr_a100_v4.conf @ 00f42e35: "check_nccl_allreduce 228.0 10 ..."); DESIGN.md
-//     says about 228.
-//
-// The threshold is 85% of the reference: the default sweep stops at 4 GiB where Azure
-// measures at 8-16 GiB (a few % lower: 465 at 1 GiB against 477 at 4 GiB in the H100 log),
-// and runs vary by a few %; 15% below the reference still catches what drains are for: a
-// GPU fallen back to PCIe (tens of GB/s), NVLinks or an NVSwitch lost, throttled clocks.
-// On H100 it also fails a run without NVLS, which NCCL 2.17 and later use by default on
-// NVSwitch nodes: about 370 GB/s (NVIDIA/nccl#2140: "busbw 370 -> 480" NVLS off/on;
-// NVIDIA/nccl-tests#309: 368.76 with NVLS disabled), which means Fabric Manager's multicast
-// is not working or NCCL is too old, and jobs get a fifth less than on a healthy node. A
-// fleet that runs without NVLS on purpose sets min_busbw_gbps (about 315 = 85% of 370).
-var ncclThresholds = []ncclThreshold{
-	{models: []string{"H100 80GB HBM3"}, gpus: 8, ref: 460, min: 390, label: "8x H100 80GB HBM3"},
-	{models: []string{"A100-SXM4-80GB", "A100-SXM4-40GB"}, gpus: 8, ref: 228, min: 195, label: "8x A100-SXM4"},
-}
-
 // ncclAllReduce runs nccl-tests' all_reduce_perf over all the node's GPUs and judges the bus
 // bandwidth at large message sizes against a threshold, and the data check: any wrong
 // element is data corruption. It runs in manual mode by default; in health (and epilog) mode
@@ -95,59 +56,6 @@ func (ncclAllReduce) Description() string {
 	return "nccl-tests all_reduce_perf over all GPUs: busbw at 1 GiB and more at least min_busbw_gbps (or the built-in table), no wrong data"
 }
 
-// ncclAllReduceConfig is [checks.nccl_allreduce].
-type ncclAllReduceConfig struct {
-	config.CheckCommon
-	// Binary is nccl-tests' all_reduce_perf, or a wrapper script that sets LD_LIBRARY_PATH
-	// or NCCL_* variables first: commands run with PATH and LANG only.
-	Binary string `toml:"binary"`
-	// Args are passed to Binary; "-g N" is added with the node's GPU count when absent.
-	Args []string `toml:"args"`
-	// MinBusBWGBps is the least bus bandwidth at the largest message sizes; 0: the built-in
-	// table by GPU model and count.
-	MinBusBWGBps float64 `toml:"min_busbw_gbps"`
-	// Required makes a missing binary a fail instead of a skip.
-	Required bool `toml:"required"`
-	// NvidiaSMI lists the compute processes on the GPUs before a run: a node whose GPUs are
-	// in use is not tested.
-	NvidiaSMI string `toml:"nvidia_smi"`
-	// Pgrep looks for slurmstepd before a health or epilog run: a node where a Slurm job or
-	// step runs is not tested, even before the job has started on the GPUs.
-	Pgrep string `toml:"pgrep"`
-}
-
-// Section runs the check in manual mode only: it occupies every GPU for tens of seconds.
-func (ncclAllReduce) Section() config.Section {
-	return &ncclAllReduceConfig{
-		CheckCommon: config.CheckCommon{Enabled: true, Timeout: 120 * time.Second, Modes: []string{"manual"}},
-		Binary:      "/usr/bin/all_reduce_perf",
-		Args:        []string{"-b", "8", "-e", "4G", "-f", "2"},
-		NvidiaSMI:   "/usr/bin/nvidia-smi",
-		Pgrep:       "/usr/bin/pgrep",
-	}
-}
-
-// ValidateSection implements config.SectionValidator.
-func (n *ncclAllReduceConfig) ValidateSection() []config.Problem {
-	var errs []config.Problem
-	add := func(key, format string, args ...any) { errs = append(errs, config.Problemf(key, format, args...)) }
-	// all_reduce_perf occupies every GPU for tens of seconds: in a prolog that is time the
-	// job waits for, on GPUs it is about to use. The check skips in prolog mode anyway; this
-	// says so where the admin made the choice.
-	if n.Enabled && slices.Contains(n.Modes, "prolog") {
-		add("modes", ": \"prolog\" is not allowed for nccl_allreduce: it occupies every GPU for tens of seconds before the job; use \"health\" (it then runs only on idle nodes) or \"manual\"")
-	}
-	for _, k := range []struct{ key, val string }{{"binary", n.Binary}, {"nvidia_smi", n.NvidiaSMI}, {"pgrep", n.Pgrep}} {
-		if !strings.HasPrefix(k.val, "/") {
-			add(k.key, " = %q: give an absolute path: Slurm hooks run without PATH", k.val)
-		}
-	}
-	if b := n.MinBusBWGBps; b < 0 || math.IsNaN(b) || math.IsInf(b, 0) {
-		add("min_busbw_gbps", " = %v: give a bus bandwidth in GB/s of 0 (the built-in table) or more, such as 390 for 8 H100 SXM", b)
-	}
-	return errs
-}
-
 func (c ncclAllReduce) clock() time.Time {
 	if c.now != nil {
 		return c.now()
@@ -157,53 +65,15 @@ func (c ncclAllReduce) clock() time.Time {
 
 func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 	cfg := settings[*ncclAllReduceConfig](env.Config, idNCCLAllReduce)
-	var notes []Detail
-	switch env.Mode {
-	case config.ModeProlog:
-		// Config validation refuses "prolog" in modes; a config built in code could still
-		// ask, and the answer is the same.
-		return c.notRun(ctx, env, ncclPrologSummary)
-	case config.ModeHealth, config.ModeEpilog:
-		busy, unsure := c.busy(ctx, env, cfg, true)
-		if busy == "" && unsure != "" {
-			busy = "cannot tell whether the node is idle (" + unsure + "): not running all_reduce_perf in " + string(env.Mode) + " mode"
-		}
-		if busy != "" {
-			return c.notRun(ctx, env, busy)
-		}
-	default:
-		// An admin asked for the run: only evidence that the GPUs are in use stops it.
-		busy, unsure := c.busy(ctx, env, cfg, false)
-		if busy != "" {
-			return c.notRun(ctx, env, busy+": stop them or drain the node first")
-		}
-		if unsure != "" {
-			notes = append(notes, Detail{Device: "idle", Status: StatusSkip, Message: "not verified that the GPUs are idle: " + unsure})
-		}
+	notes, res, ok := c.gate(ctx, env, cfg)
+	if !ok {
+		return res
 	}
-	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out before all_reduce_perf started", Err: ctx.Err()}
-	}
-
 	inv, gpuErr := env.Facts.GPUs(ctx)
-	args := cfg.Args
-	nGPUs := 0
-	if !ncclHasGPUFlag(args) {
-		switch {
-		case gpuErr != nil:
-			return Result{Status: StatusError, Summary: "cannot count the GPUs for -g: " + gpuErr.Error() + " (or set -g in args)", Err: gpuErr}
-		case inv.Init == "ERROR_LIBRARY_NOT_FOUND":
-			return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML ERROR_LIBRARY_NOT_FOUND): no GPUs to test"}
-		case inv.Init != "SUCCESS":
-			return Result{Status: StatusError, Summary: fmt.Sprintf("cannot count the GPUs for -g: NVML init %s (or set -g in args)", inv.Init)}
-		case inv.DeviceCount == 0:
-			return Result{Status: StatusSkip, Summary: "NVML reports no GPUs: nothing to test"}
-		}
-		nGPUs = inv.DeviceCount
-		args = append(append([]string(nil), args...), "-g", strconv.Itoa(nGPUs))
+	argv, nGPUs, res, ok := ncclArgv(cfg, inv, gpuErr)
+	if !ok {
+		return res
 	}
-	argv := append([]string{cfg.Binary}, args...)
-
 	cr, err := env.Facts.Exec(ctx, argv)
 	switch {
 	case errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil:
@@ -225,16 +95,70 @@ func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 	case err != nil:
 		return Result{Status: StatusError, Summary: "run " + ncclShellLine(argv) + ": " + err.Error(), Err: err}
 	}
-
 	run, perr := ParseNCCLTests(strings.NewReader(cr.Stdout))
 	thr, thrSource := ncclPickThreshold(cfg.MinBusBWGBps, run, inv, nGPUs)
-	res := judgeNCCL(ncclOutcome{run: run, parseErr: perr, exit: cr.ExitCode, stderr: cr.Stderr,
+	res = judgeNCCL(ncclOutcome{run: run, parseErr: perr, exit: cr.ExitCode, stderr: cr.Stderr,
 		truncated: cr.Truncated, min: thr, minSource: thrSource, argv: argv})
 	res.Details = append(notes, res.Details...)
 	if d, ok := c.saveLast(env, res, run); !ok {
 		res.Details = append(res.Details, d)
 	}
 	return res
+}
+
+// gate decides whether all_reduce_perf may run in this mode on this node. ok is false, with
+// the skip to return (carrying the last result), where it may not; notes are details for the
+// result of a run it lets go ahead.
+func (c ncclAllReduce) gate(ctx context.Context, env *Env, cfg *ncclAllReduceConfig) (notes []Detail, res Result, ok bool) {
+	switch env.Mode {
+	case config.ModeProlog:
+		// Config validation refuses "prolog" in modes; a config built in code could still
+		// ask, and the answer is the same.
+		return nil, c.notRun(ctx, env, ncclPrologSummary), false
+	case config.ModeHealth, config.ModeEpilog:
+		busy, unsure := c.busy(ctx, env, cfg, true)
+		if busy == "" && unsure != "" {
+			busy = "cannot tell whether the node is idle (" + unsure + "): not running all_reduce_perf in " + string(env.Mode) + " mode"
+		}
+		if busy != "" {
+			return nil, c.notRun(ctx, env, busy), false
+		}
+	default:
+		// An admin asked for the run: only evidence that the GPUs are in use stops it.
+		busy, unsure := c.busy(ctx, env, cfg, false)
+		if busy != "" {
+			return nil, c.notRun(ctx, env, busy+": stop them or drain the node first"), false
+		}
+		if unsure != "" {
+			notes = append(notes, Detail{Device: "idle", Status: StatusSkip, Message: "not verified that the GPUs are idle: " + unsure})
+		}
+	}
+	if ctx.Err() != nil {
+		return nil, Result{Status: StatusFail, Summary: "timed out before all_reduce_perf started", Err: ctx.Err()}, false
+	}
+	return notes, Result{}, true
+}
+
+// ncclArgv is the command line of the run: binary and args, with "-g N" added from NVML's
+// GPU count unless args set it. ok is false, with the result to return, where NVML cannot
+// give the count.
+func ncclArgv(cfg *ncclAllReduceConfig, inv node.GPUInventory, gpuErr error) (argv []string, nGPUs int, res Result, ok bool) {
+	args := cfg.Args
+	if !ncclHasGPUFlag(args) {
+		switch {
+		case gpuErr != nil:
+			return nil, 0, Result{Status: StatusError, Summary: "cannot count the GPUs for -g: " + gpuErr.Error() + " (or set -g in args)", Err: gpuErr}, false
+		case inv.Init == nvmlNoLibrary:
+			return nil, 0, Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no GPUs to test"}, false
+		case inv.Init != node.InitSuccess:
+			return nil, 0, Result{Status: StatusError, Summary: fmt.Sprintf("cannot count the GPUs for -g: NVML init %s (or set -g in args)", inv.Init)}, false
+		case inv.DeviceCount == 0:
+			return nil, 0, Result{Status: StatusSkip, Summary: "NVML reports no GPUs: nothing to test"}, false
+		}
+		nGPUs = inv.DeviceCount
+		args = append(append([]string(nil), args...), "-g", strconv.Itoa(nGPUs))
+	}
+	return append([]string{cfg.Binary}, args...), nGPUs, Result{}, true
 }
 
 // ncclNotInstalled is the summary for a missing binary: what to build and which key to set.
@@ -309,67 +233,6 @@ func ncclHasGPUFlag(args []string) bool {
 		}
 	}
 	return false
-}
-
-// ncclPickThreshold returns the minimum busbw and where it comes from: the config, or the
-// built-in table for the GPUs of the run (their names in the "# Rank" lines, else NVML's)
-// and their number (the ranks, else the -g added). 0: no threshold applies.
-func ncclPickThreshold(configured float64, run NCCLRun, inv node.GPUInventory, nGPUs int) (float64, string) {
-	if configured > 0 {
-		return configured, "min_busbw_gbps"
-	}
-	models := run.Models()
-	if len(models) == 0 {
-		for _, g := range inv.Devices {
-			if g.Name != "" && !slices.Contains(models, g.Name) {
-				models = append(models, g.Name)
-			}
-		}
-	}
-	n := len(run.Ranks)
-	if n == 0 {
-		n = nGPUs
-	}
-	if t, ok := ncclLookup(models, n); ok {
-		return t.min, "built-in for " + t.label
-	}
-	return 0, ncclNoThresholdFor(models, n)
-}
-
-func ncclLookup(models []string, n int) (ncclThreshold, bool) {
-	if len(models) != 1 {
-		return ncclThreshold{}, false
-	}
-	name := strings.TrimSpace(models[0])
-	if len(name) >= 7 && strings.EqualFold(name[:7], "NVIDIA ") {
-		name = name[7:]
-	}
-	for _, t := range ncclThresholds {
-		if t.gpus != n {
-			continue
-		}
-		for _, m := range t.models {
-			if strings.EqualFold(m, name) {
-				return t, true
-			}
-		}
-	}
-	return ncclThreshold{}, false
-}
-
-func ncclNoThresholdFor(models []string, n int) string {
-	what := "these GPUs"
-	switch len(models) {
-	case 0:
-	case 1:
-		what = models[0]
-	default:
-		what = "mixed GPUs " + strings.Join(models, " + ")
-	}
-	if n > 0 {
-		what += fmt.Sprintf(" x%d", n)
-	}
-	return "no threshold for " + what + ": set min_busbw_gbps"
 }
 
 // ncclOutcome is everything judgeNCCL looks at.

@@ -164,27 +164,7 @@ func parseNCCLComment(run *NCCLRun, body string, wrongIsCount *bool) error {
 			}
 		}
 	case strings.HasPrefix(body, "nThread "):
-		// "nThread 1 nGpus 8 minBytes 8 maxBytes 134217728 step: 2(factor) ... validation: 1 graph: 0"
-		f := strings.Fields(body)
-		for i := 0; i+1 < len(f); i++ {
-			var dst *int
-			switch f[i] {
-			case "nThread":
-				dst = &run.Threads
-			case "nGpus":
-				dst = &run.GPUs
-			case "validation:":
-				dst = &run.Validation
-			default:
-				continue
-			}
-			v, err := strconv.Atoi(f[i+1])
-			if err != nil || v < 0 {
-				return fmt.Errorf("%s %q is not a count", strings.TrimSuffix(f[i], ":"), f[i+1])
-			}
-			*dst = v
-			i++
-		}
+		return parseNCCLSetup(run, body)
 	case strings.HasPrefix(body, "Rank "):
 		m := ncclRankLine.FindStringSubmatch(body)
 		if m == nil {
@@ -226,6 +206,32 @@ func parseNCCLComment(run *NCCLRun, body string, wrongIsCount *bool) error {
 	case strings.Contains(body, "busbw"):
 		// The column header: "size count type redop root time algbw busbw #wrong time ...".
 		*wrongIsCount = strings.Contains(body, "#wrong")
+	}
+	return nil
+}
+
+// parseNCCLSetup reads the line of the run's parameters: "nThread 1 nGpus 8 minBytes 8
+// maxBytes 134217728 step: 2(factor) ... validation: 1 graph: 0".
+func parseNCCLSetup(run *NCCLRun, body string) error {
+	f := strings.Fields(body)
+	for i := 0; i+1 < len(f); i++ {
+		var dst *int
+		switch f[i] {
+		case "nThread":
+			dst = &run.Threads
+		case "nGpus":
+			dst = &run.GPUs
+		case "validation:":
+			dst = &run.Validation
+		default:
+			continue
+		}
+		v, err := strconv.Atoi(f[i+1])
+		if err != nil || v < 0 {
+			return fmt.Errorf("%s %q is not a count", strings.TrimSuffix(f[i], ":"), f[i+1])
+		}
+		*dst = v
+		i++
 	}
 	return nil
 }

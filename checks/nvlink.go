@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -199,110 +200,164 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	if !ok {
 		return res
 	}
+	return judgeNVLinks(inv.Devices, table, excl)
+}
 
-	res = Result{}
-	type bad struct {
-		label, msg string
+// The kinds of verdict on one GPU's NVLinks.
+const (
+	nvlJudged   = iota // its links were judged (ok or fail)
+	nvlExcluded        // the whole GPU is excluded by config
+	nvlLost            // NVML lost the GPU: its links not read
+	nvlUnread          // its model has NVLinks but NVML reported none: not read
+	nvlNone            // no NVLink
+	nvlOptional        // NVLink only through optional bridges (expected_links 0)
+	nvlAllDown         // a model the table does not know, every link inactive
+)
+
+// nvlinkGPU is the verdict on one GPU's NVLinks.
+type nvlinkGPU struct {
+	kind     int
+	detail   Detail
+	name     string // the GPU's name, for the summary
+	up, seen int    // links active, and links judged
+	expect   string // "NVIDIA H100 80GB HBM3: 18", for a model the table knows
+}
+
+// judgeNVLinks judges the NVLinks of every GPU NVML listed.
+func judgeNVLinks(gpus []node.GPU, table nvlinkTable, excl nvlinkExclusions) Result {
+	res := Result{}
+	var judged []nvlinkGPU
+	for _, g := range gpus {
+		v := judgeNVLinkGPU(g, table, excl)
+		res.Details = append(res.Details, v.detail)
+		judged = append(judged, v)
 	}
-	var fails, lost []bad
-	var judged, active, reported, optional, excluded, allDown int
+	return nvlinkSummary(res, judged)
+}
+
+// judgeNVLinkGPU judges one GPU: every link it reports active, and as many links as its
+// model has where the table knows the model.
+func judgeNVLinkGPU(g node.GPU, table nvlinkTable, excl nvlinkExclusions) nvlinkGPU {
+	addr := sysfsBusID(g.PCIBusID)
+	label := gpuLabel(g.Index, addr)
+	name := orUnknownName(g.Name)
+	v := nvlinkGPU{name: name, detail: Detail{Device: label}}
+	if excl.gpus[addr] {
+		v.kind, v.detail.Status, v.detail.Message = nvlExcluded, StatusSkip, "excluded by config (exclude)"
+		return v
+	}
+	if g.Error != "" {
+		v.kind = nvlLost
+		v.detail = Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": NVLinks not read", Observed: g.Error, Expected: "usable in NVML"}
+		return v
+	}
+	rule, known := table.expected(g.Name)
+	skipLinks := excl.links[addr]
+	var links, inactive []int
+	for _, l := range g.NVLinks {
+		if slices.Contains(skipLinks, l.Link) {
+			continue
+		}
+		links = append(links, l.Link)
+		if !l.Active {
+			inactive = append(inactive, l.Link)
+		}
+	}
+	up := len(links) - len(inactive)
+	v.detail.Observed = fmt.Sprintf("%d reported, %d active", len(links), up)
+	if len(skipLinks) > 0 {
+		v.detail.Observed += fmt.Sprintf(" (%s excluded)", countNoun(len(skipLinks), "link", "links"))
+	}
+	switch {
+	case len(g.NVLinks) == 0 && known && rule.links > 0:
+		// NVML answers a link it cannot bring up as inactive; no answer at all is a reading
+		// that did not happen, not a GPU without its links.
+		v.kind, v.detail.Status, v.detail.Expected = nvlUnread, StatusError, fmt.Sprintf("%d active NVLinks", rule.links)
+		v.detail.Message = fmt.Sprintf("NVLink state not reported by NVML (%s has %d NVLinks): not judged", name, rule.links)
+		return v
+	case len(g.NVLinks) == 0 && (!known || rule.links == 0):
+		v.kind, v.detail.Status, v.detail.Message = nvlNone, StatusSkip, "no NVLink"
+		return v
+	case known && rule.links == 0:
+		v.kind, v.detail.Status, v.detail.Expected = nvlOptional, StatusSkip, "not judged"
+		v.detail.Message = fmt.Sprintf("%s has NVLink only through optional bridges (expected_links %q): not judged", name, rule.text)
+		return v
+	case !known && len(links) == 0:
+		v.kind, v.detail.Status, v.detail.Message = nvlNone, StatusSkip, "every NVLink excluded by config"
+		return v
+	case !known && up == 0:
+		v.kind, v.detail.Status, v.detail.Expected = nvlAllDown, StatusSkip, "not judged"
+		v.detail.Message = fmt.Sprintf("all %d NVLinks inactive, but %s is not in expected_links, so not judged (no NVLink bridge fitted?): add a rule to judge it",
+			len(links), name)
+		return v
+	}
+	v.kind, v.up, v.seen = nvlJudged, up, len(links)
+	want, wantText := len(links), "every reported NVLink active"
+	if known {
+		want = max(rule.links-len(skipLinks), 0)
+		wantText = fmt.Sprintf("%d active NVLinks", want)
+		v.expect = fmt.Sprintf("%s: %d", name, rule.links)
+	}
+	v.detail.Status, v.detail.Expected = StatusOK, wantText
+	v.detail.Message = fmt.Sprintf("%d of %d NVLinks active", up, len(links))
+	if probs := nvlinkProblems(links, inactive, want); len(probs) > 0 {
+		v.detail.Status, v.detail.Message = StatusFail, strings.Join(probs, ", ")
+	}
+	return v
+}
+
+// nvlinkProblems says what is wrong with a GPU's links: fewer than want reported, and which
+// are inactive.
+func nvlinkProblems(links, inactive []int, want int) []string {
+	var probs []string
+	if len(links) < want {
+		probs = append(probs, fmt.Sprintf("%d of %d NVLinks reported", len(links), want))
+	}
+	switch {
+	case len(inactive) == 0:
+	case len(inactive) == len(links) && len(probs) > 0:
+		probs = append(probs, fmt.Sprintf("all %d inactive", len(links)))
+	case len(inactive) == len(links):
+		probs = append(probs, fmt.Sprintf("all %d NVLinks inactive", len(links)))
+	case len(inactive) == 1:
+		probs = append(probs, fmt.Sprintf("NVLink %d inactive", inactive[0]))
+	default:
+		probs = append(probs, "NVLinks "+listSome(linkRanges(inactive), 6)+" inactive")
+	}
+	return probs
+}
+
+// nvlinkSummary makes the result from the GPUs' verdicts: a failed link first, then a GPU
+// whose links could not be read, then why nothing was judged.
+func nvlinkSummary(res Result, gpus []nvlinkGPU) Result {
+	var fails, unread []Detail
 	var optionalNames, downNames, expect []string
-	for _, g := range inv.Devices {
-		addr := sysfsBusID(g.PCIBusID)
-		label := gpuLabel(g.Index, addr)
-		if excl.gpus[addr] {
-			excluded++
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusSkip, Message: "excluded by config (exclude)"})
-			continue
-		}
-		if g.Error != "" {
-			lost = append(lost, bad{label, g.Error + ": NVLinks not read"})
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusError,
-				Message: "NVML: " + g.Error + ": NVLinks not read", Observed: g.Error, Expected: "usable in NVML"})
-			continue
-		}
-		rule, known := table.expected(g.Name)
-		skipLinks := excl.links[addr]
-		var links, inactive []int
-		for _, l := range g.NVLinks {
-			if slices.Contains(skipLinks, l.Link) {
-				continue
+	count := map[int]int{}
+	var active, reported int
+	for _, v := range gpus {
+		count[v.kind]++
+		switch v.kind {
+		case nvlJudged:
+			active, reported = active+v.up, reported+v.seen
+			if v.detail.Status == StatusFail {
+				fails = append(fails, v.detail)
 			}
-			links = append(links, l.Link)
-			if !l.Active {
-				inactive = append(inactive, l.Link)
+			if v.expect != "" && !slices.Contains(expect, v.expect) {
+				expect = append(expect, v.expect)
+			}
+		case nvlLost, nvlUnread:
+			unread = append(unread, v.detail)
+		case nvlOptional:
+			if !slices.Contains(optionalNames, v.name) {
+				optionalNames = append(optionalNames, v.name)
+			}
+		case nvlAllDown:
+			if !slices.Contains(downNames, v.name) {
+				downNames = append(downNames, v.name)
 			}
 		}
-		up := len(links) - len(inactive)
-		obs := fmt.Sprintf("%d reported, %d active", len(links), up)
-		if len(skipLinks) > 0 {
-			obs += fmt.Sprintf(" (%s excluded)", countNoun(len(skipLinks), "link", "links"))
-		}
-		name := orUnknownName(g.Name)
-
-		switch {
-		case len(g.NVLinks) == 0 && (!known || rule.links == 0):
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusSkip, Observed: obs, Message: "no NVLink"})
-			continue
-		case known && rule.links == 0:
-			optional++
-			if !slices.Contains(optionalNames, name) {
-				optionalNames = append(optionalNames, name)
-			}
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusSkip, Observed: obs, Expected: "not judged",
-				Message: fmt.Sprintf("%s has NVLink only through optional bridges (expected_links %q): not judged", name, rule.text)})
-			continue
-		case !known && len(links) == 0:
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusSkip, Observed: obs, Message: "every NVLink excluded by config"})
-			continue
-		case !known && up == 0:
-			allDown++
-			if !slices.Contains(downNames, name) {
-				downNames = append(downNames, name)
-			}
-			res.Details = append(res.Details, Detail{Device: label, Status: StatusSkip, Observed: obs, Expected: "not judged",
-				Message: fmt.Sprintf("all %d NVLinks inactive, but %s is not in expected_links, so not judged (no NVLink bridge fitted?): add a rule to judge it",
-					len(links), name)})
-			continue
-		}
-
-		judged++
-		active += up
-		reported += len(links)
-		want := len(links)
-		wantText := "every reported NVLink active"
-		if known {
-			want = max(rule.links-len(skipLinks), 0)
-			wantText = fmt.Sprintf("%d active NVLinks", want)
-			e := fmt.Sprintf("%s: %d", name, rule.links)
-			if !slices.Contains(expect, e) {
-				expect = append(expect, e)
-			}
-		}
-		var probs []string
-		if len(links) < want {
-			probs = append(probs, fmt.Sprintf("%d of %d NVLinks reported", len(links), want))
-		}
-		switch {
-		case len(inactive) == 0:
-		case len(inactive) == len(links) && len(probs) > 0:
-			probs = append(probs, fmt.Sprintf("all %d inactive", len(links)))
-		case len(inactive) == len(links):
-			probs = append(probs, fmt.Sprintf("all %d NVLinks inactive", len(links)))
-		case len(inactive) == 1:
-			probs = append(probs, fmt.Sprintf("NVLink %d inactive", inactive[0]))
-		default:
-			probs = append(probs, "NVLinks "+listSome(linkRanges(inactive), 6)+" inactive")
-		}
-		d := Detail{Device: label, Status: StatusOK, Observed: obs, Expected: wantText, Message: fmt.Sprintf("%d of %d NVLinks active", up, len(links))}
-		if len(probs) > 0 {
-			d.Status = StatusFail
-			d.Message = strings.Join(probs, ", ")
-			fails = append(fails, bad{label, d.Message})
-		}
-		res.Details = append(res.Details, d)
 	}
-
+	judged := count[nvlJudged]
 	res.Observed = fmt.Sprintf("%d of %d NVLinks active on %s judged", active, reported, countNoun(judged, "GPU", "GPUs"))
 	res.Expected = "every NVLink active"
 	if len(expect) > 0 {
@@ -311,22 +366,23 @@ func (nvLink) Run(ctx context.Context, env *Env) Result {
 	switch {
 	case len(fails) > 0:
 		res.Status = StatusFail
-		res.Summary = fails[0].label + ": " + fails[0].msg + moreSuffix(len(fails)-1)
-	case len(lost) > 0:
+		res.Summary = fails[0].Device + ": " + fails[0].Message + moreSuffix(len(fails)-1)
+	case len(unread) > 0:
 		res.Status = StatusError
-		res.Summary = lost[0].label + ": " + lost[0].msg + moreSuffix(len(lost)-1)
+		msg := strings.TrimPrefix(unread[0].Message, "NVML: ")
+		res.Summary = unread[0].Device + ": " + msg + moreSuffix(len(unread)-1)
 		res.Err = errors.New(res.Summary)
-	case judged == 0 && optional > 0:
+	case judged == 0 && count[nvlOptional] > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: %s %s NVLink only through optional bridges (expected_links 0)",
 			listSome(optionalNames, 2), text.Plural(len(optionalNames), "has", "have"))
-	case judged == 0 && allDown > 0:
+	case judged == 0 && count[nvlAllDown] > 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no GPU whose NVLinks are judged: every NVLink of %s inactive (no bridge?), and expected_links does not name the model",
 			listSome(downNames, 2))
-	case judged == 0 && excluded > 0:
+	case judged == 0 && count[nvlExcluded] > 0:
 		res.Status = StatusSkip
-		res.Summary = fmt.Sprintf("no GPU has NVLink (%d excluded by config)", excluded)
+		res.Summary = fmt.Sprintf("no GPU has NVLink (%d excluded by config)", count[nvlExcluded])
 	case judged == 0:
 		res.Status = StatusSkip
 		res.Summary = "no GPU has NVLink"
@@ -367,9 +423,9 @@ func (nvLink) Explain() Explanation {
 			"The PCI bus, only when NVML is unavailable or lists no GPU: the NVIDIA GPUs on it, to tell a CPU node from a broken one.",
 		},
 		Passes: "Every NVLink of every GPU judged is active, and each GPU whose model is in the table reports as many NVLinks as the model has: 12 for A100 SXM4, 18 for H100 SXM5 (\"NVIDIA H100 80GB HBM3\"), H200 and B200, or what expected_links says. A model the table does not know is judged only on the links NVML reports.",
-		Fails:  "A GPU reports an NVLink inactive (\"NVLink 3 inactive\", \"all 12 NVLinks inactive\", as after a failed link training, a GPU or baseboard fault, or Fabric Manager not set up), or reports fewer NVLinks than its model has (\"0 of 12 NVLinks reported\"). NCCL then falls back to slower paths or fails, and multi-GPU jobs slow down or hang.",
+		Fails:  "A GPU reports an NVLink inactive (\"NVLink 3 inactive\", \"all 12 NVLinks inactive\", as after a failed link training, a GPU or baseboard fault, or Fabric Manager not set up), or reports fewer NVLinks than its model has (\"3 of 12 NVLinks reported\"). NCCL then falls back to slower paths or fails, and multi-GPU jobs slow down or hang.",
 		Skips:  "No GPU has NVLink; or the only GPUs with NVLink are ones whose links are optional (PCIe and NVL cards with bridges, A40, A30, workstation boards, GH200: expected_links 0), of a model the table does not know with every link inactive (no bridge fitted), or excluded; or NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus.",
-		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; NVML lost a GPU (ERROR_GPU_IS_LOST) so that its NVLinks cannot be read (gpu_count fails the node for that); or expected_links or exclude cannot be read.",
+		Errors: "NVML is unavailable, or lists no GPU, on a node with NVIDIA GPUs on the PCI bus; NVML lost a GPU (ERROR_GPU_IS_LOST) so that its NVLinks cannot be read (gpu_count fails the node for that); NVML reported no NVLink state at all for a GPU whose model has NVLinks (it reports a link that is down as inactive, so no answer is a reading that did not happen); or expected_links or exclude cannot be read.",
 		Keys: map[string]string{
 			"expected_links": `Rules "words=N" for how many NVLinks a GPU model has, tried before the built-in ones, in order: the words must appear one after another in the NVML name, as in gpu_models ("a100 sxm4=12" matches "NVIDIA A100-SXM4-80GB"). N = 0 means NVLink is optional there (bridges): the GPU is not judged. The built-in table: pcie, nvl, geforce, quadro, titan, rtx, a40, a30 and gh200 = 0; a100 sxm4 = 12; h100 80gb hbm3, h100 sxm5, h200 and b200 = 18.`,
 			"exclude":        `GPUs never judged, by PCI address as sysfs writes it ("0000:3b:00.0"), or one link of a GPU ("0000:3b:00.0/3"), which then counts neither as inactive nor as missing: a link known dead while the GPU waits for replacement, say.`,

@@ -96,9 +96,17 @@ func TestNVLink(t *testing.T) {
 		// Source: azurehpc-bad_nvlink_status.txt: GPU 6 with every link inactive.
 		{name: "all links of a GPU inactive", gpus: azureNVLinkDown(), wantStatus: StatusFail,
 			wantSummary: "gpu 6 (0007:00:00.0): all 12 NVLinks inactive"},
-		// Source: azurehpc-bad_nvlink_status.txt, read as NVML reporting no link at all.
+		// Source: azurehpc-bad_nvlink_status.txt, read as NVML reporting no link at all. NVML
+		// answers a link that is down as inactive (the capture's "all links are inactive"
+		// becomes 12 inactive links); no answer is a reading that did not happen (issue 12):
+		// error, naming what was missing.
 		{name: "links of an A100 SXM4 not reported", gpus: changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) { g.NVLinks = nil }),
-			wantStatus: StatusFail, wantSummary: "gpu 6 (0007:00:00.0): 0 of 12 NVLinks reported"},
+			wantStatus: StatusError, wantSummary: "gpu 6 (0007:00:00.0): NVLink state not reported by NVML (NVIDIA A100-SXM4-80GB has 12 NVLinks): not judged"},
+		{name: "links not reported on one GPU, inactive on another: fail", gpus: changeGPU(changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) { g.NVLinks = nil }), 2, func(g *node.GPU) { g.NVLinks = nvlinks(12, 5) }),
+			wantStatus: StatusFail, wantSummary: "gpu 2 (0003:00:00.0): NVLink 5 inactive"},
+		// Invented: NVML answered for 3 of the 12 links: the others are missing, a fail.
+		{name: "some links of an A100 SXM4 not reported", gpus: changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) { g.NVLinks = nvlinks(3) }),
+			wantStatus: StatusFail, wantSummary: "gpu 6 (0007:00:00.0): 3 of 12 NVLinks reported"},
 		// Invented: the A100 capture with link 3 of GPU 6 down.
 		{name: "one link inactive", gpus: changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) { g.NVLinks = nvlinks(12, 3) }),
 			wantStatus: StatusFail, wantSummary: "gpu 6 (0007:00:00.0): NVLink 3 inactive"},
@@ -384,6 +392,41 @@ func TestParseNVLinkExclude(t *testing.T) {
 			}
 			if a != tc.addr || l != tc.link {
 				t.Errorf("parseNVLinkExclude(%q) = %q, %d; want %q, %d", tc.in, a, l, tc.addr, tc.link)
+			}
+		})
+	}
+}
+
+// TestJudgeNVLinks feeds the judge literal NVML readings, with the built-in table.
+func TestJudgeNVLinks(t *testing.T) {
+	table, err := newNVLinkTable(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	noExcl, _ := newNVLinkExclusions(nil)
+	h100 := func(links []node.NVLink) node.GPU {
+		return node.GPU{Index: 0, Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0", NVLinks: links}
+	}
+	tests := []struct {
+		name        string
+		gpus        []node.GPU
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"all 18 up", []node.GPU{h100(nvlinks(18))}, StatusOK, "all 18 NVLinks of 1 GPU active (NVIDIA H100 80GB HBM3: 18 per GPU)"},
+		{"two down", []node.GPU{h100(nvlinks(18, 4, 5))}, StatusFail, "gpu 0 (0000:19:00.0): NVLinks 4-5 inactive"},
+		{"not reported", []node.GPU{h100(nil)}, StatusError,
+			"gpu 0 (0000:19:00.0): NVLink state not reported by NVML (NVIDIA H100 80GB HBM3 has 18 NVLinks): not judged"},
+		{"PCIe card without links", []node.GPU{{Index: 0, Name: "NVIDIA H100 PCIe", PCIBusID: "00000000:19:00.0"}}, StatusSkip, "no GPU has NVLink"},
+		{"unknown model without links", []node.GPU{{Index: 0, Name: "NVIDIA A800 40GB Active", PCIBusID: "00000000:19:00.0"}}, StatusSkip, "no GPU has NVLink"},
+		{"lost GPU", []node.GPU{{Index: 3, PCIBusID: "00000000:5D:00.0", Error: "ERROR_GPU_IS_LOST"}}, StatusError,
+			"gpu 3 (0000:5d:00.0): ERROR_GPU_IS_LOST: NVLinks not read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeNVLinks(tc.gpus, table, noExcl)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -73,10 +74,10 @@ type pcieDev struct {
 	max    int    // max width, lanes
 	speed  string // "Gen1 of Gen5", "16 GT/s of 32 GT/s": set when below the max
 	source string // "NVML" or "sysfs"
+	inNVML bool   // a GPU NVML lists, whatever the source of its width
 }
 
 func (pcieLink) Run(ctx context.Context, env *Env) Result {
-	cfg := settings[*pcieLinkConfig](env.Config, idPCIeLink)
 	pci, err := env.Facts.PCIDevices(ctx)
 	if err != nil {
 		return factsError(ctx, "list PCI devices", err)
@@ -86,83 +87,39 @@ func (pcieLink) Run(ctx context.Context, env *Env) Result {
 	if err != nil && ctx.Err() != nil {
 		return factsError(ctx, "query NVML", err)
 	}
+	var nvml []node.GPU
 	nvmlNote := ""
-	nvmlAt := map[string]node.GPU{}
 	switch {
 	case err != nil:
 		nvmlNote = "NVML unavailable (" + err.Error() + "): GPU links from sysfs"
-	case inv.Init != nvmlSuccess:
+	case inv.Init != node.InitSuccess:
 		nvmlNote = "NVML init: " + inv.Init + ": GPU links from sysfs"
 	default:
-		for _, g := range inv.Devices {
-			if g.Error == "" && g.PCIBusID != "" {
-				nvmlAt[sysfsBusID(g.PCIBusID)] = g
-			}
-		}
+		nvml = inv.Devices
 	}
+	return judgePCIeLinks(pci, nvml, nvmlNote, settings[*pcieLinkConfig](env.Config, idPCIeLink))
+}
 
-	var devs []pcieDev
-	var unjudged []string // "nvswitch 0000:05:00.0: no link width in sysfs"
-	excluded := 0
-	onBus := map[string]bool{}
-	hcaLinks := map[string]bool{}
-	for _, d := range pci {
-		var kind string
-		switch {
-		case isNVIDIAGPU(d):
-			kind = "gpu"
-			onBus[d.Address] = true
-		case isNVSwitch(d):
-			kind = "nvswitch"
-		case isMellanoxNet(d):
-			kind = "hca"
-			link := pciSlot(d.Address)
-			if hcaLinks[link] {
-				continue
-			}
-			hcaLinks[link] = true
-		default:
-			continue
-		}
-		if slices.Contains(cfg.ExcludeDevices, d.Address) {
-			excluded++
-			continue
-		}
-		if g, ok := nvmlAt[d.Address]; ok && kind == "gpu" && g.PCIe != nil && g.PCIe.MaxLinkWidth > 0 {
-			devs = append(devs, nvmlLink(g, d.Address))
-			continue
-		}
-		label := kind + " " + d.Address
-		if g, ok := nvmlAt[d.Address]; ok {
-			label = gpuLabel(g.Index, d.Address)
-		}
-		dev := pcieDev{kind: kind, addr: d.Address, label: label, cur: d.CurLinkWidth, max: d.MaxLinkWidth, source: "sysfs"}
-		if d.CurLinkSpeedGTs > 0 && d.MaxLinkSpeedGTs > 0 && d.CurLinkSpeedGTs < d.MaxLinkSpeedGTs {
-			dev.speed = fmtGTs(d.CurLinkSpeedGTs) + " of " + fmtGTs(d.MaxLinkSpeedGTs)
-		}
-		devs = append(devs, dev)
-	}
-	// GPUs NVML reports that the PCI listing lacks (gpu_count names them) still have a link.
-	for addr, g := range nvmlAt {
-		if !onBus[addr] && !slices.Contains(cfg.ExcludeDevices, addr) && g.PCIe != nil && g.PCIe.MaxLinkWidth > 0 {
-			devs = append(devs, nvmlLink(g, addr))
-		}
-	}
-	slices.SortStableFunc(devs, func(a, b pcieDev) int {
-		if c := kindRank(a.kind) - kindRank(b.kind); c != 0 {
-			return c
-		}
-		return strings.Compare(a.addr, b.addr)
-	})
-
+// judgePCIeLinks judges the links of the GPUs, NVSwitches and Mellanox HCAs on the PCI bus;
+// nvml is NVML's GPUs (nil where NVML is unavailable, which nvmlNote then says).
+func judgePCIeLinks(pci []node.PCIDevice, nvml []node.GPU, nvmlNote string, cfg *pcieLinkConfig) Result {
+	devs, excluded := pcieLinks(pci, nvml, cfg.ExcludeDevices)
+	// A bus that shows no link width for any device is a virtual machine's: there a device
+	// without one is not judged. On a bus that shows them, a GPU or NVSwitch without one
+	// is a reading that failed.
+	sysfsWidths := slices.ContainsFunc(pci, func(d node.PCIDevice) bool { return d.MaxLinkWidth > 0 })
 	res := Result{Status: StatusOK}
-	var bad []Detail
+	var bad, unread []Detail
+	var unjudged []string
 	judged := map[string]int{}
 	for _, dv := range devs {
-		d, ok := judgeLink(dv, cfg.MinWidth)
-		if !ok {
+		d, ok := judgeLink(dv, cfg.MinWidth, sysfsWidths)
+		switch {
+		case d.Status == StatusError:
+			unread = append(unread, d)
+		case !ok:
 			unjudged = append(unjudged, dv.label)
-		} else {
+		default:
 			judged[dv.kind]++
 		}
 		if d.Status == StatusFail {
@@ -179,29 +136,109 @@ func (pcieLink) Run(ctx context.Context, env *Env) Result {
 	if cfg.MinWidth > 0 {
 		res.Expected = fmt.Sprintf("max width or x%d", cfg.MinWidth)
 	}
-	if len(bad) > 0 {
-		res.Status = StatusFail
-		res.Summary = bad[0].Device + " " + bad[0].Message + moreSuffix(len(bad)-1)
-		return res
-	}
 	exclNote := ""
 	if excluded > 0 {
 		exclNote = fmt.Sprintf(" (%d excluded by config)", excluded)
 	}
-	if len(devs) == 0 {
+	switch {
+	case len(bad) > 0:
+		res.Status = StatusFail
+		res.Summary = bad[0].Device + " " + bad[0].Message + moreSuffix(len(bad)-1)
+	case len(unread) > 0:
+		res.Status = StatusError
+		res.Summary = unread[0].Device + " " + unread[0].Message + moreSuffix(len(unread)-1)
+		res.Err = errors.New(res.Summary)
+	case len(devs) == 0 && excluded > 0:
 		res.Status = StatusSkip
-		if excluded > 0 {
-			res.Summary = "every GPU, NVSwitch and HCA on the PCI bus is excluded by config" + exclNote
-		} else {
-			res.Summary = "no GPU, NVSwitch or Mellanox InfiniBand/Ethernet HCA on the PCI bus"
-		}
-		return res
-	}
-	if total == 0 {
+		res.Summary = "every GPU, NVSwitch and HCA on the PCI bus is excluded by config" + exclNote
+	case len(devs) == 0:
+		res.Status = StatusSkip
+		res.Summary = "no GPU, NVSwitch or Mellanox InfiniBand/Ethernet HCA on the PCI bus"
+	case total == 0:
 		res.Status = StatusSkip
 		res.Summary = fmt.Sprintf("no PCIe link width for any of %d devices (%s): nothing to judge (a virtual machine?)", len(devs), listSome(unjudged, 2))
-		return res
+	default:
+		res.Summary = pcieOKSummary(judged, cfg.MinWidth, exclNote, len(unjudged))
 	}
+	return res
+}
+
+// pcieLinks lists the links to judge, GPUs first, then NVSwitches, then HCAs, each by
+// address, and counts the devices exclude_devices leaves out. A GPU's link comes from NVML
+// where NVML reports it; GPUs NVML reports that the bus listing lacks (gpu_count names them)
+// still have a link.
+func pcieLinks(pci []node.PCIDevice, nvml []node.GPU, exclude []string) ([]pcieDev, int) {
+	nvmlAt := map[string]node.GPU{}
+	for _, g := range nvml {
+		if g.Error == "" && g.PCIBusID != "" {
+			nvmlAt[sysfsBusID(g.PCIBusID)] = g
+		}
+	}
+	var devs []pcieDev
+	excluded := 0
+	onBus := map[string]bool{}
+	hcaLinks := map[string]bool{}
+	for _, d := range pci {
+		kind := pcieKind(d)
+		switch {
+		case kind == "":
+			continue
+		case kind == "gpu":
+			onBus[d.Address] = true
+		case kind == "hca" && hcaLinks[pciSlot(d.Address)]:
+			continue // the card's first function is its link
+		case kind == "hca":
+			hcaLinks[pciSlot(d.Address)] = true
+		}
+		if slices.Contains(exclude, d.Address) {
+			excluded++
+			continue
+		}
+		g, inNVML := nvmlAt[d.Address]
+		if inNVML && kind == "gpu" && g.PCIe != nil && g.PCIe.MaxLinkWidth > 0 {
+			devs = append(devs, nvmlLink(g, d.Address))
+			continue
+		}
+		dev := pcieDev{kind: kind, addr: d.Address, label: kind + " " + d.Address, cur: d.CurLinkWidth, max: d.MaxLinkWidth, source: "sysfs"}
+		if inNVML {
+			dev.label, dev.inNVML = gpuLabel(g.Index, d.Address), true
+		}
+		if d.CurLinkSpeedGTs > 0 && d.MaxLinkSpeedGTs > 0 && d.CurLinkSpeedGTs < d.MaxLinkSpeedGTs {
+			dev.speed = fmtGTs(d.CurLinkSpeedGTs) + " of " + fmtGTs(d.MaxLinkSpeedGTs)
+		}
+		devs = append(devs, dev)
+	}
+	for addr, g := range nvmlAt {
+		if !onBus[addr] && !slices.Contains(exclude, addr) && g.PCIe != nil && g.PCIe.MaxLinkWidth > 0 {
+			devs = append(devs, nvmlLink(g, addr))
+		}
+	}
+	slices.SortStableFunc(devs, func(a, b pcieDev) int {
+		if c := kindRank(a.kind) - kindRank(b.kind); c != 0 {
+			return c
+		}
+		return strings.Compare(a.addr, b.addr)
+	})
+	return devs, excluded
+}
+
+// pcieKind is what pcie_link judges a PCI function as: "gpu", "nvswitch", "hca", or "" for
+// a function it does not judge.
+func pcieKind(d node.PCIDevice) string {
+	switch {
+	case isNVIDIAGPU(d):
+		return "gpu"
+	case isNVSwitch(d):
+		return "nvswitch"
+	case isMellanoxNet(d):
+		return "hca"
+	}
+	return ""
+}
+
+// pcieOKSummary is the summary of links all at their width: "8 GPUs, 4 NVSwitches at full
+// PCIe width".
+func pcieOKSummary(judged map[string]int, minWidth int, exclNote string, unjudged int) string {
 	var kinds []string
 	for _, k := range []struct{ kind, one, many string }{{"gpu", "GPU", "GPUs"}, {"nvswitch", "NVSwitch", "NVSwitches"}, {"hca", "HCA", "HCAs"}} {
 		if judged[k.kind] > 0 {
@@ -209,26 +246,36 @@ func (pcieLink) Run(ctx context.Context, env *Env) Result {
 		}
 	}
 	width := "at full PCIe width"
-	if cfg.MinWidth > 0 {
-		width = fmt.Sprintf("at full PCIe width or x%d", cfg.MinWidth)
+	if minWidth > 0 {
+		width = fmt.Sprintf("at full PCIe width or x%d", minWidth)
 	}
-	res.Summary = strings.Join(kinds, ", ") + " " + width + exclNote
-	if len(unjudged) > 0 {
-		res.Summary += fmt.Sprintf("; %d without link width not judged", len(unjudged))
+	s := strings.Join(kinds, ", ") + " " + width + exclNote
+	if unjudged > 0 {
+		s += fmt.Sprintf("; %d without link width not judged", unjudged)
 	}
-	return res
+	return s
 }
 
 // judgeLink compares a link's current width with its max (or min_width, when lower). ok is
-// false when the link cannot be judged: no width (virtual function, VM, attribute absent), or
-// a current width above the max, which is what config space reads as all ones give when a
-// device has dropped off the bus.
-func judgeLink(dv pcieDev, minWidth int) (Detail, bool) {
+// false when the link is not judged: no width (a virtual function, a VM's bus, the attribute
+// absent), or a current width above the max, which is what config space reads as all ones
+// give when a device has dropped off the bus. For a GPU or NVSwitch on a bus that shows
+// widths (sysfsWidths), that is an error: its link was not read. An HCA's function without
+// a width is left out (SR-IOV virtual functions have none). So is a device on a bus with no
+// widths at all (a virtual machine's) that NVML does not list with one.
+func judgeLink(dv pcieDev, minWidth int, sysfsWidths bool) (Detail, bool) {
 	d := Detail{Device: dv.label, Status: StatusOK}
 	if dv.cur <= 0 || dv.max <= 0 || dv.cur > dv.max {
 		d.Message = fmt.Sprintf("not judged: %s link width x%d of x%d", dv.source, dv.cur, dv.max)
 		if dv.cur <= 0 || dv.max <= 0 {
 			d.Message = "not judged: no link width in " + dv.source
+		}
+		if dv.kind != "hca" && (sysfsWidths || dv.inNVML) {
+			d.Status, d.Expected = StatusError, "a link width"
+			d.Message = "link width not read: " + strings.TrimPrefix(d.Message, "not judged: ")
+			if dv.cur > dv.max && dv.max > 0 {
+				d.Message += " (the device does not answer: fallen off the bus?)"
+			}
 		}
 		return d, false
 	}
@@ -293,7 +340,7 @@ func (pcieLink) Explain() Explanation {
 		Passes: "Every GPU, NVSwitch and Mellanox HCA runs its PCIe link at its max width, or at least at min_width where that is lower. Link speed is only noted, never judged: GPUs slow their links down when idle.",
 		Fails:  "A device runs its link with fewer lanes than expected (x8 of x16), which halves the bandwidth to it or worse: a badly seated card or riser, a damaged slot or cable, or a link that trained down after errors.",
 		Skips:  "There is no GPU, NVSwitch or Mellanox HCA on the PCI bus, every one is excluded by config, or none reports a link width (a virtual machine).",
-		Errors: "The PCI bus cannot be read.",
+		Errors: "The PCI bus cannot be read, or the link width of a GPU or NVSwitch cannot be read: NVML lists the GPU without one and sysfs has none either, sysfs has none on a bus where other devices show theirs, or the width reads above the max (config space reads as all ones: a device that fell off the bus). An HCA function without a width (an SR-IOV virtual function) is not judged.",
 		Keys: map[string]string{
 			"min_width":       "Lowest acceptable width in lanes, for devices whose max is wider: 8 accepts a x16 GPU at x8. 0: each device must run at its own max width.",
 			"exclude_devices": `PCI addresses never judged, as sysfs writes them ("0000:1a:00.0"): a card in a narrower slot on purpose, say.`,

@@ -125,8 +125,18 @@ func TestPCIeLink(t *testing.T) {
 			"8 GPUs at full PCIe width; 4 without link width not judged"},
 		{"VM without link data anywhere", a100PCI(), nil, notLoaded, nil, 0, nil, StatusSkip,
 			"no PCIe link width for any of 12 devices (gpu 0000:19:00.0, gpu 0000:3b:00.0 (+10 more)): nothing to judge (a virtual machine?)"},
-		{"GPU fallen off the bus is not judged here", fallen, nil, notLoaded, nil, 0, nil, StatusOK,
-			"7 GPUs, 4 NVSwitches at full PCIe width; 1 without link width not judged"},
+		// Issue 12: a link whose width cannot be read is not one at full width. gpu_count
+		// fails the node for the GPU itself.
+		{"GPU fallen off the bus: its width not read", fallen, nil, notLoaded, nil, 0, nil, StatusError,
+			"gpu 0000:4c:00.0 link width not read: sysfs link width x63 of x16 (the device does not answer: fallen off the bus?)"},
+		{"NVSwitch without width on a bus that has widths", switchAt("0000:85:00.0", 0), nil, h100NVML(), nil, 0, nil, StatusError,
+			"nvswitch 0000:85:00.0 link width not read: no link width in sysfs"},
+		{"GPU NVML lists without a width, none in sysfs", a100PCI(), nil, noPCIe(), nil, 0, nil, StatusError,
+			"gpu 0 (0000:19:00.0) link width not read: no link width in sysfs (+7 more)"},
+		// Invented: a ConnectX-7 virtual function (15b3:101e) at 1a:00.1's VF slot, which has
+		// no link attributes.
+		{"HCA function without width is not judged", withNet(cx7("0000:1a:00.0", 16), node.PCIDevice{Address: "0000:1a:01.0", Vendor: 0x15b3, Device: 0x101e, Class: 0x020700}), nil, h100NVML(), nil, 0, nil, StatusOK,
+			"8 GPUs, 4 NVSwitches, 1 HCA at full PCIe width; 1 without link width not judged"},
 		{"CPU node", cpu, nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, nil, 0, nil, StatusSkip,
 			"no GPU, NVSwitch or Mellanox InfiniBand/Ethernet HCA on the PCI bus"},
 		{"everything excluded", []node.PCIDevice{cx7("0000:1a:00.0", 8)}, nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, nil, 0, []string{"0000:1a:00.0"}, StatusSkip,
@@ -225,4 +235,39 @@ func TestPCIeLinkConfig(t *testing.T) {
 		},
 	}
 	runSectionCases(t, tests)
+}
+
+// TestJudgeLink feeds the judge of one link literal widths.
+func TestJudgeLink(t *testing.T) {
+	tests := []struct {
+		name        string
+		dv          pcieDev
+		minWidth    int
+		sysfsWidths bool
+		want        Detail
+		wantJudged  bool
+	}{
+		{"full width", pcieDev{kind: "gpu", label: "gpu 0", cur: 16, max: 16, source: "NVML"}, 0, true,
+			Detail{Device: "gpu 0", Status: StatusOK, Message: "PCIe x16 of x16 (NVML)", Observed: "x16", Expected: "x16"}, true},
+		{"half width", pcieDev{kind: "gpu", label: "gpu 0", cur: 8, max: 16, source: "sysfs"}, 0, true,
+			Detail{Device: "gpu 0", Status: StatusFail, Message: "PCIe x8, expected x16", Observed: "x8", Expected: "x16"}, true},
+		{"half width under min_width", pcieDev{kind: "gpu", label: "gpu 0", cur: 8, max: 16, source: "sysfs"}, 8, true,
+			Detail{Device: "gpu 0", Status: StatusOK, Message: "PCIe x8 of x16 (sysfs)", Observed: "x8", Expected: "x8"}, true},
+		{"idle speed noted", pcieDev{kind: "gpu", label: "gpu 0", cur: 16, max: 16, source: "NVML", speed: "Gen1 of Gen5"}, 0, true,
+			Detail{Device: "gpu 0", Status: StatusOK, Message: "PCIe x16 of x16 (NVML); speed Gen1 of Gen5, not judged: links slow down when idle", Observed: "x16", Expected: "x16"}, true},
+		{"NVSwitch without width on a bus with widths", pcieDev{kind: "nvswitch", label: "nvswitch 0000:85:00.0", source: "sysfs"}, 0, true,
+			Detail{Device: "nvswitch 0000:85:00.0", Status: StatusError, Message: "link width not read: no link width in sysfs", Expected: "a link width"}, false},
+		{"NVSwitch on a VM's bus", pcieDev{kind: "nvswitch", label: "nvswitch 0000:85:00.0", source: "sysfs"}, 0, false,
+			Detail{Device: "nvswitch 0000:85:00.0", Status: StatusOK, Message: "not judged: no link width in sysfs"}, false},
+		{"HCA function without width", pcieDev{kind: "hca", label: "hca 0000:1a:01.0", source: "sysfs"}, 0, true,
+			Detail{Device: "hca 0000:1a:01.0", Status: StatusOK, Message: "not judged: no link width in sysfs"}, false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, judged := judgeLink(tc.dv, tc.minWidth, tc.sysfsWidths)
+			if diff := cmp.Diff(tc.want, got); diff != "" || judged != tc.wantJudged {
+				t.Errorf("judged %v, want %v; detail (-want +got):\n%s", judged, tc.wantJudged, diff)
+			}
+		})
+	}
 }

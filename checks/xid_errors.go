@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -19,7 +20,7 @@ const idXIDErrors = "xid_errors"
 
 // xidErrors reads the NVIDIA XID events in the kernel log since boot (dmesg) and judges them
 // by number: those NVIDIA's XID catalog resolves with a GPU reset or a reboot fail the node,
-// the others warn (see config.defaultFailXIDs). The kernel log belongs to the node, not to a
+// the others warn (see defaultFailXIDs). The kernel log belongs to the node, not to a
 // job: an XID stays there until the next boot, so the check runs in health and manual mode
 // only, where a failure drains the node until it is rebooted, and never blames the next job's
 // prolog for what an earlier job met.
@@ -79,7 +80,7 @@ func (xidErrors) Section() config.Section {
 }
 
 // maxXID bounds XID numbers in the config: the catalog's XIDs are below 200, and the kernel
-// log parser (history.ParseXIDLine) reads at most three digits.
+// log parser (history.ParseXIDLine) reads 1 to 999.
 const maxXID = 1000
 
 // xidList is one of the three lists, and whether the admin set it: a list that differs
@@ -152,66 +153,8 @@ func (xe *xidErrorsConfig) ValidateSection() []config.Problem {
 	return errs
 }
 
-// xidEvent is one "NVRM: Xid" line of the kernel log.
-type xidEvent struct {
-	// Bus is the GPU as the driver names it, domain:bus:device without the function
-	// ("0000:9b:00"), lower case.
-	Bus string
-	XID int
-	// Message is the text after the XID number: "pid=1896, GPU has fallen off the bus."
-	Message string
-}
-
-// xidMarker starts the driver's XID message, "NVRM: Xid (PCI:0000:9b:00): 79, ..."
-// (open-gpu-kernel-modules, nv_report_error; older drivers print the bus without "PCI:").
-const xidMarker = "NVRM: Xid ("
-
 // nvmlNoLibrary is GPUInventory.Init on a node without the NVIDIA driver's libnvidia-ml.
 const nvmlNoLibrary = "ERROR_LIBRARY_NOT_FOUND"
-
-// parseXidLine reads one kernel log line. Whatever precedes the marker (a "[ 123.456]"
-// timestamp, a syslog or journal prefix) is ignored. ok is false for a line that is not an
-// XID message or whose bus id or number cannot be read.
-func parseXidLine(line string) (ev xidEvent, ok bool) {
-	i := strings.Index(line, xidMarker)
-	if i < 0 {
-		return xidEvent{}, false
-	}
-	rest := line[i+len(xidMarker):]
-	bus, rest, found := strings.Cut(rest, "):")
-	if !found {
-		return xidEvent{}, false
-	}
-	bus = strings.ToLower(strings.TrimPrefix(bus, "PCI:"))
-	if !validXIDBus(bus) {
-		return xidEvent{}, false
-	}
-	rest = strings.TrimLeft(rest, " ")
-	n := 0
-	for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
-		n++
-	}
-	if n == 0 || n > 4 {
-		return xidEvent{}, false
-	}
-	x, _ := strconv.Atoi(rest[:n])
-	msg := strings.TrimLeft(strings.TrimPrefix(rest[n:], ","), " ")
-	return xidEvent{Bus: bus, XID: x, Message: strings.TrimRight(msg, " \r\n")}, true
-}
-
-// validXIDBus accepts domain:bus:device in hex, "0000:9b:00", "0019:01:00".
-func validXIDBus(s string) bool {
-	parts := strings.Split(s, ":")
-	if len(parts) != 3 || len(parts[0]) < 4 || len(parts[0]) > 8 || len(parts[1]) != 2 || len(parts[2]) != 2 {
-		return false
-	}
-	for _, p := range parts {
-		if _, err := strconv.ParseUint(p, 16, 32); err != nil {
-			return false
-		}
-	}
-	return true
-}
 
 // xidCount is the events of one XID on one GPU.
 type xidCount struct {
@@ -228,37 +171,55 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if invErr == nil && inv.Init == nvmlNoLibrary {
 		return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no XIDs to read"}
 	}
-	argv := []string{cfg.Dmesg, "--kernel", "--nopager"}
-	out, err := env.Facts.Exec(ctx, argv)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading the kernel log with " + cfg.Dmesg, Err: err}
-		}
-		if errors.Is(err, fs.ErrNotExist) {
-			// Live: dmesg is not installed there; a snapshot: its output was not recorded.
-			// Like a missing nv-fabricmanager or all_reduce_perf, the check does not apply:
-			// a skip that says so, never an ok.
-			return Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
-				" (install util-linux or set checks.xid_errors.dmesg)", Err: err}
-		}
-		return Result{Status: StatusError, Summary: "run " + cfg.Dmesg + ": " + text.OneLine(err.Error(), 160), Err: err}
+	out, res, ok := readKernelLog(ctx, env, cfg.Dmesg)
+	if !ok {
+		return res
 	}
-	if out.ExitCode != 0 {
+	var labels map[string]string
+	if invErr == nil {
+		labels = xidGPULabels(inv)
+	}
+	return judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), labels)
+}
+
+// readKernelLog runs dmesg for the kernel log since boot. ok is false, with the result to
+// return, when it cannot be read: the deadline (a fail), dmesg missing or failing (an error:
+// the check could not look), or a snapshot that did not record it (a skip that says so:
+// the replay does not have the fact).
+func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult, Result, bool) {
+	argv := []string{dmesg, "--kernel", "--nopager"}
+	out, err := env.Facts.Exec(ctx, argv)
+	switch {
+	case err != nil && ctx.Err() != nil:
+		return out, Result{Status: StatusFail, Summary: "timed out reading the kernel log with " + dmesg, Err: err}, false
+	case errors.Is(err, node.ErrNotRecorded):
+		return out, Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
+			" (install util-linux or set checks.xid_errors.dmesg)", Err: err}, false
+	case errors.Is(err, fs.ErrNotExist):
+		return out, Result{Status: StatusError, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
+			" (install util-linux or set checks.xid_errors.dmesg)", Err: err}, false
+	case err != nil:
+		return out, Result{Status: StatusError, Summary: "run " + dmesg + ": " + text.OneLine(err.Error(), 160), Err: err}, false
+	case out.ExitCode != 0:
 		why := text.OneLine(out.Stderr, 160)
 		if why == "" {
 			why = "no message"
 		}
-		err := fmt.Errorf("%s exited %d: %s", strings.Join(argv, " "), out.ExitCode, why)
 		// dmesg: read kernel buffer failed: Operation not permitted (kernel.dmesg_restrict=1
 		// and not root).
-		return Result{Status: StatusError, Summary: fmt.Sprintf("cannot read the kernel log: %s exited %d: %s", cfg.Dmesg, out.ExitCode, why), Err: err}
+		err := fmt.Errorf("%s exited %d: %s", strings.Join(argv, " "), out.ExitCode, why)
+		return out, Result{Status: StatusError, Summary: fmt.Sprintf("cannot read the kernel log: %s exited %d: %s", dmesg, out.ExitCode, why), Err: err}, false
 	}
+	return out, Result{}, true
+}
 
-	verdicts := cfg.xidVerdicts()
+// judgeXIDs judges the XID lines of the kernel log by the verdict of each XID (see
+// xidVerdicts: ignored ones are left out, XIDs in no list warn); truncated says the log was
+// cut at size bytes, so later XIDs are not seen. labels names GPUs by the driver's bus id.
+func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[int]Status, labels map[string]string) Result {
 	var counts []xidCount
-	for line := range strings.Lines(out.Stdout) {
-		ev, ok := parseXidLine(line)
-		if !ok || verdicts[ev.XID] == StatusSkip {
+	for _, ev := range xids {
+		if verdicts[ev.XID] == StatusSkip {
 			continue
 		}
 		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID })
@@ -285,11 +246,6 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 		}
 		return a.xid - b.xid
 	})
-
-	var labels map[string]string
-	if invErr == nil {
-		labels = xidGPULabels(inv)
-	}
 	res := Result{Expected: "no XID in fail_xids", Observed: countNoun(len(counts), "XID kind", "XID kinds") + " since boot"}
 	var fails, warns int
 	for _, c := range counts {
@@ -313,8 +269,8 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 		}
 	}
 	cut := ""
-	if out.Truncated {
-		cut = "; the kernel log was cut at " + strconv.Itoa(len(out.Stdout)>>10) + " KiB, later XIDs not read"
+	if truncated {
+		cut = "; the kernel log was cut at " + strconv.Itoa(size>>10) + " KiB, later XIDs not read"
 	}
 	switch {
 	case fails > 0:
@@ -323,7 +279,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	case warns > 0:
 		res.Status = StatusWarn
 		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
-	case out.Truncated:
+	case truncated:
 		res.Status = StatusWarn
 		res.Summary = "no NVIDIA XID in what was read" + cut
 	default:
@@ -336,7 +292,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 // xidGPULabels maps the driver's bus ids ("0000:9b:00") to "gpu 4 (0000:9b:00.0)" where NVML
 // can say; NVML being unavailable only leaves the bus ids as they are.
 func xidGPULabels(inv node.GPUInventory) map[string]string {
-	if inv.Init != nvmlSuccess {
+	if inv.Init != node.InitSuccess {
 		return nil
 	}
 	m := map[string]string{}
@@ -359,13 +315,13 @@ func (xidErrors) Explain() Explanation {
 		Passes: "The kernel log holds no NVIDIA XID message (none but ignore_xids).",
 		Warns:  "The kernel log holds an XID not in fail_xids: by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (64 KiB): later XIDs are then not seen.",
 		Fails:  "The kernel log holds an XID in fail_xids: by default those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. The summary names the XID, the GPU by index and bus id, and the driver's message. An XID stays in the kernel log until the next boot, so the node stays failed until it is rebooted (or the log is cleared with dmesg --clear after a GPU reset). Only health and manual mode by default: the kernel log is the node's, not a job's.",
-		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs.",
-		Errors: "dmesg is missing (or, replaying a snapshot, its output was not recorded), or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\").",
+		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs. Or, replaying a snapshot, dmesg's output was not recorded.",
+		Errors: "dmesg is missing, or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\").",
 		Keys: map[string]string{
 			"dmesg":       "util-linux dmesg, run as \"dmesg --kernel --nopager\". Absolute path.",
 			"fail_xids":   "XIDs that fail the node.",
-			"warn_xids":   "XIDs that only warn; an XID in no list warns too. Each XID may be in one list only.",
-			"ignore_xids": "XIDs never reported.",
+			"warn_xids":   "XIDs that only warn; an XID in no list warns too.",
+			"ignore_xids": "XIDs never reported. A list you set takes its XIDs out of the lists left at their built-in values: ignore_xids = [13, 43] alone ignores 13 and 43, which the built-in warn_xids holds. Two lists you set may not share an XID.",
 		},
 		Fix: []string{
 			"dmesg -T | grep -i xid: which GPU (bus id), which XID, what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's)?",

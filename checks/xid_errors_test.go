@@ -3,12 +3,14 @@ package checks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 )
@@ -29,7 +31,17 @@ func xidLog(t testing.TB, name string) string {
 	return strings.Join(out, "\n")
 }
 
-func TestParseXidLine(t *testing.T) {
+// xidEvent is what xid_errors takes from an XID line.
+type xidEvent struct {
+	Bus     string
+	XID     int
+	Message string
+}
+
+// TestXIDLines: the XID lines of the kernel log as xid_errors reads them, through the history
+// package's parser (history.ParseXIDLine, the one XID parser). It takes XIDs 1 to 999: the
+// catalog's are below 200, so a number of four digits is not an XID line.
+func TestXIDLines(t *testing.T) {
 	tests := []struct {
 		name string
 		line string
@@ -59,13 +71,19 @@ func TestParseXidLine(t *testing.T) {
 		{"unclosed (invented)", "NVRM: Xid (PCI:0000:9b:00 79, x", xidEvent{}, false},
 		{"function in bus (invented)", "NVRM: Xid (PCI:0000:9b:00.0): 79, x", xidEvent{}, false},
 		{"huge number (invented)", "NVRM: Xid (PCI:0000:9b:00): 123456, x", xidEvent{}, false},
+		{"four digits (invented)", "NVRM: Xid (PCI:0000:9b:00): 1234, x", xidEvent{}, false},
+		{"zero (invented)", "NVRM: Xid (PCI:0000:9b:00): 0, x", xidEvent{}, false},
 		{"empty", "", xidEvent{}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := parseXidLine(tc.line)
+			x, ok := history.ParseXIDLine(tc.line)
 			if ok != tc.ok {
 				t.Fatalf("ok = %v, want %v", ok, tc.ok)
+			}
+			got := xidEvent{}
+			if ok {
+				got = xidEvent{x.Bus, x.XID, x.Message}
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
@@ -74,8 +92,8 @@ func TestParseXidLine(t *testing.T) {
 	}
 }
 
-// TestParseXidFixtures: every XID line of the captures parses, and only those.
-func TestParseXidFixtures(t *testing.T) {
+// TestXIDFixtures: every XID line of the captures parses, and only those.
+func TestXIDFixtures(t *testing.T) {
 	entries, err := os.ReadDir(filepath.Join("testdata", "xid"))
 	if err != nil {
 		t.Fatal(err)
@@ -85,35 +103,12 @@ func TestParseXidFixtures(t *testing.T) {
 			continue
 		}
 		for _, line := range strings.Split(xidLog(t, e.Name()), "\n") {
-			_, ok := parseXidLine(line)
+			_, ok := history.ParseXIDLine(line)
 			if want := strings.Contains(line, "NVRM: Xid ("); ok != want {
-				t.Errorf("%s: parseXidLine(%q) ok = %v, want %v", e.Name(), line, ok, want)
+				t.Errorf("%s: history.ParseXIDLine(%q) ok = %v, want %v", e.Name(), line, ok, want)
 			}
 		}
 	}
-}
-
-func FuzzParseXidLine(f *testing.F) {
-	for _, s := range []string{
-		"NVRM: Xid (PCI:0000:44:00): 79, GPU has fallen off the bus",
-		"[ 1.0] NVRM: Xid (0000:03:00): 13, x",
-		"NVRM: Xid (PCI:0000:9b:00): ",
-		"NVRM: Xid (",
-	} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, line string) {
-		ev, ok := parseXidLine(line)
-		if !ok {
-			if ev != (xidEvent{}) {
-				t.Errorf("not ok but %+v", ev)
-			}
-			return
-		}
-		if !strings.Contains(line, xidMarker) || ev.XID < 0 || ev.XID > 9999 || !validXIDBus(ev.Bus) || ev.Bus != strings.ToLower(ev.Bus) {
-			t.Errorf("parseXidLine(%q) = %+v", line, ev)
-		}
-	})
 }
 
 const dmesgCmd = "/usr/bin/dmesg --kernel --nopager"
@@ -163,8 +158,12 @@ func TestXIDErrors(t *testing.T) {
 			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus."},
 		{"dmesg not permitted", node.CmdResult{ExitCode: 1, Stderr: "dmesg: read kernel buffer failed: Operation not permitted\n"}, false, nil, h100NVML(), nil, StatusError,
 			"cannot read the kernel log: /usr/bin/dmesg exited 1: dmesg: read kernel buffer failed: Operation not permitted"},
-		{"dmesg missing or not recorded", node.CmdResult{}, true, nil, h100NVML(), nil, StatusSkip,
+		// Issue 12: a node whose kernel log cannot be read was not looked at: error. A
+		// snapshot that did not record dmesg has no kernel log to replay: skip, saying so.
+		{"dmesg missing", node.CmdResult{}, true, nil, h100NVML(), nil, StatusError,
 			"cannot read the kernel log: exec /usr/bin/dmesg: file does not exist (install util-linux or set checks.xid_errors.dmesg)"},
+		{"dmesg not recorded in a snapshot", node.CmdResult{}, false, fmt.Errorf("run /usr/bin/dmesg: %w", node.ErrNotRecorded), h100NVML(), nil, StatusSkip,
+			"cannot read the kernel log: run /usr/bin/dmesg: not recorded in the snapshot: file does not exist (install util-linux or set checks.xid_errors.dmesg)"},
 		{"dmesg cannot start", node.CmdResult{}, false, errors.New("fork/exec /usr/bin/dmesg: permission denied"), h100NVML(), nil, StatusError,
 			"run /usr/bin/dmesg: fork/exec /usr/bin/dmesg: permission denied"},
 		{"no NVIDIA driver", node.CmdResult{}, true, nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, nil, StatusSkip,
@@ -237,6 +236,39 @@ func TestXIDErrorsConfig(t *testing.T) {
 			}
 			if got != tc.wantErr {
 				t.Errorf("error:\n got %s\nwant %s", got, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestJudgeXIDs feeds the judge literal XID lines.
+func TestJudgeXIDs(t *testing.T) {
+	verdicts := (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs(), IgnoreXIDs: []int{109}}).xidVerdicts()
+	labels := map[string]string{"0000:9b:00": "gpu 4 (0000:9b:00.0)"}
+	x := func(bus string, xid int, msg string) history.XIDLine {
+		return history.XIDLine{Bus: bus, XID: xid, Message: msg}
+	}
+	tests := []struct {
+		name        string
+		xids        []history.XIDLine
+		truncated   bool
+		wantStatus  Status
+		wantSummary string
+	}{
+		{"none", nil, false, StatusOK, "no NVIDIA XID in the kernel log since boot"},
+		{"fail XID, named by its GPU", []history.XIDLine{x("0000:9b:00", 79, "GPU has fallen off the bus.")}, false, StatusFail,
+			"XID 79 on gpu 4 (0000:9b:00.0): GPU has fallen off the bus."},
+		{"warn XID twice, GPU unknown to NVML", []history.XIDLine{x("0000:19:00", 13, "x"), x("0000:19:00", 13, "y")}, false, StatusWarn,
+			"XID 13 on gpu 0000:19:00 (2 times): x"},
+		{"XID in no list warns", []history.XIDLine{x("0000:19:00", 149, "NETIR")}, false, StatusWarn, "XID 149 on gpu 0000:19:00: NETIR"},
+		{"ignored XID", []history.XIDLine{x("0000:19:00", 109, "CTX SWITCH TIMEOUT")}, false, StatusOK, "no NVIDIA XID in the kernel log since boot"},
+		{"log cut", nil, true, StatusWarn, "no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeXIDs(tc.xids, tc.truncated, 64<<10, verdicts, labels)
+			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}

@@ -54,6 +54,11 @@ type Meta struct {
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
+// ErrNotRecorded is what a snapshot answers for a command it did not record: a fact the
+// replay does not have, as opposed to a program missing from a live node. It wraps
+// fs.ErrNotExist, as absence does everywhere in Facts.
+var ErrNotRecorded = fmt.Errorf("not recorded in the snapshot: %w", fs.ErrNotExist)
+
 // Snapshot replays a node recorded in a directory (DESIGN.md section 7). It never reads the
 // live node: every path is looked up inside the directory, through os.Root, so that neither
 // ".." nor a symlink can lead out of it. Symlinks inside fs/ (sysfs keeps many) are followed
@@ -294,7 +299,7 @@ func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 		return res, fmt.Errorf("run %s: %w", prog, err)
 	}
 	if !ok {
-		return res, fmt.Errorf("run %s: not recorded in the snapshot: %w", prog, fs.ErrNotExist)
+		return res, fmt.Errorf("run %s: %w", prog, ErrNotRecorded)
 	}
 	res.Stdout, res.Truncated = cut(rec.Stdout, DefaultOutputLimit)
 	var cutErr bool
