@@ -1,6 +1,7 @@
 // Package checks owns the check contract, the ordered registry, the runner and the results.
-// Checks read the node only through node.Facts, their settings through config and Slurm's
-// files through config/slurm; they never call scontrol (drain does) and never write to the node.
+// Each check keeps its nodecheck.toml section and its explanation beside it (Schema hands the
+// sections to config). Checks read the node only through node.Facts and Slurm's files through
+// config/slurm; they never call scontrol (drain does) and never write to the node.
 package checks
 
 import (
