@@ -13,11 +13,12 @@ import (
 
 // ErrSymlink is wrapped by the errors of the openers below when the name is a symlink: nodecheck
 // runs as root and never writes through one (whoever can plant a link would choose the file
-// root writes, creates or trusts).
+// root writes, creates or trusts); and by Read's, where Limits say not to follow one.
 var ErrSymlink = errors.New("it is a symlink, which nodecheck does not follow when it writes as root")
 
-// ErrNotRegular is wrapped when a file nodecheck writes or reads as its own is not a regular file
-// (a FIFO would block, a device would take the bytes somewhere else).
+// ErrNotRegular is wrapped when a file nodecheck writes or reads is not a regular file (a FIFO
+// would block, a device would take the bytes somewhere else, or give endless ones): by the
+// openers below and by Read.
 var ErrNotRegular = errors.New("not a regular file")
 
 // OpenAppend opens the file at path for appending, creating it with mode perm: a log file. It
