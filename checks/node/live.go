@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // Paths are the roots Live reads the node from. Tests point them at fixture trees; on a node
@@ -108,23 +110,19 @@ func (l *Live) hostPath(p string) string {
 	return filepath.Join(l.paths.FS, p)
 }
 
-// ReadFile implements Facts. It refuses paths with ".." and files over the size bound. A read
-// stuck in the kernel (a wedged sysfs attribute) cannot be interrupted; ctx is checked before
-// and after it.
+// ReadFile implements Facts through files.Read: it refuses paths with "..", files that are
+// not regular (a FIFO, a device: without blocking on them) and files over the size bound, and
+// gives up at ctx's deadline on a read that blocks (a hung NFS mount, a wedged sysfs
+// attribute), leaving that read behind in a goroutine until the process exits. Symlinks are
+// followed (see liveLimits).
 func (l *Live) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	p, err := cleanAbs(path)
 	if err != nil {
 		return nil, fmt.Errorf("read: %w", err)
 	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	b, err := readFileBounded(l.hostPath(p), l.maxFileSize)
+	b, err := files.Read(ctx, l.hostPath(p), liveLimits(l.maxFileSize))
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, bare(err))
-	}
-	if err := ctx.Err(); err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
 	return b, nil
 }
@@ -197,14 +195,29 @@ func modeType(m fs.FileMode) string {
 }
 
 // IBPorts implements Facts by reading Paths.Sys/class/infiniband (see readIBPorts: only state,
-// phys_state, rate and link_layer, never the port counters).
+// phys_state, rate and link_layer, never the port counters), abandoned whole at ctx's end.
 func (l *Live) IBPorts(ctx context.Context) ([]IBPort, error) {
-	return readIBPorts(ctx, os.DirFS(l.paths.Sys))
+	return listWithin(ctx, "/sys/"+ibClassDir, func() ([]IBPort, error) {
+		return readIBPorts(ctx, dirTree(l.paths.Sys))
+	})
 }
 
-// PCIDevices implements Facts by reading Paths.Sys/bus/pci/devices (see readPCIDevices).
+// PCIDevices implements Facts by reading Paths.Sys/bus/pci/devices (see readPCIDevices),
+// abandoned whole at ctx's end.
 func (l *Live) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
-	return readPCIDevices(ctx, os.DirFS(l.paths.Sys))
+	return listWithin(ctx, "/sys/"+pciDevicesDir, func() ([]PCIDevice, error) {
+		return readPCIDevices(ctx, dirTree(l.paths.Sys))
+	})
+}
+
+// listWithin runs a listing of dir under files.Await: one goroutine for the whole listing,
+// abandoned when ctx is done (a sysfs read can block in the kernel, where ctx cannot reach).
+func listWithin[T any](ctx context.Context, dir string, list func() (T, error)) (T, error) {
+	v, err := files.Await(ctx, list)
+	if ae := (*files.AbandonedError)(nil); errors.As(err, &ae) {
+		return v, fmt.Errorf("list %s: %w", dir, err)
+	}
+	return v, err
 }
 
 // GPUs implements Facts through the GPUSource given with WithGPUSource; without one it

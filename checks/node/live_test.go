@@ -70,6 +70,14 @@ func TestLiveReadFile(t *testing.T) {
 	})
 	writeTree(t, p.Sys, map[string]string{"class/infiniband/mlx5_0/ports/1/state": "4: ACTIVE\n"})
 	writeTree(t, p.Dev, map[string]string{"shm/x": "in dev"})
+	if err := syscall.Mkfifo(filepath.Join(p.FS, "etc/slurm/fifo.conf"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for link, target := range map[string]string{"zero.conf": "/dev/zero", "link.conf": "gres.conf"} {
+		if err := os.Symlink(target, filepath.Join(p.FS, "etc/slurm", link)); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
 
@@ -86,7 +94,10 @@ func TestLiveReadFile(t *testing.T) {
 		{name: "sys path under Sys", path: "/sys/class/infiniband/mlx5_0/ports/1/state", want: "4: ACTIVE\n"},
 		{name: "dev path under Dev", path: "/dev/shm/x", want: "in dev"},
 		{name: "at the bound", path: "/var/log/exact", want: strings.Repeat("x", 64)},
-		{name: "over the bound", path: "/var/log/big", wantErr: "read /var/log/big: file too large: more than 64 bytes"},
+		{name: "over the bound", path: "/var/log/big", wantErr: "read /var/log/big: file too large: 65 bytes, over the limit of 64 bytes"},
+		{name: "FIFO", path: "/etc/slurm/fifo.conf", wantErr: "read /etc/slurm/fifo.conf: is a named pipe (FIFO), not a regular file"},
+		{name: "symlink to /dev/zero", path: "/etc/slurm/zero.conf", wantErr: "read /etc/slurm/zero.conf: is a character device, not a regular file"},
+		{name: "symlink followed", path: "/etc/slurm/link.conf", want: "Name=gpu File=/dev/nvidia[0-7]\n"},
 		{name: "missing", path: "/etc/slurm/slurm.conf", wantErr: "read /etc/slurm/slurm.conf: no such file or directory", notExist: true},
 		{name: "directory", path: "/etc/slurm", wantErr: "read /etc/slurm: is a directory"},
 		{name: "relative", path: "etc/slurm/gres.conf", wantErr: `read: path "etc/slurm/gres.conf" is not absolute`},

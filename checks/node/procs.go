@@ -5,6 +5,8 @@ import (
 	"context"
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // Process owners on the live node. NVML lists a GPU's compute processes by PID only; who runs
@@ -89,10 +91,7 @@ func (l *Live) readOwner(ctx context.Context, pid uint32) (uid int, command stri
 
 // readBounded is ReadFile with its own size bound.
 func (l *Live) readBounded(ctx context.Context, path string, limit int64) ([]byte, error) {
-	if err := ctx.Err(); err != nil {
-		return nil, err
-	}
-	return readFileBounded(l.hostPath(path), limit)
+	return files.Read(ctx, l.hostPath(path), liveLimits(limit))
 }
 
 // parseStatusUID returns the real uid of a /proc/<pid>/status: the first of the four

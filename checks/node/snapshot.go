@@ -15,6 +15,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // SnapshotFormat is the snapshot format this nodecheck reads and writes (DESIGN.md section 7).
@@ -83,15 +85,25 @@ type delayRule struct {
 	ms     int
 }
 
-// OpenSnapshot reads the snapshot in dir: meta.json is required and must say format 1;
-// devices.json, commands.json and nvml.json are optional. Every JSON file is checked here,
-// so that a broken snapshot fails at once with the file and the place named.
+// OpenSnapshot is OpenSnapshotContext without a deadline: a FIFO, device or oversized file
+// among the JSON files is still refused at once, but a read that blocks (a hung NFS mount)
+// is waited for.
 func OpenSnapshot(dir string) (*Snapshot, error) {
+	return OpenSnapshotContext(context.Background(), dir)
+}
+
+// OpenSnapshotContext reads the snapshot in dir: meta.json is required and must say format 1;
+// devices.json, commands.json and nvml.json are optional. Every JSON file is checked here,
+// so that a broken snapshot fails at once with the file and the place named. Each is read
+// through files.ReadIn: regular files only (a FIFO is refused without blocking on it),
+// symlinks followed only inside dir, at most snapshotJSONLimit bytes, and given up when ctx
+// is done.
+func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 	}
-	root, err := os.OpenRoot(abs)
+	root, err := files.Await(ctx, func() (*os.Root, error) { return os.OpenRoot(abs) })
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, bare(err))
 	}
@@ -99,7 +111,7 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 	s := &Snapshot{dir: abs}
 
 	read := func(name string) ([]byte, error) {
-		b, err := readBounded(root.FS(), name, snapshotJSONLimit)
+		b, err := files.ReadIn(ctx, root, name, files.Limits{MaxBytes: snapshotJSONLimit, FollowSymlinks: true})
 		if err != nil {
 			return nil, fmt.Errorf("open snapshot %s: read %s: %w", dir, name, bare(err))
 		}
@@ -162,8 +174,10 @@ func (s *Snapshot) Meta() Meta {
 // NVMLJSON returns the content of nvml.json as written, or nil when the snapshot has none.
 func (s *Snapshot) NVMLJSON() []byte { return bytes.Clone(s.nvml) }
 
-// ReadFile implements Facts by reading <dir>/fs/<path>. A file the snapshot does not hold is
-// missing (fs.ErrNotExist); a symlink leading out of fs/ is an error.
+// ReadFile implements Facts by reading <dir>/fs/<path> through files.ReadIn (as Live reads
+// through files.Read: regular files only, bounded, given up at ctx's end). A file the
+// snapshot does not hold is missing (fs.ErrNotExist); a symlink leading out of fs/ is an
+// error naming it.
 func (s *Snapshot) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	p, err := cleanAbs(path)
 	if err != nil {
@@ -172,16 +186,18 @@ func (s *Snapshot) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	if err := stall(ctx, s.delayFor(p)); err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, err)
 	}
-	fsys, done, err := s.openFS()
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", p, err)
-	}
-	defer done()
 	name := strings.TrimPrefix(p, "/")
 	if name == "" {
 		name = "."
 	}
-	b, err := readBounded(fsys, name, DefaultMaxFileSize)
+	b, err := files.Await(ctx, func() ([]byte, error) {
+		root, err := s.openFS()
+		if err != nil {
+			return nil, err
+		}
+		defer root.Close()
+		return files.ReadIn(context.Background(), root, name, liveLimits(DefaultMaxFileSize))
+	})
 	if err != nil {
 		return nil, fmt.Errorf("read %s: %w", p, bare(err))
 	}
@@ -212,19 +228,10 @@ func (s *Snapshot) IBPorts(ctx context.Context) ([]IBPort, error) {
 	if err := stall(ctx, s.ibDelay()); err != nil {
 		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
 	}
-	fsys, done, err := s.openFS()
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
-	}
-	defer done()
-	sys, err := fs.Sub(fsys, "sys")
-	if err != nil {
-		return nil, fmt.Errorf("list /sys/%s: %w", ibClassDir, err)
-	}
-	return readIBPorts(ctx, sys)
+	return listWithin(ctx, "/sys/"+ibClassDir, func() ([]IBPort, error) {
+		return withSysTree(s, func(sys fs.FS) ([]IBPort, error) { return readIBPorts(ctx, sys) },
+			func(err error) error { return fmt.Errorf("list /sys/%s: %w", ibClassDir, err) })
+	})
 }
 
 // PCIDevices implements Facts by reading <dir>/fs/sys/bus/pci/devices with the same code as
@@ -233,19 +240,29 @@ func (s *Snapshot) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
 	if err := stall(ctx, s.treeDelay("/sys/"+pciDevicesDir, "/sys/devices")); err != nil {
 		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
 	}
-	fsys, done, err := s.openFS()
+	return listWithin(ctx, "/sys/"+pciDevicesDir, func() ([]PCIDevice, error) {
+		return withSysTree(s, func(sys fs.FS) ([]PCIDevice, error) { return readPCIDevices(ctx, sys) },
+			func(err error) error { return fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err) })
+	})
+}
+
+// withSysTree runs list on the snapshot's fs/sys; a snapshot without fs/ has nothing there,
+// and wrap names the listing in any other error of opening the tree.
+func withSysTree[T any](s *Snapshot, list func(fs.FS) (T, error), wrap func(error) error) (T, error) {
+	var zero T
+	root, err := s.openFS()
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
+		return zero, nil
 	}
 	if err != nil {
-		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
+		return zero, wrap(err)
 	}
-	defer done()
-	sys, err := fs.Sub(fsys, "sys")
+	defer root.Close()
+	sys, err := rootTree(root, "sys")
 	if err != nil {
-		return nil, fmt.Errorf("list /sys/%s: %w", pciDevicesDir, err)
+		return zero, wrap(err)
 	}
-	return readPCIDevices(ctx, sys)
+	return list(sys)
 }
 
 // GPUs implements Facts from nvml.json, stalling for its delay_ms (on the root, then on each
@@ -338,19 +355,19 @@ func (s *Snapshot) Hostname(ctx context.Context) (string, error) {
 	return h, nil
 }
 
-// openFS opens <dir>/fs as an fs.FS confined to it; done releases it. fs is opened through
-// a root at dir, so that fs/ itself being a symlink out of dir is refused too.
-func (s *Snapshot) openFS() (fs.FS, func(), error) {
+// openFS opens <dir>/fs as a root confined to it, which the caller closes. It is opened
+// through a root at dir, so that fs/ itself being a symlink out of dir is refused too.
+func (s *Snapshot) openFS() (*os.Root, error) {
 	top, err := os.OpenRoot(s.dir)
 	if err != nil {
-		return nil, nil, bare(err)
+		return nil, bare(err)
 	}
 	defer top.Close()
 	root, err := top.OpenRoot(fsDir)
 	if err != nil {
-		return nil, nil, bare(err)
+		return nil, bare(err)
 	}
-	return root.FS(), func() { root.Close() }, nil
+	return root, nil
 }
 
 // delayFor is the longest meta.json delay whose prefix is p or a parent of p.
