@@ -2,14 +2,15 @@ package config
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
-	"syscall"
 	"time"
 
 	"github.com/BurntSushi/toml"
@@ -86,50 +87,64 @@ func Default(schema Schema) *Config {
 // file of megabytes is a wrong --config (a log, a core file) better refused than parsed.
 const maxConfigSize = 1 << 20
 
-// LoadConfig reads, checks and decodes the nodecheck.toml at path. Running as root, it opens
-// the file without following a symlink and refuses one that someone other than root could
-// change (see CheckConfigFilePerms). A missing file is an error that wraps fs.ErrNotExist,
-// so the caller can tell "no config" (run with Default) from "bad config". schema is the
-// [checks] table the file may have (checks.Schema()).
+// LoadConfig is LoadConfigData without a deadline, for callers that need only the config.
+// schema is the [checks] table the file may have (checks.Schema()).
 func LoadConfig(path string, schema Schema) (*Config, error) {
-	euid := os.Geteuid()
-	flags := os.O_RDONLY
-	if euid == 0 {
-		// O_NOFOLLOW: check and read the very inode opened, not whatever a link points at
-		// by then. O_NONBLOCK: opening a FIFO must not hang a prolog; the type is refused below.
-		flags |= syscall.O_NOFOLLOW | syscall.O_NONBLOCK
-	}
-	f, err := os.OpenFile(path, flags, 0)
+	cfg, _, err := LoadConfigData(context.Background(), path, schema)
+	return cfg, err
+}
+
+// LoadConfigData reads (ReadConfigFile), checks and decodes the nodecheck.toml at path. A
+// missing file is an error that wraps fs.ErrNotExist, so the caller can tell "no config" (run
+// with Default) from "bad config". When the file was read but does not parse or validate,
+// it also returns its bytes, for PeekFailClosed and PeekPromFile; a file refused before
+// reading gives none. schema is the [checks] table the file may have (checks.Schema()).
+func LoadConfigData(ctx context.Context, path string, schema Schema) (*Config, []byte, error) {
+	data, err := ReadConfigFile(ctx, path)
 	if err != nil {
-		if errors.Is(err, syscall.ELOOP) {
-			return nil, configSymlinkError(path)
-		}
-		return nil, fmt.Errorf("read nodecheck config: %w", err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("read nodecheck config: %w", err)
-	}
-	if err := CheckConfigFilePerms(path, fi, euid); err != nil {
-		return nil, err
-	}
-	if fi.IsDir() {
-		return nil, fmt.Errorf("read nodecheck config %s: it is a directory; give the path of the file", path)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, maxConfigSize+1))
-	if err != nil {
-		return nil, fmt.Errorf("read nodecheck config: %w", err)
-	}
-	if len(data) > maxConfigSize {
-		return nil, fmt.Errorf("read nodecheck config %s: larger than %d bytes; is it the right file?", path, maxConfigSize)
+		return nil, nil, err
 	}
 	cfg, err := ParseConfig(data, path, schema)
 	if err != nil {
-		return nil, err
+		return nil, data, err
 	}
 	cfg.Path = path
-	return cfg, nil
+	return cfg, nil, nil
+}
+
+// ReadConfigFile reads the nodecheck.toml at path through files.Read: a regular file only (a
+// FIFO, /dev/zero or a directory is refused at once, without blocking on it or reading it),
+// at most maxConfigSize bytes, and given up when ctx is done (a config on a hung NFS mount).
+// Running as root, it opens the file without following a symlink and refuses one that
+// someone other than root could change (CheckConfigFilePerms, applied to the opened file).
+func ReadConfigFile(ctx context.Context, path string) ([]byte, error) {
+	euid := os.Geteuid()
+	data, err := files.Read(ctx, path, files.Limits{
+		MaxBytes: maxConfigSize,
+		// O_NOFOLLOW as root: check and read the very inode opened, not whatever a link
+		// points at by then.
+		FollowSymlinks: euid != 0,
+		Check:          func(fi fs.FileInfo) error { return CheckConfigFilePerms(path, fi, euid) },
+	})
+	if err != nil {
+		return nil, configReadError(path, err)
+	}
+	return data, nil
+}
+
+// configReadError says why the config at path could not be read, with the fix where there
+// is one. CheckConfigFilePerms's own errors pass as they are.
+func configReadError(path string, err error) error {
+	pe, ok := err.(*fs.PathError)
+	switch {
+	case !ok:
+		return err
+	case errors.Is(err, files.ErrSymlink):
+		return configSymlinkError(path)
+	case errors.Is(err, files.ErrNotRegular):
+		return fmt.Errorf("read nodecheck config %s: %w; give the path of the file", path, pe.Err)
+	}
+	return fmt.Errorf("read nodecheck config %s: %w", path, pe.Err)
 }
 
 // CheckConfigFilePerms refuses, when euid is 0, a config file that anyone but root could

@@ -198,14 +198,14 @@ func TestLoadConfig(t *testing.T) {
 		{
 			name:       "directory",
 			path:       dir,
-			wantAsRoot: "read nodecheck config " + dir + ": it is a directory; give the path of the file",
-			wantAsUser: "read nodecheck config " + dir + ": it is a directory; give the path of the file",
+			wantAsRoot: "read nodecheck config " + dir + ": is a directory, not a regular file; give the path of the file",
+			wantAsUser: "read nodecheck config " + dir + ": is a directory, not a regular file; give the path of the file",
 		},
 		{
 			name:       "too big",
 			path:       big,
-			wantAsRoot: "read nodecheck config " + big + ": larger than 1048576 bytes; is it the right file?",
-			wantAsUser: "read nodecheck config " + big + ": larger than 1048576 bytes; is it the right file?",
+			wantAsRoot: "read nodecheck config " + big + ": file too large: 1.0 MiB (1048580 bytes), over the limit of 1 MiB (1048576 bytes) for it; is it the right file?",
+			wantAsUser: "read nodecheck config " + big + ": file too large: 1.0 MiB (1048580 bytes), over the limit of 1 MiB (1048576 bytes) for it; is it the right file?",
 		},
 		{
 			name:       "invalid content names the path and line",
@@ -214,14 +214,23 @@ func TestLoadConfig(t *testing.T) {
 			wantAsUser: bad + `:2: unknown key "checks.ports.min_rat" (did you mean "min_rate"?)`,
 		},
 	}
-	if root {
-		// As anyone else, opening a FIFO waits for a writer; as root nodecheck must not wait.
-		tests = append(tests, struct{ name, path, wantAsRoot, wantAsUser string }{
-			name:       "fifo",
-			path:       fifo,
-			wantAsRoot: "check nodecheck config " + fifo + ": mode prw------- is not a regular file; as root nodecheck reads its config only from a plain file",
-		})
+	// A FIFO or a device is refused at once, as root or not: opening or reading it must not
+	// hang a prolog or fill memory (issue 12).
+	fifoErr := "read nodecheck config " + fifo + ": is a named pipe (FIFO), not a regular file; give the path of the file"
+	zeroErr := "read nodecheck config /dev/zero: is a character device, not a regular file; give the path of the file"
+	zeroLink := filepath.Join(dir, "zero.toml")
+	if err := os.Symlink("/dev/zero", zeroLink); err != nil {
+		t.Fatal(err)
 	}
+	zeroLinkErr := "read nodecheck config " + zeroLink + ": is a character device, not a regular file; give the path of the file"
+	if root {
+		zeroLinkErr = "check nodecheck config " + zeroLink + ": it is a symlink, which nodecheck does not follow as root (the link and its target could be changed separately); give --config /dev/zero, or replace the link with the file"
+	}
+	tests = append(tests, []struct{ name, path, wantAsRoot, wantAsUser string }{
+		{name: "fifo", path: fifo, wantAsRoot: fifoErr, wantAsUser: fifoErr},
+		{name: "/dev/zero", path: "/dev/zero", wantAsRoot: zeroErr, wantAsUser: zeroErr},
+		{name: "link to /dev/zero", path: zeroLink, wantAsRoot: zeroLinkErr, wantAsUser: zeroLinkErr},
+	}...)
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			want := tc.wantAsUser
