@@ -71,11 +71,17 @@ type Group struct {
 // configLogLevels are the levels zerolog is configured with.
 var configLogLevels = []string{"debug", "info", "warn", "error"}
 
+// DefaultBudget is the built-in budget of each mode: what a run has before its config is
+// read (the process watchdog's first arming), and what a config that sets none gets.
+func DefaultBudget() Budget {
+	return Budget{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second}
+}
+
 // Default is the configuration built into nodecheck, with the sections of schema holding
 // their checks' defaults (checks.Schema() for nodecheck's checks).
 func Default(schema Schema) *Config {
 	return &Config{
-		Budget: Budget{Prolog: 5 * time.Second, Epilog: 30 * time.Second, Health: 50 * time.Second},
+		Budget: DefaultBudget(),
 		Log:    LogConfig{Level: "info"},
 		Drain:  defaultDrain(),
 		State:  defaultState(),

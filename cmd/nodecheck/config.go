@@ -1,6 +1,7 @@
 package main
 
 import (
+	"context"
 	"fmt"
 
 	"github.com/nodecheck/nodecheck/checks"
@@ -19,7 +20,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 		Short: "Print the effective configuration (built-in defaults, the file, and --node's group overrides)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			cfg, err := loadConfigFile(path)
+			cfg, err := loadConfigFile(cmd.Context(), path)
 			if err != nil {
 				fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 				return exitError{exitCannotRun}
@@ -48,7 +49,7 @@ func newConfigCmd(g *globals) *cobra.Command {
 			if p == "" {
 				p = config.DefaultConfigPath
 			}
-			if _, err := config.LoadConfig(p, checks.Schema()); err != nil {
+			if _, _, err := config.LoadConfigData(cmd.Context(), p, checks.Schema()); err != nil {
 				fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 				return exitError{exitCannotRun}
 			}
@@ -62,12 +63,14 @@ func newConfigCmd(g *globals) *cobra.Command {
 }
 
 // loadConfigFile reads path, or the default path when it exists, or gives the defaults.
-func loadConfigFile(path string) (*config.Config, error) {
-	if path == "" {
-		if !fileExists(config.DefaultConfigPath) {
-			return config.Default(checks.Schema()), nil
-		}
-		path = config.DefaultConfigPath
+func loadConfigFile(ctx context.Context, path string) (*config.Config, error) {
+	if path != "" {
+		cfg, _, err := config.LoadConfigData(ctx, path, checks.Schema())
+		return cfg, err
 	}
-	return config.LoadConfig(path, checks.Schema())
+	cfg, _, err := config.LoadConfigData(ctx, config.DefaultConfigPath, checks.Schema())
+	if isNotExist(err) {
+		return config.Default(checks.Schema()), nil
+	}
+	return cfg, err
 }

@@ -13,7 +13,9 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
@@ -122,7 +124,11 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		o.Getenv = os.Getenv
 	}
 	if o.ReadFile == nil {
-		o.ReadFile = os.ReadFile
+		// As the checks read them (node.Live.ReadFile): regular files only, bounded, given
+		// up when ctx is done (Ctrl-C), symlinks followed.
+		o.ReadFile = func(p string) ([]byte, error) {
+			return files.Read(ctx, p, files.Limits{MaxBytes: node.DefaultMaxFileSize, FollowSymlinks: true})
+		}
 	}
 	if o.Exists == nil {
 		o.Exists = func(p string) bool {
@@ -148,7 +154,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	cfg := config.Default(checks.Schema())
 	if o.Config != "" {
 		var err error
-		if cfg, err = config.LoadConfig(o.Config, checks.Schema()); err != nil {
+		if cfg, _, err = config.LoadConfigData(ctx, o.Config, checks.Schema()); err != nil {
 			fmt.Fprintf(stderr, "nodecheck lint: --config %s: %v\n", o.Config, err)
 			return exitCannotRun
 		}

@@ -6,11 +6,23 @@ import (
 	"os"
 	"os/signal"
 	"syscall"
+	"time"
 )
 
+// main wires the process to the run: SIGTERM and SIGINT cancel the run's context, and the
+// watchdog (watchdog.go) ends the process when the run does not end promptly after a signal
+// or overstays its mode's budget, whatever blocks.
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	code := execute(ctx, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	stop()
-	os.Exit(code)
+	start := time.Now()
+	ctx, cancel := context.WithCancel(context.Background())
+	wd := newWatchdog(start, os.Stderr, os.Exit, cancel)
+	sigs := make(chan os.Signal, 2)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM)
+	go func() {
+		for s := range sigs {
+			wd.signal(s)
+		}
+	}()
+	code := executeWith(ctx, wd, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
+	os.Exit(wd.finish(code))
 }

@@ -32,12 +32,19 @@ type globals struct {
 	stdout io.Writer
 	stderr io.Writer
 	getenv func(string) string
+	// watch ends the process when the run overstays its budget (nil in tests: no watchdog).
+	watch *watchdog
 }
 
 // execute runs nodecheck with argv and returns the exit code. With no arguments (as slurmd
 // starts Prolog=, Epilog= and HealthCheckProgram=) it runs the checks for the detected mode.
 func execute(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
-	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv}
+	return executeWith(ctx, nil, argv, stdin, stdout, stderr, getenv)
+}
+
+// executeWith is execute with the process's watchdog, which runs arm (main.go).
+func executeWith(ctx context.Context, wd *watchdog, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, watch: wd}
 	args := argv[1:]
 	if len(args) == 0 || filepath.Base(argv[0]) == "nodecheck-health" && (len(args) == 0 || args[0] != "help") {
 		args = append([]string{"run"}, args...)

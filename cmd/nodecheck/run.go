@@ -111,18 +111,23 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
+	// The watchdog's first arming: the mode's default budget, until the config is read (which
+	// may itself block on a hung file system).
+	g.watch.Arm(mode, config.DefaultBudget().For(mode), false)
 	env, setup, err := checks.NewEnv(ctx, checks.EnvOptions{
 		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(),
 	})
 	var cfgErr *checks.ConfigError
 	if errors.As(err, &cfgErr) {
+		g.watch.Arm(mode, config.DefaultBudget().For(mode), cfgErr.FailClosed)
 		return configFailure(g, log, o, cfgErr, setup)
 	}
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
+	g.watch.Arm(mode, env.Budget.Run, env.Config.FailClosed)
 	replay := setup.Snapshot != nil
 	log, closeLog := newLogger(g.stderr, env.Config.Log)
 	defer closeLog()

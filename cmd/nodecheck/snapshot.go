@@ -118,7 +118,7 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 		if path == "" {
 			path = config.DefaultConfigPath
 		}
-		b, err := os.ReadFile(path)
+		b, err := config.ReadConfigFile(ctx, path)
 		switch {
 		case err == nil:
 			if err := rec.AddFile(config.DefaultConfigPath, b); err != nil {

@@ -1,0 +1,209 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// The process-level limits (README "Time limits"). Every check, command and file read already
+// ends at the run's budget; these end the process when something still blocks where no
+// deadline reaches (a read stuck in the kernel on a hung NFS mount, a wedged NVML call, a
+// stdout pipe nobody reads), and when Slurm or a person asks it to stop.
+const (
+	// watchdogMargin is how long past its mode's budget, counted from the start of main, a
+	// run may go before the watchdog ends the process. It leaves about 0.1 s of the 1 s that
+	// a run may overstay for the start-up before main and the exit.
+	watchdogMargin = 900 * time.Millisecond
+	// signalGrace is how long after SIGTERM or SIGINT the run has to end on its own (its
+	// context is cancelled at once, so checks, reads and commands give up); then the process
+	// exits. Slurm sends a hook SIGTERM and, soon after, SIGKILL.
+	signalGrace = 50 * time.Millisecond
+)
+
+// watchdog ends the process when a run overstays its budget, or does not end promptly after
+// a signal. The run arms it once its mode and budget are known (Arm); main wires signals to
+// it and tells it when the run is over (finish), after which it never acts. All methods
+// are safe on a nil *watchdog, which does nothing: tests call execute without one.
+//
+// When it ends the process it writes one line to stderr and exits; it writes nothing else.
+// Files nodecheck writes are replaced atomically (files.WriteAtomic), so an exit at any point
+// leaves the old file or the new one, never part of one; a report being written to stdout
+// at that moment may be cut, as by SIGKILL.
+//
+// Exit codes, from DESIGN.md section 5 (a hook must not take the cluster down for a nodecheck
+// failure): an expiry or a signal is nodecheck not finishing, not a verdict on the node. In a
+// prolog or epilog the process exits 0 (the job goes on; the error is in slurmd's log and
+// stderr), unless the config says fail_closed = true: then 2 for an expiry, 128+N for
+// signal N. In a health or manual run: 2 for an expiry (could not run), 128+N for a signal
+// (the shells' convention: 130 for Ctrl-C, 143 for SIGTERM). A run that ends on its own
+// within signalGrace exits with its own code, except that its 0 becomes the signal's code
+// where the signal's code is not 0 (see finish).
+type watchdog struct {
+	start  time.Time
+	stderr io.Writer
+	exit   func(int)
+	cancel context.CancelFunc // cancels the run's context
+
+	mu         sync.Mutex
+	timer      *time.Timer
+	done       bool
+	mode       config.Mode
+	budget     time.Duration
+	failClosed bool
+	signals    int
+	sig        os.Signal // the first signal
+}
+
+// newWatchdog returns a disarmed watchdog for a process that started at start; cancel
+// cancels the run's context, exit ends the process (os.Exit).
+func newWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel context.CancelFunc) *watchdog {
+	return &watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
+}
+
+// Arm sets the watchdog for a run in mode with the mode's budget (0: none, and the watchdog
+// is disarmed) and the config's fail_closed; it fires at start + budget + watchdogMargin. A
+// later call replaces the earlier one: the run arms it first with the default budget, then
+// with the config's once that is read.
+func (w *watchdog) Arm(mode config.Mode, budget time.Duration, failClosed bool) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	w.mode, w.budget, w.failClosed = mode, budget, failClosed
+	if w.signals > 0 {
+		return // the signal's grace timer is running; it decides now
+	}
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if budget > 0 {
+		w.timer = time.AfterFunc(time.Until(w.start.Add(budget+watchdogMargin)), w.expire)
+	}
+}
+
+// expire ends the process: the run is past its budget and the margin.
+func (w *watchdog) expire() {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done || w.signals > 0 {
+		return
+	}
+	code := exitCannotRun
+	if w.hook() && !w.failClosed {
+		code = exitHealthy
+	}
+	fmt.Fprintf(w.stderr, "nodecheck: watchdog: the %s run is still going %s after its budget of %s (blocked where no deadline reaches: a hung file system, a wedged GPU driver, a full stdout pipe?); %s\n",
+		w.mode, watchdogMargin, w.budget, w.exitText(code))
+	w.done = true
+	w.exit(code)
+}
+
+// signal handles SIGTERM or SIGINT: the first cancels the run and gives it signalGrace to end
+// on its own, the second ends the process at once.
+func (w *watchdog) signal(sig os.Signal) {
+	if w == nil {
+		return
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.done {
+		return
+	}
+	w.signals++
+	if w.timer != nil {
+		w.timer.Stop()
+		w.timer = nil
+	}
+	if w.signals > 1 {
+		code := w.signalCode(sig)
+		fmt.Fprintf(w.stderr, "nodecheck: %s again: %s\n", signalName(sig), w.exitText(code))
+		w.done = true
+		w.exit(code)
+		return
+	}
+	w.sig = sig
+	w.cancel()
+	w.timer = time.AfterFunc(signalGrace, func() {
+		w.mu.Lock()
+		defer w.mu.Unlock()
+		if w.done {
+			return
+		}
+		code := w.signalCode(sig)
+		fmt.Fprintf(w.stderr, "nodecheck: %s: the run did not end within %s of it; %s\n", signalName(sig), signalGrace, w.exitText(code))
+		w.done = true
+		w.exit(code)
+	})
+}
+
+// finish marks the run as over and returns the code the process exits with: from now on
+// the watchdog never writes or exits, so that it and main never both act. After a signal,
+// a run that ended on its own within the grace was cut short: its "healthy" (0) is no
+// verdict, so a health or manual run (or a fail-closed hook) exits with the signal's code
+// instead; a failure the run found (non-zero) stands, and a fail-open hook keeps its code.
+func (w *watchdog) finish(code int) int {
+	if w == nil {
+		return code
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	w.done = true
+	if w.timer != nil {
+		w.timer.Stop()
+	}
+	if w.sig == nil || code != exitHealthy {
+		return code
+	}
+	if sc := w.signalCode(w.sig); sc != exitHealthy {
+		fmt.Fprintf(w.stderr, "nodecheck: %s: the run was cut short; %s\n", signalName(w.sig), w.exitText(sc))
+		return sc
+	}
+	return code
+}
+
+// hook reports whether the run is a prolog or epilog, whose exit code Slurm acts on.
+func (w *watchdog) hook() bool { return w.mode == config.ModeProlog || w.mode == config.ModeEpilog }
+
+// signalCode is the exit code after signal sig ended the run; see watchdog.
+func (w *watchdog) signalCode(sig os.Signal) int {
+	if w.hook() && !w.failClosed {
+		return exitHealthy
+	}
+	if s, ok := sig.(syscall.Signal); ok {
+		return 128 + int(s)
+	}
+	return exitCannotRun
+}
+
+// exitText says what the process does, and why a hook exits 0.
+func (w *watchdog) exitText(code int) string {
+	switch {
+	case code == exitHealthy:
+		return fmt.Sprintf("exiting 0 without a verdict: fail_closed is off, and a %s must not fail jobs for a nodecheck failure", w.mode)
+	case w.hook():
+		return fmt.Sprintf("exiting %d: fail_closed is on", code)
+	}
+	return fmt.Sprintf("exiting %d without a verdict", code)
+}
+
+func signalName(sig os.Signal) string {
+	switch sig {
+	case syscall.SIGTERM:
+		return "SIGTERM"
+	case os.Interrupt:
+		return "SIGINT"
+	}
+	return sig.String()
+}

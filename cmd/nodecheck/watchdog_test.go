@@ -1,0 +1,162 @@
+package main
+
+import (
+	"bytes"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// fakeExit records the watchdog's exit instead of ending the test process.
+type fakeExit struct {
+	mu    sync.Mutex
+	codes []int
+	at    time.Time
+}
+
+func (f *fakeExit) exit(code int) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.codes = append(f.codes, code)
+	f.at = time.Now()
+}
+
+func (f *fakeExit) get() ([]int, time.Time) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]int(nil), f.codes...), f.at
+}
+
+func newTestWatchdog(start time.Time) (*watchdog, *fakeExit, *bytes.Buffer, *bool) {
+	var stderr bytes.Buffer
+	f := &fakeExit{}
+	cancelled := new(bool)
+	return newWatchdog(start, &stderr, f.exit, func() { *cancelled = true }), f, &stderr, cancelled
+}
+
+func TestWatchdogExpiry(t *testing.T) {
+	tests := []struct {
+		mode       config.Mode
+		failClosed bool
+		want       int
+		says       string
+	}{
+		{config.ModeProlog, false, exitHealthy, "exiting 0 without a verdict: fail_closed is off"},
+		{config.ModeProlog, true, exitCannotRun, "exiting 2: fail_closed is on"},
+		{config.ModeEpilog, false, exitHealthy, "exiting 0"},
+		{config.ModeHealth, false, exitCannotRun, "exiting 2 without a verdict"},
+		{config.ModeManual, false, exitCannotRun, "exiting 2 without a verdict"},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			// Started long enough ago that a 100 ms budget expires 50 ms from now.
+			start := time.Now().Add(-watchdogMargin + 50*time.Millisecond - 100*time.Millisecond)
+			w, f, stderr, _ := newTestWatchdog(start)
+			w.Arm(tc.mode, 100*time.Millisecond, tc.failClosed)
+			time.Sleep(300 * time.Millisecond)
+			codes, _ := f.get()
+			if len(codes) != 1 || codes[0] != tc.want {
+				t.Fatalf("exits %v, want [%d]", codes, tc.want)
+			}
+			line := stderr.String()
+			if strings.Count(line, "\n") != 1 || !strings.Contains(line, "nodecheck: watchdog: the "+string(tc.mode)+" run is still going") || !strings.Contains(line, tc.says) {
+				t.Errorf("stderr %q, want one line saying %q", line, tc.says)
+			}
+			if got := w.finish(exitUnhealthy); got != exitUnhealthy {
+				t.Errorf("finish after the expiry changed the code to %d", got)
+			}
+		})
+	}
+}
+
+func TestWatchdogRearmAndFinish(t *testing.T) {
+	w, f, stderr, _ := newTestWatchdog(time.Now())
+	// Armed with a short budget, then re-armed with none (a manual run): never fires.
+	w.Arm(config.ModeProlog, time.Millisecond, false)
+	w.Arm(config.ModeManual, 0, false)
+	// A run that finishes in time disarms it.
+	w2, f2, _, _ := newTestWatchdog(time.Now().Add(-watchdogMargin))
+	w2.Arm(config.ModeProlog, 50*time.Millisecond, false)
+	if got := w2.finish(exitUnhealthy); got != exitUnhealthy {
+		t.Errorf("finish = %d, want the run's own 1", got)
+	}
+	time.Sleep(200 * time.Millisecond)
+	if codes, _ := f.get(); len(codes) != 0 || stderr.Len() != 0 {
+		t.Errorf("a disarmed watchdog exited %v: %q", codes, stderr)
+	}
+	if codes, _ := f2.get(); len(codes) != 0 {
+		t.Errorf("a finished run's watchdog exited %v", codes)
+	}
+	// A nil watchdog (tests calling execute) does nothing.
+	var nilw *watchdog
+	nilw.Arm(config.ModeProlog, time.Millisecond, false)
+	nilw.signal(syscall.SIGTERM)
+	if got := nilw.finish(3); got != 3 {
+		t.Errorf("nil finish = %d", got)
+	}
+}
+
+func TestWatchdogSignals(t *testing.T) {
+	t.Run("grace runs out", func(t *testing.T) {
+		w, f, stderr, cancelled := newTestWatchdog(time.Now())
+		w.Arm(config.ModeManual, 0, false)
+		sent := time.Now()
+		w.signal(syscall.SIGTERM)
+		if !*cancelled {
+			t.Error("the first signal did not cancel the run")
+		}
+		time.Sleep(signalGrace + 100*time.Millisecond)
+		codes, at := f.get()
+		if len(codes) != 1 || codes[0] != 143 || at.Sub(sent) < signalGrace {
+			t.Errorf("exits %v %s after the signal, want [143] after the grace", codes, at.Sub(sent))
+		}
+		if !strings.Contains(stderr.String(), "nodecheck: SIGTERM: the run did not end within 50ms of it; exiting 143") {
+			t.Errorf("stderr %q", stderr)
+		}
+	})
+	t.Run("second signal", func(t *testing.T) {
+		w, f, stderr, _ := newTestWatchdog(time.Now())
+		w.signal(syscall.SIGINT)
+		w.signal(syscall.SIGINT)
+		if codes, _ := f.get(); len(codes) != 1 || codes[0] != 130 {
+			t.Errorf("exits %v, want [130] at once", codes)
+		}
+		time.Sleep(signalGrace + 50*time.Millisecond)
+		if codes, _ := f.get(); len(codes) != 1 {
+			t.Errorf("exited again after the grace: %v", codes)
+		}
+		if !strings.Contains(stderr.String(), "SIGINT again: exiting 130") {
+			t.Errorf("stderr %q", stderr)
+		}
+	})
+	t.Run("run ends within the grace", func(t *testing.T) {
+		for _, tc := range []struct {
+			mode       config.Mode
+			failClosed bool
+			runCode    int
+			want       int
+		}{
+			{config.ModeManual, false, exitHealthy, 143}, // a cut-short "healthy" is no verdict
+			{config.ModeManual, false, exitUnhealthy, exitUnhealthy},
+			{config.ModeHealth, false, exitHealthy, 143},
+			{config.ModeProlog, false, exitHealthy, exitHealthy}, // fails open
+			{config.ModeProlog, false, exitUnhealthy, exitUnhealthy},
+			{config.ModeProlog, true, exitHealthy, 143},
+		} {
+			w, f, _, _ := newTestWatchdog(time.Now())
+			w.Arm(tc.mode, 5*time.Second, tc.failClosed)
+			w.signal(syscall.SIGTERM)
+			if got := w.finish(tc.runCode); got != tc.want {
+				t.Errorf("%s (fail_closed %v) run exiting %d after SIGTERM: finish = %d, want %d", tc.mode, tc.failClosed, tc.runCode, got, tc.want)
+			}
+			time.Sleep(signalGrace + 20*time.Millisecond)
+			if codes, _ := f.get(); len(codes) != 0 {
+				t.Errorf("%s: the watchdog exited %v after the run finished", tc.mode, codes)
+			}
+		}
+	})
+}
