@@ -579,3 +579,64 @@ func TestHistoryReader(t *testing.T) {
 		t.Errorf("Load through a symlink = %v, %v; want ErrSymlink", h, err)
 	}
 }
+
+// TestDefaultConfigPathLive puts a FIFO, /dev/zero's numbers and an oversized file at the
+// default config path, /etc/nodecheck/nodecheck.toml, of a live run. So as not to touch this
+// machine's /etc, the run gets a private mount namespace (unshare -m) in which /etc is an
+// overlay; it needs root and unshare, and skips without them.
+func TestDefaultConfigPathLive(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	unshare, err := exec.LookPath("unshare")
+	if err != nil || os.Geteuid() != 0 {
+		t.Skipf("needs root and unshare(1) for a private /etc: %v", err)
+	}
+	bin := nodecheckBinary(t)
+	slurmConf := liveSlurmDir(t, t.TempDir(), "")
+	for _, tc := range []struct{ kind, make, says string }{
+		{"fifo", "mkfifo /etc/nodecheck/nodecheck.toml", "is a named pipe (FIFO), not a regular file"},
+		{"char-device", "mknod /etc/nodecheck/nodecheck.toml c 1 5", "is a character device, not a regular file"},
+		{"oversized", "truncate -s 2G /etc/nodecheck/nodecheck.toml", "file too large: 2 GiB"},
+	} {
+		for _, mode := range []string{"prolog", "manual"} {
+			t.Run(tc.kind+"/"+mode, func(t *testing.T) {
+				dir := t.TempDir()
+				script := `set -e
+mkdir -p "$D/upper" "$D/work" "$D/etc"
+mount -t overlay overlay -o "lowerdir=/etc,upperdir=$D/upper,workdir=$D/work" "$D/etc"
+mount --bind "$D/etc" /etc
+rm -rf /etc/nodecheck && mkdir /etc/nodecheck
+` + tc.make + `
+exec env -i ` + strings.Join(modeEnv[mode], " ") + ` "$BIN" run --check gpu_count --slurm-conf "$CONF" --node gpu-h100-01
+`
+				cmd := exec.Command(unshare, "-m", "--propagation", "private", "sh", "-c", script)
+				cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin", "D=" + dir, "BIN=" + bin, "CONF=" + slurmConf}
+				var out, errb bytes.Buffer
+				cmd.Stdout, cmd.Stderr = &out, &errb
+				start := time.Now()
+				if err := cmd.Start(); err != nil {
+					t.Fatal(err)
+				}
+				p := waitNodecheck(t, cmd, &out, &errb, start)
+				if strings.Contains(p.stderr, "mount:") || strings.Contains(p.stderr, "unshare:") {
+					t.Skipf("no private /etc here: %s", p.stderr)
+				}
+				t.Logf("%s run ended after %s (with unshare and mounts), exit %d", mode, p.took.Round(time.Millisecond), p.code)
+				want := exitCannotRun
+				if mode == "prolog" {
+					want = exitHealthy
+				}
+				if p.code != want || p.took > budgets[mode]+time.Second {
+					t.Errorf("exit %d after %s, want %d within the budget plus 1 s; output:\n%s", p.code, p.took, want, p.output())
+				}
+				if !strings.Contains(p.output(), "read nodecheck config /etc/nodecheck/nodecheck.toml: "+tc.says) {
+					t.Errorf("output lacks the config named as %q:\n%s", tc.says, p.output())
+				}
+			})
+		}
+	}
+	if fi, err := os.Lstat("/etc/nodecheck/nodecheck.toml"); err == nil && !fi.Mode().IsRegular() {
+		t.Errorf("the test left a %s at this machine's /etc/nodecheck/nodecheck.toml", fi.Mode())
+	}
+}

@@ -18,9 +18,10 @@ import (
 // stdout pipe nobody reads), and when Slurm or a person asks it to stop.
 const (
 	// watchdogMargin is how long past its mode's budget, counted from the start of main, a
-	// run may go before the watchdog ends the process. It leaves about 0.1 s of the 1 s that
-	// a run may overstay for the start-up before main and the exit.
-	watchdogMargin = 900 * time.Millisecond
+	// run may go before the watchdog ends the process. It leaves a quarter of the second that
+	// a run may overstay for the start-up before main (about 10 ms on an idle node, more on
+	// a loaded one) and the exit.
+	watchdogMargin = 750 * time.Millisecond
 	// signalGrace is how long after SIGTERM or SIGINT the run has to end on its own (its
 	// context is cancelled at once, so checks, reads and commands give up); then the process
 	// exits. Slurm sends a hook SIGTERM and, soon after, SIGKILL.
