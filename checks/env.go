@@ -107,7 +107,7 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	if mode == "" {
 		mode = DetectMode(getenv, o.Argv0)
 	}
-	facts, snap, err := openFacts(o)
+	facts, snap, err := openFacts(ctx, o)
 	if err != nil {
 		return nil, setup, err
 	}
@@ -179,13 +179,13 @@ func (e *Env) RunOptions() RunOptions {
 
 // openFacts gives the live node, or the recorded one at o.SnapshotDir, wrapped as o says and
 // memoized for one run.
-func openFacts(o EnvOptions) (node.Facts, *node.Snapshot, error) {
+func openFacts(ctx context.Context, o EnvOptions) (node.Facts, *node.Snapshot, error) {
 	var (
 		facts node.Facts
 		snap  *node.Snapshot
 	)
 	if o.SnapshotDir != "" {
-		s, err := node.OpenSnapshot(o.SnapshotDir)
+		s, err := node.OpenSnapshotContext(ctx, o.SnapshotDir)
 		if err != nil {
 			return nil, nil, fmt.Errorf("--snapshot: %w", err)
 		}
@@ -210,7 +210,7 @@ func openFacts(o EnvOptions) (node.Facts, *node.Snapshot, error) {
 
 // LoadRunConfig reads nodecheck.toml for a run: path when it is set (it must exist), else
 // config.DefaultConfigPath, whose absence means the built-in defaults. On the live node the
-// file is read from disk with the permission check (config.LoadConfig); in a replay the
+// file is read from disk with the permission check (config.LoadConfigData); in a replay the
 // default path is looked up inside the snapshot, so a recorded node carries its own policy.
 // On error it also returns the file's bytes, when they could be read, for the lenient peeks
 // (config.PeekFailClosed, config.PeekPromFile). This is the one place a run loads its config.
@@ -230,28 +230,19 @@ func LoadRunConfig(ctx context.Context, facts node.Facts, replay bool, path stri
 		cfg, err := config.ParseConfig(data, path, Schema())
 		return cfg, data, err
 	}
-	if _, err := os.Lstat(path); !explicit && isNotExist(err) {
+	// One bounded read (config.LoadConfigData): a FIFO or /dev/zero given as the config is
+	// refused at once, and the bytes for the peeks are those of the same read, when the file
+	// was read but did not parse.
+	cfg, data, err := config.LoadConfigData(ctx, path, Schema())
+	switch {
+	case err == nil:
+		return cfg, nil, nil
+	case isNotExist(err) && !explicit:
 		return config.Default(Schema()), nil, nil
+	case isNotExist(err):
+		return nil, nil, fmt.Errorf("--config %s does not exist", path)
 	}
-	cfg, err := config.LoadConfig(path, Schema())
-	if err != nil {
-		if explicit && isNotExist(err) {
-			return nil, nil, fmt.Errorf("--config %s does not exist", path)
-		}
-		data, _ := readConfigForPeek(path)
-		return nil, data, err
-	}
-	return cfg, nil, nil
-}
-
-// readConfigForPeek reads what the lenient peeks need of a config LoadConfig refused: only
-// a regular file, only its first MiB (LoadConfig refused anything larger or odder anyway).
-func readConfigForPeek(path string) ([]byte, error) {
-	fi, err := os.Lstat(path)
-	if err != nil || !fi.Mode().IsRegular() || fi.Size() > 1<<20 {
-		return nil, errors.New("not a small regular file")
-	}
-	return os.ReadFile(path)
+	return nil, data, err
 }
 
 // setupContext bounds the reads before the checks: by the mode's configured budget from the

@@ -24,5 +24,6 @@ func main() {
 		}
 	}()
 	code := executeWith(ctx, wd, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
-	os.Exit(wd.finish(code))
+	wd.finish()
+	os.Exit(code)
 }

@@ -42,7 +42,8 @@ func execute(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 	return executeWith(ctx, nil, argv, stdin, stdout, stderr, getenv)
 }
 
-// executeWith is execute with the process's watchdog, which runs arm (main.go).
+// executeWith is execute with the process's watchdog (main.go), which the run arms once it
+// knows its mode and budget.
 func executeWith(ctx context.Context, wd *watchdog, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, watch: wd}
 	args := argv[1:]

@@ -9,6 +9,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 )
 
@@ -38,14 +39,14 @@ const (
 // leaves the old file or the new one, never part of one; a report being written to stdout
 // at that moment may be cut, as by SIGKILL.
 //
-// Exit codes, from DESIGN.md section 5 (a hook must not take the cluster down for a nodecheck
-// failure): an expiry or a signal is nodecheck not finishing, not a verdict on the node. In a
-// prolog or epilog the process exits 0 (the job goes on; the error is in slurmd's log and
-// stderr), unless the config says fail_closed = true: then 2 for an expiry, 128+N for
-// signal N. In a health or manual run: 2 for an expiry (could not run), 128+N for a signal
-// (the shells' convention: 130 for Ctrl-C, 143 for SIGTERM). A run that ends on its own
-// within signalGrace exits with its own code, except that its 0 becomes the signal's code
-// where the signal's code is not 0 (see finish).
+// Exit codes, from DESIGN.md section 5 and the README's table (a hook must not take the
+// cluster down for a nodecheck failure): an expiry is nodecheck not finishing, as an unusable
+// config is nodecheck not starting, so it exits as checks.ConfigErrorExitCode says: 0 in a
+// prolog or epilog (the job goes on; the line is in slurmd's log) unless the config says
+// fail_closed = true, then 2; 2 in a health or manual run. A signal interrupts the run, which
+// makes it undecided (checks.ExitCode): 0 in a prolog or epilog, 3 in a health or manual
+// run, whether the run ends on its own within signalGrace (then it exits with its own code,
+// which says the same) or not.
 type watchdog struct {
 	start  time.Time
 	stderr io.Writer
@@ -59,7 +60,6 @@ type watchdog struct {
 	budget     time.Duration
 	failClosed bool
 	signals    int
-	sig        os.Signal // the first signal
 }
 
 // newWatchdog returns a disarmed watchdog for a process that started at start; cancel
@@ -101,10 +101,7 @@ func (w *watchdog) expire() {
 	if w.done || w.signals > 0 {
 		return
 	}
-	code := exitCannotRun
-	if w.hook() && !w.failClosed {
-		code = exitHealthy
-	}
+	code := checks.ConfigErrorExitCode(w.mode, w.failClosed)
 	fmt.Fprintf(w.stderr, "nodecheck: watchdog: the %s run is still going %s after its budget of %s (blocked where no deadline reaches: a hung file system, a wedged GPU driver, a full stdout pipe?); %s\n",
 		w.mode, watchdogMargin, w.budget, w.exitText(code))
 	w.done = true
@@ -134,7 +131,6 @@ func (w *watchdog) signal(sig os.Signal) {
 		w.exit(code)
 		return
 	}
-	w.sig = sig
 	w.cancel()
 	w.timer = time.AfterFunc(signalGrace, func() {
 		w.mu.Lock()
@@ -149,14 +145,11 @@ func (w *watchdog) signal(sig os.Signal) {
 	})
 }
 
-// finish marks the run as over and returns the code the process exits with: from now on
-// the watchdog never writes or exits, so that it and main never both act. After a signal,
-// a run that ended on its own within the grace was cut short: its "healthy" (0) is no
-// verdict, so a health or manual run (or a fail-closed hook) exits with the signal's code
-// instead; a failure the run found (non-zero) stands, and a fail-open hook keeps its code.
-func (w *watchdog) finish(code int) int {
+// finish marks the run as over: from now on the watchdog never writes or exits, so that it
+// and main never both act.
+func (w *watchdog) finish() {
 	if w == nil {
-		return code
+		return
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -164,37 +157,23 @@ func (w *watchdog) finish(code int) int {
 	if w.timer != nil {
 		w.timer.Stop()
 	}
-	if w.sig == nil || code != exitHealthy {
-		return code
-	}
-	if sc := w.signalCode(w.sig); sc != exitHealthy {
-		fmt.Fprintf(w.stderr, "nodecheck: %s: the run was cut short; %s\n", signalName(w.sig), w.exitText(sc))
-		return sc
-	}
-	return code
 }
 
 // hook reports whether the run is a prolog or epilog, whose exit code Slurm acts on.
 func (w *watchdog) hook() bool { return w.mode == config.ModeProlog || w.mode == config.ModeEpilog }
 
-// signalCode is the exit code after signal sig ended the run; see watchdog.
-func (w *watchdog) signalCode(sig os.Signal) int {
-	if w.hook() && !w.failClosed {
-		return exitHealthy
-	}
-	if s, ok := sig.(syscall.Signal); ok {
-		return 128 + int(s)
-	}
-	return exitCannotRun
+// signalCode is the exit code when a signal ends the run: that of an undecided run.
+func (w *watchdog) signalCode(os.Signal) int {
+	return checks.ExitCode(checks.VerdictUndecided, w.mode)
 }
 
 // exitText says what the process does, and why a hook exits 0.
 func (w *watchdog) exitText(code int) string {
 	switch {
 	case code == exitHealthy:
-		return fmt.Sprintf("exiting 0 without a verdict: fail_closed is off, and a %s must not fail jobs for a nodecheck failure", w.mode)
+		return fmt.Sprintf("exiting 0 without a verdict: a %s must not fail its job for a nodecheck failure", w.mode)
 	case w.hook():
-		return fmt.Sprintf("exiting %d: fail_closed is on", code)
+		return fmt.Sprintf("exiting %d without a verdict: fail_closed is on", code)
 	}
 	return fmt.Sprintf("exiting %d without a verdict", code)
 }

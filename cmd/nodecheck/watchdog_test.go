@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"fmt"
 	"strings"
 	"sync"
 	"syscall"
@@ -45,8 +46,8 @@ func TestWatchdogExpiry(t *testing.T) {
 		want       int
 		says       string
 	}{
-		{config.ModeProlog, false, exitHealthy, "exiting 0 without a verdict: fail_closed is off"},
-		{config.ModeProlog, true, exitCannotRun, "exiting 2: fail_closed is on"},
+		{config.ModeProlog, false, exitHealthy, "exiting 0 without a verdict: a prolog must not fail its job"},
+		{config.ModeProlog, true, exitCannotRun, "exiting 2 without a verdict: fail_closed is on"},
 		{config.ModeEpilog, false, exitHealthy, "exiting 0"},
 		{config.ModeHealth, false, exitCannotRun, "exiting 2 without a verdict"},
 		{config.ModeManual, false, exitCannotRun, "exiting 2 without a verdict"},
@@ -66,9 +67,7 @@ func TestWatchdogExpiry(t *testing.T) {
 			if strings.Count(line, "\n") != 1 || !strings.Contains(line, "nodecheck: watchdog: the "+string(tc.mode)+" run is still going") || !strings.Contains(line, tc.says) {
 				t.Errorf("stderr %q, want one line saying %q", line, tc.says)
 			}
-			if got := w.finish(exitUnhealthy); got != exitUnhealthy {
-				t.Errorf("finish after the expiry changed the code to %d", got)
-			}
+			w.finish()
 		})
 	}
 }
@@ -81,9 +80,7 @@ func TestWatchdogRearmAndFinish(t *testing.T) {
 	// A run that finishes in time disarms it.
 	w2, f2, _, _ := newTestWatchdog(time.Now().Add(-watchdogMargin))
 	w2.Arm(config.ModeProlog, 50*time.Millisecond, false)
-	if got := w2.finish(exitUnhealthy); got != exitUnhealthy {
-		t.Errorf("finish = %d, want the run's own 1", got)
-	}
+	w2.finish()
 	time.Sleep(200 * time.Millisecond)
 	if codes, _ := f.get(); len(codes) != 0 || stderr.Len() != 0 {
 		t.Errorf("a disarmed watchdog exited %v: %q", codes, stderr)
@@ -95,68 +92,63 @@ func TestWatchdogRearmAndFinish(t *testing.T) {
 	var nilw *watchdog
 	nilw.Arm(config.ModeProlog, time.Millisecond, false)
 	nilw.signal(syscall.SIGTERM)
-	if got := nilw.finish(3); got != 3 {
-		t.Errorf("nil finish = %d", got)
-	}
+	nilw.finish()
 }
 
 func TestWatchdogSignals(t *testing.T) {
-	t.Run("grace runs out", func(t *testing.T) {
-		w, f, stderr, cancelled := newTestWatchdog(time.Now())
-		w.Arm(config.ModeManual, 0, false)
-		sent := time.Now()
-		w.signal(syscall.SIGTERM)
-		if !*cancelled {
-			t.Error("the first signal did not cancel the run")
-		}
-		time.Sleep(signalGrace + 100*time.Millisecond)
-		codes, at := f.get()
-		if len(codes) != 1 || codes[0] != 143 || at.Sub(sent) < signalGrace {
-			t.Errorf("exits %v %s after the signal, want [143] after the grace", codes, at.Sub(sent))
-		}
-		if !strings.Contains(stderr.String(), "nodecheck: SIGTERM: the run did not end within 50ms of it; exiting 143") {
-			t.Errorf("stderr %q", stderr)
-		}
-	})
+	// A signal makes the run undecided: 0 in a prolog or epilog (fail_closed is about the
+	// config and the watchdog, not an interruption), 3 in a health or manual run.
+	for _, tc := range []struct {
+		mode       config.Mode
+		failClosed bool
+		want       int
+	}{
+		{config.ModeManual, false, exitUndecided},
+		{config.ModeHealth, false, exitUndecided},
+		{config.ModeProlog, false, exitHealthy},
+		{config.ModeEpilog, true, exitHealthy},
+	} {
+		t.Run("grace runs out/"+string(tc.mode), func(t *testing.T) {
+			w, f, stderr, cancelled := newTestWatchdog(time.Now())
+			w.Arm(tc.mode, 0, tc.failClosed)
+			sent := time.Now()
+			w.signal(syscall.SIGTERM)
+			if !*cancelled {
+				t.Error("the first signal did not cancel the run")
+			}
+			time.Sleep(signalGrace + 100*time.Millisecond)
+			codes, at := f.get()
+			if len(codes) != 1 || codes[0] != tc.want || at.Sub(sent) < signalGrace {
+				t.Errorf("exits %v %s after the signal, want [%d] after the grace", codes, at.Sub(sent), tc.want)
+			}
+			if !strings.Contains(stderr.String(), "nodecheck: SIGTERM: the run did not end within 50ms of it; exiting "+fmt.Sprint(tc.want)+" without a verdict") {
+				t.Errorf("stderr %q", stderr)
+			}
+		})
+	}
 	t.Run("second signal", func(t *testing.T) {
 		w, f, stderr, _ := newTestWatchdog(time.Now())
 		w.signal(syscall.SIGINT)
 		w.signal(syscall.SIGINT)
-		if codes, _ := f.get(); len(codes) != 1 || codes[0] != 130 {
-			t.Errorf("exits %v, want [130] at once", codes)
+		if codes, _ := f.get(); len(codes) != 1 || codes[0] != exitUndecided {
+			t.Errorf("exits %v, want [3] at once", codes)
 		}
 		time.Sleep(signalGrace + 50*time.Millisecond)
 		if codes, _ := f.get(); len(codes) != 1 {
 			t.Errorf("exited again after the grace: %v", codes)
 		}
-		if !strings.Contains(stderr.String(), "SIGINT again: exiting 130") {
+		if !strings.Contains(stderr.String(), "SIGINT again: exiting 3 without a verdict") {
 			t.Errorf("stderr %q", stderr)
 		}
 	})
 	t.Run("run ends within the grace", func(t *testing.T) {
-		for _, tc := range []struct {
-			mode       config.Mode
-			failClosed bool
-			runCode    int
-			want       int
-		}{
-			{config.ModeManual, false, exitHealthy, 143}, // a cut-short "healthy" is no verdict
-			{config.ModeManual, false, exitUnhealthy, exitUnhealthy},
-			{config.ModeHealth, false, exitHealthy, 143},
-			{config.ModeProlog, false, exitHealthy, exitHealthy}, // fails open
-			{config.ModeProlog, false, exitUnhealthy, exitUnhealthy},
-			{config.ModeProlog, true, exitHealthy, 143},
-		} {
-			w, f, _, _ := newTestWatchdog(time.Now())
-			w.Arm(tc.mode, 5*time.Second, tc.failClosed)
-			w.signal(syscall.SIGTERM)
-			if got := w.finish(tc.runCode); got != tc.want {
-				t.Errorf("%s (fail_closed %v) run exiting %d after SIGTERM: finish = %d, want %d", tc.mode, tc.failClosed, tc.runCode, got, tc.want)
-			}
-			time.Sleep(signalGrace + 20*time.Millisecond)
-			if codes, _ := f.get(); len(codes) != 0 {
-				t.Errorf("%s: the watchdog exited %v after the run finished", tc.mode, codes)
-			}
+		w, f, stderr, _ := newTestWatchdog(time.Now())
+		w.Arm(config.ModeManual, 5*time.Second, false)
+		w.signal(syscall.SIGTERM)
+		w.finish()
+		time.Sleep(signalGrace + 20*time.Millisecond)
+		if codes, _ := f.get(); len(codes) != 0 || stderr.Len() != 0 {
+			t.Errorf("the watchdog acted after the run finished: exits %v, %q", codes, stderr)
 		}
 	})
 }
