@@ -13,7 +13,8 @@ import (
 // watchdog (watchdog.go) ends the process when the run does not end promptly after a signal
 // or overstays its mode's budget, whatever blocks.
 func main() {
-	start := time.Now()
+	// The budget counts from the process's creation, as Slurm counts a hook's timeout.
+	start := processStart(time.Now())
 	ctx, cancel := context.WithCancel(context.Background())
 	wd := newWatchdog(start, os.Stderr, os.Exit, cancel)
 	sigs := make(chan os.Signal, 2)

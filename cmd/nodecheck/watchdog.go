@@ -18,10 +18,9 @@ import (
 // deadline reaches (a read stuck in the kernel on a hung NFS mount, a wedged NVML call, a
 // stdout pipe nobody reads), and when Slurm or a person asks it to stop.
 const (
-	// watchdogMargin is how long past its mode's budget, counted from the start of main, a
-	// run may go before the watchdog ends the process. It leaves a quarter of the second that
-	// a run may overstay for the start-up before main (about 10 ms on an idle node, more on
-	// a loaded one) and the exit.
+	// watchdogMargin is how long past its budget, counted from the process's creation
+	// (processStart, as Slurm counts a hook's timeout), a run may go before the watchdog ends
+	// the process: a quarter of the second a run may overstay is left for the exit.
 	watchdogMargin = 750 * time.Millisecond
 	// signalGrace is how long after SIGTERM or SIGINT the run has to end on its own (its
 	// context is cancelled at once, so checks, reads and commands give up); then the process
@@ -62,7 +61,7 @@ type watchdog struct {
 	signals    int
 }
 
-// newWatchdog returns a disarmed watchdog for a process that started at start; cancel
+// newWatchdog returns a disarmed watchdog for a process created at start; cancel
 // cancels the run's context, exit ends the process (os.Exit).
 func newWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel context.CancelFunc) *watchdog {
 	return &watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
