@@ -219,7 +219,7 @@ func (s *stateDir) read(euid int) (passState, error) {
 		return emptyState(), fmt.Errorf("read %s: %w; counting clean runs from 0", path, err)
 	}
 	if len(data) > maxStateSize {
-		return emptyState(), fmt.Errorf("read %s: larger than %d bytes; counting clean runs from 0", path, maxStateSize)
+		return emptyState(), fmt.Errorf("read %s: %w: larger than %d bytes; counting clean runs from 0", path, files.ErrTooLarge, maxStateSize)
 	}
 	return decodeState(data, path)
 }

@@ -60,7 +60,7 @@ func TestReadStateRefuses(t *testing.T) {
 			if err := os.Truncate(p, 1<<30); err != nil {
 				t.Fatal(err)
 			}
-		}, nil, "larger than 1048576 bytes"},
+		}, files.ErrTooLarge, "file too large: larger than 1048576 bytes"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

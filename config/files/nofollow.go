@@ -125,7 +125,7 @@ func mustBeRegular(f *os.File, path string) error {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return fmt.Errorf("%s: mode %s: %w", path, fi.Mode(), ErrNotRegular)
+		return fmt.Errorf("%s: is %s, %w", path, typeName(fi.Mode()), ErrNotRegular)
 	}
 	return nil
 }
