@@ -51,16 +51,21 @@ type Detail struct {
 	Message  string `json:"message"`
 	Observed string `json:"observed,omitempty"`
 	Expected string `json:"expected,omitempty"`
+	// Remedy is what brings this device back, set on every failing detail (remedy.go).
+	Remedy Remedy `json:"remedy,omitempty"`
 }
 
 // Result is what one check says about the node.
 type Result struct {
-	Check    string        `json:"check"`
-	Status   Status        `json:"status"`
-	Summary  string        `json:"summary"` // one line, fit for a drain reason
-	Observed string        `json:"observed,omitempty"`
-	Expected string        `json:"expected,omitempty"`
-	Details  []Detail      `json:"details,omitempty"`
+	Check    string   `json:"check"`
+	Status   Status   `json:"status"`
+	Summary  string   `json:"summary"` // one line, fit for a drain reason
+	Observed string   `json:"observed,omitempty"`
+	Expected string   `json:"expected,omitempty"`
+	Details  []Detail `json:"details,omitempty"`
+	// Remedy, on a failing result, is the most drastic remedy of its failing details, or
+	// the one of a failure no device carries (settleRemedy); empty otherwise.
+	Remedy   Remedy        `json:"remedy,omitempty"`
 	Duration time.Duration `json:"-"`
 	// Err is the cause of an error status, for logs.
 	Err error `json:"-"`

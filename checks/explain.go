@@ -85,6 +85,7 @@ func Explain(w io.Writer, id string) error {
 	para("Passes (ok)", e.Passes)
 	para("Warns (warn: reported, never drains)", e.Warns)
 	para("Fails (fail: the node is unhealthy, and the hooks drain it)", e.Fails)
+	explainRemedies(&b, id)
 	para("Skips (skip)", e.Skips)
 	para("Cannot decide (error: drains only with error_is_failure = true)", e.Errors)
 	heading(fmt.Sprintf("Settings: [checks.%s] in nodecheck.toml, with the built-in defaults", id))
@@ -104,6 +105,26 @@ func Explain(w io.Writer, id string) error {
 	}
 	_, err = io.WriteString(w, b.String())
 	return err
+}
+
+// explainRemedies writes the remedy of each way the check fails, from remedyTable: what the
+// JSON, the text, the metrics and the drain reason name for it.
+func explainRemedies(b *strings.Builder, id string) {
+	b.WriteString("\nRemedies (each failure names one; cheapest first: " + remedyList() + ")\n")
+	for _, r := range rowsFor(id) {
+		wrap(b, "  - ", "    ", fmt.Sprintf("%s: %s. Source: %s.", r.when, r.remedy, r.source))
+	}
+	if id == idXIDErrors {
+		wrap(b, "  ", "  ", "The built-in fail_xids by remedy: "+xidDefaultsByRemedy()+".")
+	}
+}
+
+func remedyList() string {
+	names := make([]string, len(Remedies()))
+	for i, r := range Remedies() {
+		names[i] = string(r)
+	}
+	return strings.Join(names, ", ")
 }
 
 // sectionDefaults returns the keys of [checks.ID] with their built-in values, as

@@ -110,16 +110,16 @@ func (fabricManager) Run(ctx context.Context, env *Env) Result {
 		if inv.Init == node.InitSuccess {
 			why = "NVML gave no driver version"
 		}
-		return Result{Status: StatusFail, Observed: why, Expected: "NVML driver version",
+		return Result{Status: StatusFail, Observed: why, Expected: "NVML driver version", Remedy: remedyOf(nvmlInitFault(inv.Init)),
 			Summary: fmt.Sprintf("%s: cannot read the driver version to compare with Fabric Manager (%s)", why, where)}
 	}
 	fmv := fmVersion(ctx, env, cfg.Binary, inv.DriverVersion)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out asking for the Fabric Manager version", Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out asking for the Fabric Manager version", Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 	}
 	svc := fmService(ctx, env, cfg.Systemctl, cfg.Service)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 	}
 	return judgeFabricManager(inv, switches > 0, fmv, svc, cfg.Service, where)
 }
@@ -202,10 +202,12 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 		switch {
 		case g.Fabric.State != fabricCompleted:
 			// NVML: the status "must be checked only if state returns complete".
-			d.Status, d.Observed, d.Message = StatusFail, g.Fabric.State, "fabric "+g.Fabric.State+", want COMPLETED"
+			failDetail(&d, faultFMFabric)
+			d.Observed, d.Message = g.Fabric.State, "fabric "+g.Fabric.State+", want COMPLETED"
 			notDone = append(notDone, label+" "+g.Fabric.State)
 		case g.Fabric.Status != node.InitSuccess:
-			d.Status, d.Message = StatusFail, "fabric COMPLETED with "+g.Fabric.Status+", want SUCCESS"
+			failDetail(&d, faultFMFabric)
+			d.Message = "fabric COMPLETED with " + g.Fabric.Status + ", want SUCCESS"
 			notDone = append(notDone, label+" COMPLETED with "+g.Fabric.Status)
 			failed++
 		}
@@ -216,7 +218,7 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 		if failed > 0 {
 			what = "fabric registration failed or not completed"
 		}
-		problems = append(problems, Detail{Device: "fabric", Status: StatusFail,
+		problems = append(problems, Detail{Device: "fabric", Status: StatusFail, Remedy: remedyOf(faultFMFabric),
 			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, len(notDone), withFabric, listSome(notDone, 2))})
 	}
 	if len(unread) > 0 {
@@ -241,7 +243,8 @@ func fmVersion(ctx context.Context, env *Env, binary, driver string) Detail {
 			return d
 		}
 		if v == "" {
-			d.Status, d.Observed = StatusFail, "not installed"
+			failDetail(&d, faultFMNotInstalled)
+			d.Observed = "not installed"
 			d.Message = fmt.Sprintf(summaryFMNotInstalled, binary, branch, driver)
 			return d
 		}
@@ -260,7 +263,7 @@ func fmVersion(ctx context.Context, env *Env, binary, driver string) Detail {
 	}
 	d.Observed = version
 	if version != driver {
-		d.Status = StatusFail
+		failDetail(&d, faultFMVersion)
 		d.Message = fmt.Sprintf("driver %s but Fabric Manager %s: install nvidia-fabricmanager %s and restart it (a mismatch gives CUDA error 802)", driver, version, driver)
 		return d
 	}
@@ -371,7 +374,7 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s is-active exited %d: %s", service, systemctl, out.ExitCode, text.OneLine(out.Stderr, 60))
 		return d
 	}
-	d.Status = StatusFail
+	failDetail(&d, faultFMService)
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
 	return d
 }

@@ -151,6 +151,7 @@ func TestFabricManager(t *testing.T) {
 			settings[*fabricManagerConfig](cfg, idFabricManager).Force = tc.force
 			f := &execFacts{fakeFacts: &fakeFacts{pci: tc.pci, gpus: tc.gpus, gpuErr: tc.gpuErr}, cmds: tc.cmds}
 			got := fabricManager{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\nran: %q\ndetails: %+v", diff, f.ran, got.Details)
 			}
@@ -318,7 +319,7 @@ func TestJudgeFabric(t *testing.T) {
 	}{
 		{"H100 completed", []node.GPU{gpu(nameH100, done)}, true, nil, 1},
 		{"H100 in progress", []node.GPU{gpu(nameH100, &node.Fabric{State: "IN_PROGRESS", Status: "N/A"})}, true,
-			[]Detail{{Device: "fabric", Status: StatusFail, Message: "fabric not completed on 1 of 1 GPUs: gpu 0 (0000:19:00.0) IN_PROGRESS"}}, 1},
+			[]Detail{{Device: "fabric", Status: StatusFail, Message: "fabric not completed on 1 of 1 GPUs: gpu 0 (0000:19:00.0) IN_PROGRESS", Remedy: RemedyReboot}}, 1},
 		{"H100 without state on an NVSwitch node", []node.GPU{gpu(nameH100, nil)}, true,
 			[]Detail{{Device: "fabric", Status: StatusError, Message: "fabric state not read on 1 GPU: gpu 0 (0000:19:00.0)"}}, 0},
 		{"H100 without state, no NVSwitch", []node.GPU{gpu(nameH100, nil)}, false, nil, 0},

@@ -47,6 +47,10 @@ type gpuExpectation struct {
 	mig bool
 	// err is why the expectation is unknown (slurm.conf unreadable, node not in it).
 	err error
+	// gresFiles is how many GPU device files gres.conf lists for the node (File= of its
+	// Name=gpu lines); 0 where it lists none or cannot be read. It tells a slurm.conf that
+	// counts too many (gres.conf agrees with the hardware) from a GPU that is gone.
+	gresFiles int
 }
 
 func (e gpuExpectation) gres() string {
@@ -71,7 +75,7 @@ func expectedGPUs(ctx context.Context, env *Env) gpuExpectation {
 	if !ok {
 		return gpuExpectation{err: fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)}
 	}
-	e := gpuExpectation{count: nl.GPUCount()}
+	e := gpuExpectation{count: nl.GPUCount(), gresFiles: gresGPUFiles(ctx, env)}
 	for _, g := range nl.Gres {
 		if !strings.EqualFold(g.Name, "gpu") {
 			continue
@@ -82,6 +86,22 @@ func expectedGPUs(ctx context.Context, env *Env) gpuExpectation {
 		}
 	}
 	return e
+}
+
+// gresGPUFiles counts the File= device files of the node's Name=gpu lines in gres.conf; 0
+// where there are none or gres.conf cannot be read (the count then tells nothing).
+func gresGPUFiles(ctx context.Context, env *Env) int {
+	gc, err := env.Slurm.Gres(ctx)
+	if err != nil {
+		return 0
+	}
+	n := 0
+	for _, l := range gc.ForNode(env.Node).Lines {
+		if strings.EqualFold(l.Name, "gpu") {
+			n += len(l.Files)
+		}
+	}
+	return n
 }
 
 // slurmGPUName is a GPU name as Slurm's AutoDetect writes it as a GRES type: lower case,
@@ -115,7 +135,7 @@ func (gpuCount) Run(ctx context.Context, env *Env) Result {
 	}
 	exp := expectedGPUs(ctx, env)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err(), Remedy: remedyOf(faultSlurmTimeout)}
 	}
 	var bus []string // NVIDIA GPUs on the PCI bus, by address (PCIDevices is sorted)
 	for _, d := range pci {
@@ -143,6 +163,13 @@ func judgeGPUCount(nodeName string, bus []string, inv node.GPUInventory, exp gpu
 		res.Status = StatusFail
 		if exp.err == nil && exp.count == 0 {
 			res.Status = StatusWarn // Slurm schedules no GPU here: nothing a job gets is broken
+		}
+		switch {
+		case len(m.items) > 0: // the details name each GPU and its remedy
+		case n < p: // NVML gave no bus ids to name the GPU it lost
+			res.Remedy = remedyOf(faultGPULost)
+		case n > p:
+			res.Remedy = remedyOf(faultGPUOffBus)
 		}
 		head := fmt.Sprintf("%d GPUs in NVML, %d on PCI", n, p)
 		if exp.err == nil && exp.count > 0 && !exp.mig {
@@ -207,11 +234,12 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
 		case isLost:
 			add(a+" "+l.gpu.Error, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
-				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML"})
+				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(l.gpu.Error))})
 		case noBusID:
 			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
 		default:
-			add(a+" missing", Detail{Device: gpuLabel(-1, a), Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI"})
+			add(a+" missing", Detail{Device: gpuLabel(-1, a), Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI",
+				Remedy: remedyOf(faultGPULost)})
 		}
 	}
 	for _, s := range lost {
@@ -219,13 +247,13 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 			continue // named above with its bus id
 		}
 		add(gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML"})
+			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(s.gpu.Error))})
 	}
 	if !noBusID {
 		for _, s := range m.visible {
 			if !slices.Contains(bus, s.addr) {
 				add(s.addr+" not on PCI", Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI"})
+					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI", Remedy: remedyOf(faultGPUOffBus)})
 			}
 		}
 	}
@@ -251,6 +279,11 @@ func judgeAgainstSlurm(nodeName string, res Result, visible []gpuSeen, exp gpuEx
 	case exp.count != uint64(n):
 		res.Status = StatusFail
 		res.Summary = fmt.Sprintf("slurm.conf expects %d GPUs (Gres=%s), NVML and PCI show %d", exp.count, exp.gres(), n)
+		res.Remedy = remedyOf(faultGPUsExtra)
+		if exp.count > uint64(n) && exp.gresFiles != n {
+			// gres.conf lists as many GPUs as the node has: slurm.conf alone counts too many.
+			res.Remedy = remedyOf(faultGPUsShort)
+		}
 	default:
 		names := make([]string, n)
 		for i, s := range visible {
@@ -279,9 +312,14 @@ func nvmlDown(nodeName string, inv node.GPUInventory, exp gpuExpectation, bus []
 	case exp.err == nil && exp.count > 0 && !exp.mig:
 		res.Status = StatusFail
 		res.Summary = fmt.Sprintf("NVML init: %s, slurm.conf expects %d GPUs", init, exp.count)
+		res.Remedy = remedyOf(nvmlInitFault(inv.Init))
+		if len(bus) == 0 {
+			res.Remedy = remedyOf(faultGPUsShort) // not one of them on the bus
+		}
 	case len(bus) > 0 || (exp.err == nil && exp.count > 0):
 		res.Status = StatusFail
 		res.Summary = fmt.Sprintf("NVML init: %s, %s on PCI", init, countNoun(len(bus), "NVIDIA GPU", "NVIDIA GPUs"))
+		res.Remedy = remedyOf(nvmlInitFault(inv.Init))
 	case exp.err != nil:
 		res.Status, res.Err = StatusError, exp.err
 		res.Summary = fmt.Sprintf("cannot tell how many GPUs Slurm expects (%v); none on PCI, NVML init: %s", exp.err, init)

@@ -145,6 +145,7 @@ func TestGPUCount(t *testing.T) {
 			}
 			f := &fakeFacts{files: files, pci: tc.pci, pciErr: tc.pciErr, gpus: tc.gpus, gpuErr: tc.gpuErr}
 			got := gpuCount{}.Run(context.Background(), gpuEnv(f, tc.node, nil))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -165,8 +166,8 @@ func TestGPUCountDetails(t *testing.T) {
 		}
 	}
 	want := []Detail{
-		{Device: "gpu 0000:9b:00.0", Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI"},
-		{Device: "gpu 4", Status: StatusFail, Message: "NVML: ERROR_GPU_IS_LOST", Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML"},
+		{Device: "gpu 0000:9b:00.0", Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI", Remedy: RemedyReboot},
+		{Device: "gpu 4", Status: StatusFail, Message: "NVML: ERROR_GPU_IS_LOST", Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML", Remedy: RemedyReboot},
 	}
 	if diff := cmp.Diff(want, bad); diff != "" {
 		t.Errorf("failing details (-want +got):\n%s", diff)
@@ -231,6 +232,7 @@ func TestGPUCountDeadline(t *testing.T) {
 	cancel()
 	f := &fakeFacts{pciErr: context.Canceled}
 	got := gpuCount{}.Run(ctx, gpuEnv(f, "gpu-h100-01", nil))
+	assertRemedies(t, got)
 	if diff := cmp.Diff(brief{"", "fail", "timed out: list PCI devices"}, brief{"", string(got.Status), got.Summary}); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}
@@ -269,6 +271,7 @@ func TestJudgeGPUCount(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeGPUCount("cpu01", tc.bus, tc.inv, tc.exp)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -155,6 +155,7 @@ const summaryNoMemoryCounters = "no GPU reports memory error counters (no ECC, r
 type memFinding struct {
 	status Status
 	msg    string // "row remapping failed: replace the GPU"
+	fault  fault  // what brings the GPU back, for a failing finding
 }
 
 func (gpuMemoryErrors) Run(ctx context.Context, env *Env) Result {
@@ -222,6 +223,11 @@ func judgeGPUMemoryOne(g node.GPU, cfg *gpuMemoryErrorsConfig, allowOff bool) me
 	msgs := make([]string, len(f))
 	for i, x := range f {
 		msgs[i] = x.msg
+		if x.status == StatusFail {
+			// The GPU passes only once every failing finding is fixed: it needs the most
+			// drastic of their remedies (a failed remap's service, not its pending reset).
+			d.Remedy = MostDrastic(d.Remedy, remedyOf(x.fault))
+		}
 	}
 	d.Message = strings.Join(msgs, "; ")
 	return memJudged{detail: d, findings: f}
@@ -302,8 +308,8 @@ func memSummary(gpus []memJudged, cfg *gpuMemoryErrorsConfig, without, eccOffAll
 // what needs a reset, then the ECC mode, then warnings.
 func memFindings(g node.GPU, cfg *gpuMemoryErrorsConfig, allowECCOff bool) []memFinding {
 	var f []memFinding
-	add := func(s Status, format string, args ...any) {
-		f = append(f, memFinding{status: s, msg: fmt.Sprintf(format, args...)})
+	add := func(s Status, ft fault, format string, args ...any) {
+		f = append(f, memFinding{status: s, msg: fmt.Sprintf(format, args...), fault: ft})
 	}
 	pending := StatusFail
 	if cfg.Pending == verdictWarn {
@@ -315,34 +321,34 @@ func memFindings(g node.GPU, cfg *gpuMemoryErrorsConfig, allowECCOff bool) []mem
 	}
 
 	if r := g.RemappedRows; r != nil && r.Failed {
-		add(StatusFail, "row remapping failed: replace the GPU")
+		add(StatusFail, faultRemapFailed, "row remapping failed: replace the GPU")
 	}
 	if p := g.RetiredPages; p != nil && p.SingleBit+p.DoubleBit >= cfg.RetiredPagesLimit {
-		add(StatusFail, "%d retired pages (limit %d): replace the GPU", p.SingleBit+p.DoubleBit, cfg.RetiredPagesLimit)
+		add(StatusFail, faultRetiredLimit, "%d retired pages (limit %d): replace the GPU", p.SingleBit+p.DoubleBit, cfg.RetiredPagesLimit)
 	}
 	if e := g.ECC; e != nil && e.VolatileUncorrected != nil && *e.VolatileUncorrected > 0 {
-		add(StatusFail, "%s since driver load: reset the GPU", countNoun(int(min(*e.VolatileUncorrected, 1<<31)), "uncorrectable ECC error", "uncorrectable ECC errors"))
+		add(StatusFail, faultUncorrectable, "%s since driver load: reset the GPU", countNoun(int(min(*e.VolatileUncorrected, 1<<31)), "uncorrectable ECC error", "uncorrectable ECC errors"))
 	}
 	if r := g.RemappedRows; r != nil && r.Pending && !r.Failed {
-		add(pending, "row remapping pending: reset the GPU")
+		add(pending, faultRemapPending, "row remapping pending: reset the GPU")
 	}
 	if p := g.RetiredPages; p != nil && p.Pending {
-		add(pending, "page retirement pending: reset the GPU or reload the driver")
+		add(pending, faultRetirePending, "page retirement pending: reset the GPU or reload the driver")
 	}
 	if e := g.ECC; e != nil {
 		switch {
 		case !e.Enabled && !allowECCOff && e.PendingEnabled:
-			add(eccOffStatus(cfg), "ECC off until the next reset: reset the GPU")
+			add(eccOffStatus(cfg), faultECCOnAfterReset, "ECC off until the next reset: reset the GPU")
 		case !e.Enabled && !allowECCOff:
-			add(eccOffStatus(cfg), "ECC off: turn it on (%s -e 1) and reset the GPU", smi)
+			add(eccOffStatus(cfg), faultECCOff, "ECC off: turn it on (%s -e 1) and reset the GPU", smi)
 		case e.Enabled && !e.PendingEnabled:
-			add(StatusWarn, "ECC turns off at the next reset: %s -e 1 keeps it on", smi)
+			add(StatusWarn, "", "ECC turns off at the next reset: %s -e 1 keeps it on", smi)
 		case !e.Enabled && e.PendingEnabled:
-			add(StatusWarn, "ECC turns on at the next reset")
+			add(StatusWarn, "", "ECC turns on at the next reset")
 		}
 	}
 	if p := g.RetiredPages; p != nil && p.DoubleBit > retiredDBEPagesWarn && p.SingleBit+p.DoubleBit < cfg.RetiredPagesLimit {
-		add(StatusWarn, "%d pages retired after double-bit errors (over %d): run dcgmi diag -r 3 and watch for more", p.DoubleBit, retiredDBEPagesWarn)
+		add(StatusWarn, "", "%d pages retired after double-bit errors (over %d): run dcgmi diag -r 3 and watch for more", p.DoubleBit, retiredDBEPagesWarn)
 	}
 	// ok findings never get here; keep the worst first (a warn on ECC mode can follow a fail).
 	slices.SortStableFunc(f, func(a, b memFinding) int { return b.status.rank() - a.status.rank() })

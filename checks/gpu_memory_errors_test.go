@@ -249,6 +249,7 @@ func TestGPUMemoryErrors(t *testing.T) {
 			}
 			f := &fakeFacts{gpus: tc.gpus, gpuErr: tc.gpuErr, pci: tc.pci, pciErr: tc.pciErr}
 			got := gpuMemoryErrors{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -288,7 +289,7 @@ func TestGPUMemoryErrorsDetails(t *testing.T) {
 	got := gpuMemoryErrors{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: inv}, "gpu-h100-01", nil))
 	exp := "ECC on; 0 uncorrectable ECC errors since driver load; no remap or retirement pending or failed; under 63 retired pages"
 	want := []Detail{
-		{Device: "gpu 0 (0000:07:00.0)", Status: StatusFail, Message: "row remapping pending: reset the GPU", Expected: exp,
+		{Device: "gpu 0 (0000:07:00.0)", Status: StatusFail, Message: "row remapping pending: reset the GPU", Expected: exp, Remedy: RemedyResetGPU,
 			Observed: "ECC on; uncorrectable ECC errors: 0 since driver load, 0 lifetime; remapped rows: 0 correctable, 4 uncorrectable, pending yes, failed no"},
 		{Device: "gpu 1 (0000:01:00.0)", Status: StatusSkip, Message: "no ECC, row remapping or page retirement reported (NVIDIA TITAN V)"},
 		{Device: "gpu 2 (0000:9b:00.0)", Status: StatusError, Message: "NVML: ERROR_GPU_IS_LOST: memory error state not read",
@@ -396,6 +397,7 @@ func TestJudgeGPUMemory(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := gpuMemoryErrors{}.Section().(*gpuMemoryErrorsConfig)
 			got := judgeGPUMemory(tc.gpus, cfg)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

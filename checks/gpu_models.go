@@ -180,7 +180,7 @@ func (gpuModels) Run(ctx context.Context, env *Env) Result {
 	}
 	claims, confErr := modelClaims(ctx, env, table)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: ctx.Err(), Remedy: remedyOf(faultSlurmTimeout)}
 	}
 	return judgeGPUModels(env.Node, inv, claims, confErr, table)
 }
@@ -223,7 +223,7 @@ func judgeGPUModels(nodeName string, inv node.GPUInventory, claims []modelClaim,
 	}
 	switch {
 	case len(fails) > 0:
-		res.Status = StatusFail
+		res.Status, res.Remedy = StatusFail, remedyOf(faultModelMismatch)
 		res.Summary = fails[0] + moreSuffix(len(fails)-1)
 	case confErr != nil:
 		res.Status, res.Err = StatusError, confErr
@@ -304,7 +304,7 @@ func judgeClaims(claims []modelClaim, groups []gpuGroup) (fails []string, detail
 				got = "unknown model"
 			}
 			wrong = append(wrong, g)
-			details = append(details, Detail{Device: g.gpus(), Status: StatusFail,
+			details = append(details, Detail{Device: g.gpus(), Status: StatusFail, Remedy: remedyOf(faultModelMismatch),
 				Message: fmt.Sprintf("%s but %s %s %s", c.what, g.gpus(), text.Plural(len(g.indices), "is", "are"), g.label()), Observed: got, Expected: c.token})
 		}
 		switch {

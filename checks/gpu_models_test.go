@@ -194,6 +194,7 @@ func TestGPUModels(t *testing.T) {
 			settings[*gpuModelsConfig](cfg, idGPUModels).Models = tc.models
 			f := &fakeFacts{files: files, gpus: tc.gpus, gpuErr: tc.gpuErr}
 			got := gpuModels{}.Run(context.Background(), gpuEnv(f, tc.node, cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -209,7 +210,7 @@ func TestGPUModelsDetails(t *testing.T) {
 	got := gpuModels{}.Run(context.Background(), gpuEnv(f, "gpu-01", nil))
 	want := []Detail{
 		{Device: "gpus 0, 1", Status: StatusOK, Message: "NVIDIA H100 80GB HBM3 is h100 as Feature=h100 says", Observed: "h100", Expected: "h100"},
-		{Device: "gpu 2", Status: StatusFail, Message: "Feature=h100 but gpu 2 is NVIDIA A100-SXM4-80GB (a100)", Observed: "a100", Expected: "h100"},
+		{Device: "gpu 2", Status: StatusFail, Message: "Feature=h100 but gpu 2 is NVIDIA A100-SXM4-80GB (a100)", Observed: "a100", Expected: "h100", Remedy: RemedyAdmin},
 		{Device: "node", Status: StatusWarn, Message: "mixed GPU models: NVIDIA H100 80GB HBM3 (h100) on gpus 0, 1; NVIDIA A100-SXM4-80GB (a100) on gpu 2",
 			Observed: "2 models", Expected: "1 model"},
 	}
@@ -285,6 +286,7 @@ func TestJudgeGPUModels(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeGPUModels("gpu01", tc.inv, tc.claims, tc.confErr, table)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -79,9 +79,19 @@ func gpuLabel(index int, addr string) string {
 // time (a deadline is a result), else an error naming what was being done.
 func factsError(ctx context.Context, doing string, err error) Result {
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out: " + doing, Err: err}
+		return Result{Status: StatusFail, Summary: "timed out: " + doing, Err: err, Remedy: remedyOf(faultTimeout)}
 	}
 	return Result{Status: StatusError, Summary: doing + ": " + err.Error(), Err: err}
+}
+
+// slurmFilesError is factsError for Slurm's own files: one that did not come in time is a
+// file system to fix (admin), not a node to reboot.
+func slurmFilesError(ctx context.Context, doing string, err error) Result {
+	res := factsError(ctx, doing, err)
+	if res.Status == StatusFail {
+		res.Remedy = remedyOf(faultSlurmTimeout)
+	}
+	return res
 }
 
 // listSome joins the first max items and counts the rest: "a, b, c (+2 more)".

@@ -64,7 +64,7 @@ func (gresDevices) Run(ctx context.Context, env *Env) Result {
 	for i, w := range wants {
 		dn, err := env.Facts.DevNode(ctx, w.file)
 		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading " + w.file, Err: ctx.Err()}
+			return Result{Status: StatusFail, Summary: "timed out reading " + w.file, Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 		}
 		found[i] = devAnswer{dn, err}
 	}
@@ -138,6 +138,9 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 	var bad []Detail
 	for i, w := range wants {
 		d := judgeDevice(w.file, w.minor, found[i].dn, found[i].err)
+		if d.Status == StatusFail {
+			d.Remedy = remedyOf(gresFault(w, found[i].dn))
+		}
 		if d.Status != StatusOK {
 			d.Message += " (" + w.where + ")"
 			bad = append(bad, d)
@@ -165,6 +168,20 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 	}
 	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
 	return res
+}
+
+// gresFault is why a device file failed: an NVIDIA file missing (the driver did not create
+// it: a boot loads the driver, which makes one for every GPU it has), another file missing
+// (a MIG capability or another GRES gres.conf names: configuration), or a file that is not
+// what its name says.
+func gresFault(w gresWant, dn node.DevNode) fault {
+	switch {
+	case dn.Missing && w.minor >= 0:
+		return faultGresNoDriver
+	case dn.Missing:
+		return faultGresMissing
+	}
+	return faultGresWrongFile
 }
 
 // problemConcerns tells whether a gres.conf problem is about node: a problem without a node

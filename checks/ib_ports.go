@@ -16,10 +16,12 @@ import (
 const idIBPorts = "ib_ports"
 
 // IB port states as the kernel numbers them in /sys/class/infiniband/*/ports/*/state and
-// phys_state (include/rdma/ib_verbs.h: IB_PORT_ACTIVE = 4; phys_state 5 = LinkUp).
+// phys_state (include/rdma/ib_verbs.h: IB_PORT_ACTIVE = 4; phys_state 5 = LinkUp, 3 =
+// Disabled: a port turned off by management).
 const (
-	ibStateActive     = 4
-	ibPhysStateLinkUp = 5
+	ibStateActive       = 4
+	ibPhysStateLinkUp   = 5
+	ibPhysStateDisabled = 3
 )
 
 // ibPorts checks that every InfiniBand (and RoCE) port is ACTIVE and LinkUp at the expected
@@ -96,7 +98,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 	cfg := settings[*ibPortsConfig](env.Config, idIBPorts)
 	all, err := env.Facts.IBPorts(ctx)
 	if err != nil && ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out reading /sys/class/infiniband", Err: err}
+		return Result{Status: StatusFail, Summary: "timed out reading /sys/class/infiniband", Err: err, Remedy: remedyOf(faultTimeout)}
 	}
 	if err != nil {
 		return Result{Status: StatusError, Summary: "read /sys/class/infiniband: " + err.Error(), Err: err}
@@ -116,7 +118,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 	}
 	if len(judged) == 0 {
 		if cfg.ExpectedPorts > 0 {
-			return Result{Status: StatusFail,
+			return Result{Status: StatusFail, Remedy: remedyOf(faultIBMissing),
 				Summary:  fmt.Sprintf("no InfiniBand port found, expected %d%s", cfg.ExpectedPorts, exclNote),
 				Observed: "0 ports", Expected: fmt.Sprintf("%d ports", cfg.ExpectedPorts)}
 		}
@@ -140,7 +142,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 		res.Observed = fmt.Sprintf("%d ports", len(judged))
 		if len(judged) < cfg.ExpectedPorts {
 			// The missing port comes first in the summary: a vanished HCA is the bigger fault.
-			d := Detail{Device: "ports", Status: StatusFail,
+			d := Detail{Device: "ports", Status: StatusFail, Remedy: remedyOf(faultIBMissing),
 				Message:  fmt.Sprintf("%d of %d expected ports present%s", len(judged), cfg.ExpectedPorts, exclNote),
 				Observed: strconv.Itoa(len(judged)), Expected: strconv.Itoa(cfg.ExpectedPorts)}
 			bad = append([]Detail{d}, bad...)
@@ -195,7 +197,7 @@ func judgeIBPort(p node.IBPort, minRate float64) Detail {
 	}
 	switch {
 	case len(wrong) > 0:
-		d.Status = StatusFail
+		failDetail(&d, ibPortFault(p))
 		d.Message = strings.Join(wrong, ", ") + ", want ACTIVE/LinkUp"
 	case len(unread) > 0:
 		d.Status = StatusError
@@ -206,12 +208,26 @@ func judgeIBPort(p node.IBPort, minRate float64) Detail {
 		d.Status = StatusError
 		d.Message = fmt.Sprintf("rate %q not readable in sysfs: not judged against %s Gb/s", p.Rate, fmtGbps(minRate))
 	case minRate > 0 && p.RateGbps < minRate:
-		d.Status = StatusFail
+		failDetail(&d, faultIBSlow)
 		d.Message = fmt.Sprintf("rate %s Gb/s, want at least %s", fmtGbps(p.RateGbps), fmtGbps(minRate))
 	default:
 		d.Message = fmt.Sprintf("ACTIVE/LinkUp %s Gb/s %s", fmtGbps(p.RateGbps), p.LinkLayer)
 	}
 	return d
+}
+
+// ibPortFault is why a port is not ACTIVE/LinkUp: no physical link (Polling and the other
+// training states: a cable, transceiver or switch port; and Disabled on a RoCE port, which
+// the RoCE drivers report for a netdev without carrier), an InfiniBand port management
+// disabled, or a link up that the subnet manager has not activated.
+func ibPortFault(p node.IBPort) fault {
+	switch {
+	case p.PhysStateID == ibPhysStateDisabled && !strings.EqualFold(p.LinkLayer, "Ethernet"):
+		return faultIBDisabled
+	case p.PhysStateID != ibPhysStateLinkUp:
+		return faultIBNoLink
+	}
+	return faultIBNotSM
 }
 
 // selectedIBPort applies devices, exclude_devices and exclude_link_layers. A device entry

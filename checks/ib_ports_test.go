@@ -80,6 +80,7 @@ func TestIBPorts(t *testing.T) {
 			sec.CheckCommon = common
 			env := &Env{Facts: &fakeFacts{ports: tc.ports, portErr: tc.err}, Config: cfg, Mode: config.ModeHealth, Node: "n1"}
 			got := ibPorts{}.Run(context.Background(), env)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -114,6 +115,7 @@ func TestJudgeIBPort(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeIBPort(tc.port, tc.minRate)
+			assertRemedies(t, Result{Status: got.Status, Details: []Detail{got}})
 			if got.Status != tc.wantStatus || got.Message != tc.wantMessage {
 				t.Errorf("judgeIBPort = %s %q, want %s %q", got.Status, got.Message, tc.wantStatus, tc.wantMessage)
 			}

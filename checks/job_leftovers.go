@@ -265,7 +265,7 @@ type gresGPUFile struct {
 func mapJobGPUs(ctx context.Context, env *Env, indices []int) (gpus []jobGPU, res Result, done bool) {
 	gresPath, err := env.Slurm.GresPath(ctx)
 	if err != nil {
-		return nil, factsError(ctx, "find slurm.conf to read gres.conf", err), true
+		return nil, slurmFilesError(ctx, "find slurm.conf to read gres.conf", err), true
 	}
 	gc, err := env.Slurm.Gres(ctx)
 	if isNotExist(err) {
@@ -273,7 +273,7 @@ func mapJobGPUs(ctx context.Context, env *Env, indices []int) (gpus []jobGPU, re
 			Summary: fmt.Sprintf("no gres.conf at %s: cannot tell which GPUs SLURM_JOB_GPUS=%s names", gresPath, env.Job.GPUs)}, true
 	}
 	if err != nil {
-		return nil, factsError(ctx, "read gres.conf", err), true
+		return nil, slurmFilesError(ctx, "read gres.conf", err), true
 	}
 	ng := gc.ForNode(env.Node)
 	auto := ng.AutoDetect
@@ -320,7 +320,7 @@ func mapJobGPUs(ctx context.Context, env *Env, indices []int) (gpus []jobGPU, re
 		}
 		dn, err := env.Facts.DevNode(ctx, f.file)
 		if ctx.Err() != nil {
-			return nil, Result{Status: StatusFail, Summary: "timed out reading " + f.file, Err: ctx.Err()}, true
+			return nil, Result{Status: StatusFail, Summary: "timed out reading " + f.file, Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}, true
 		}
 		why := ""
 		switch {
@@ -396,7 +396,7 @@ func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string)
 		for k, p := range procs {
 			descs[k] = describeProcess(p, mode == config.ModeProlog && ownedByJobUser(p, jobUID, jobUser))
 		}
-		d.Status = StatusFail
+		failDetail(&d, faultLeftProcess)
 		what := "left"
 		if mode == config.ModeProlog {
 			// Nothing of this job runs yet: whoever owns it, the process would share the GPU.
@@ -411,7 +411,7 @@ func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string)
 		return d
 	}
 	if g.Memory.UsedMiB > uint64(max(maxMiB, 0)) {
-		d.Status = StatusFail
+		failDetail(&d, faultLeftMemory)
 		verb := "memory not released"
 		if mode == config.ModeProlog {
 			verb = "memory held before the job starts"

@@ -219,6 +219,7 @@ func TestJobLeftovers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := runJobLeftovers(t, tc)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.status), tc.summary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -247,7 +248,7 @@ func TestJobLeftoversDetails(t *testing.T) {
 		Observed: "1 of 2 GPUs with leftovers",
 		Details: []Detail{
 			{Device: "gpu 1 (0000:3b:00.0)", Status: StatusFail, Message: "1 process left: pid 4343 (alice, python)",
-				Observed: "1 process, 1024 MiB used", Expected: "no process, at most 1024 MiB used"},
+				Observed: "1 process, 1024 MiB used", Expected: "no process, at most 1024 MiB used", Remedy: RemedyReboot},
 			{Device: "gpu 0 (0000:19:00.0)", Status: StatusOK, Message: "no process, 0 MiB used (SLURM_JOB_GPUS index 0, /dev/nvidia0)",
 				Observed: "0 processes, 0 MiB used", Expected: "no process, at most 1024 MiB used"},
 			{Device: "SLURM_JOB_GPUS index 3", Status: StatusError, Message: "gres.conf lists 2 GPU device files for gpu01: cannot tell which GPU it is"},
@@ -397,6 +398,7 @@ func TestJudgeJobLeftovers(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeJobLeftovers(tc.gpus, tc.mode, 1024, 1000, job)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -79,7 +79,7 @@ func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 	case errors.Is(err, fs.ErrNotExist) && ctx.Err() == nil:
 		res := Result{Status: StatusSkip, Summary: ncclNotInstalled(cfg.Binary)}
 		if cfg.Required {
-			res.Status = StatusFail
+			res.Status, res.Remedy = StatusFail, remedyOf(faultNCCLMissing)
 			res.Summary += " (required = true)"
 		}
 		return res
@@ -88,7 +88,8 @@ func (c ncclAllReduce) Run(ctx context.Context, env *Env) Result {
 		return Result{Status: StatusError, Summary: "interrupted while all_reduce_perf ran", Err: ctx.Err()}
 	case ctx.Err() != nil:
 		run, _ := ParseNCCLTests(strings.NewReader(cr.Stdout))
-		res := Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", cfg.Timeout) + ncclProgress(run), Err: err}
+		res := Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", cfg.Timeout) + ncclProgress(run), Err: err,
+			Remedy: remedyOf(faultNCCLFailed)}
 		res.Details = append(notes, ncclFailureDetails(run)...)
 		c.saveLast(env, res, run)
 		return res
@@ -134,7 +135,7 @@ func (c ncclAllReduce) gate(ctx context.Context, env *Env, cfg *ncclAllReduceCon
 		}
 	}
 	if ctx.Err() != nil {
-		return nil, Result{Status: StatusFail, Summary: "timed out before all_reduce_perf started", Err: ctx.Err()}, false
+		return nil, Result{Status: StatusFail, Summary: "timed out before all_reduce_perf started", Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}, false
 	}
 	return notes, Result{}, true
 }
@@ -256,20 +257,26 @@ func judgeNCCL(o ncclOutcome) Result {
 	res.Details = append(res.Details, ncclFailureDetails(run)...)
 
 	if s, bad, ok := ncclCorruption(run); ok {
-		res.Status, res.Summary = StatusFail, s
+		res.Status, res.Summary, res.Remedy = StatusFail, s, remedyOf(faultNCCLCorrupt)
+		for i := range res.Details {
+			if res.Details[i].Status == StatusFail {
+				res.Details[i].Remedy = res.Remedy // the failure lines report the wrong data
+			}
+		}
 		res.Details = append(bad, res.Details...)
 		res.Observed = fmt.Sprintf("%d wrong elements, %d out of bounds values", ncclWrongTotal(run), max(run.OutOfBounds, 0))
 		res.Expected = "0 wrong elements"
 		return res
 	}
 	if o.exit != 0 {
-		res.Status = StatusFail
+		res.Status, res.Remedy = StatusFail, remedyOf(faultNCCLFailed)
 		res.Summary = "all_reduce_perf " + ncclExitText(o.exit) + ": " + ncclWhy(run, o.stderr)
 		res.Observed, res.Expected = "exit code "+strconv.Itoa(o.exit), "exit code 0"
 		return res
 	}
 	if len(run.Failures) > 0 {
-		res.Status, res.Summary = StatusFail, "all_reduce_perf exited 0 but reported: "+text.OneLine(run.Failures[0], ncclMaxText)
+		res.Status, res.Remedy = StatusFail, remedyOf(faultNCCLFailed)
+		res.Summary = "all_reduce_perf exited 0 but reported: " + text.OneLine(run.Failures[0], ncclMaxText)
 		return res
 	}
 	if o.parseErr != nil {
@@ -317,7 +324,7 @@ func judgeNCCL(o ncclOutcome) Result {
 			figure, fmtGbps(o.min), strings.TrimPrefix(o.minSource, "built-in for "))
 		res.Expected = fmt.Sprintf(">= %s GB/s at >= 1 GiB", fmtGbps(o.min))
 	case bw < o.min:
-		res.Status = StatusFail
+		res.Status, res.Remedy = StatusFail, remedyOf(faultNCCLSlow)
 		res.Summary = fmt.Sprintf("%s, want at least %s (%s)", figure, fmtGbps(o.min), o.minSource)
 		res.Expected = fmt.Sprintf(">= %s GB/s", fmtGbps(o.min))
 	default:
@@ -341,7 +348,7 @@ func ncclCorruption(run NCCLRun) (string, []Detail, bool) {
 			res  NCCLResult
 		}{{"out of place", r.OutOfPlace}, {"in place", r.InPlace}} {
 			if h.res.Wrong > 0 {
-				bad = append(bad, Detail{Device: ncclSize(r.Size) + " " + h.name, Status: StatusFail,
+				bad = append(bad, Detail{Device: ncclSize(r.Size) + " " + h.name, Status: StatusFail, Remedy: remedyOf(faultNCCLCorrupt),
 					Message:  fmt.Sprintf("%d wrong elements", h.res.Wrong),
 					Observed: strconv.FormatInt(h.res.Wrong, 10), Expected: "0"})
 			}
@@ -404,7 +411,7 @@ func ncclProgress(run NCCLRun) string {
 func ncclFailureDetails(run NCCLRun) []Detail {
 	var out []Detail
 	for _, l := range ncclFirstN(run.Failures, 3) {
-		out = append(out, Detail{Device: "output", Status: StatusFail, Message: text.OneLine(l, ncclMaxText)})
+		out = append(out, Detail{Device: "output", Status: StatusFail, Message: text.OneLine(l, ncclMaxText), Remedy: remedyOf(faultNCCLFailed)})
 	}
 	for _, l := range ncclFirstN(run.Warnings, 3) {
 		out = append(out, Detail{Device: "output", Status: StatusWarn, Message: text.OneLine(l, ncclMaxText)})

@@ -254,6 +254,7 @@ func TestNCCLAllReduce(t *testing.T) {
 				defer cancel()
 				facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: inv}, replies: tc.replies, expire: cancel}
 				got := ncclAllReduce{}.Run(cctx, &Env{Facts: facts, Config: cfg, Mode: config.ModeManual})
+				assertRemedies(t, got)
 				if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 					t.Errorf("(-want +got):\n%s", diff)
 				}
@@ -269,6 +270,7 @@ func TestNCCLAllReduce(t *testing.T) {
 			}
 			env := &Env{Facts: facts, Config: cfg, Mode: mode, Node: "gpu-h100-01"}
 			got := ncclAllReduce{probeTimeout: 10 * time.Millisecond}.Run(ctx, env)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

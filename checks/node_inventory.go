@@ -58,7 +58,7 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 	inv, err := env.Facts.Inventory(ctx)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return Result{Status: StatusFail, Summary: nodeInventoryTimedOut, Err: err}
+		return Result{Status: StatusFail, Summary: nodeInventoryTimedOut, Err: err, Remedy: remedyOf(faultTimeout)}
 	case errors.Is(err, fs.ErrNotExist):
 		return Result{Status: StatusSkip, Summary: nodeInventoryNotRecorded}
 	case err != nil:
@@ -67,7 +67,7 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 	conf, err := env.Slurm.Conf(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err}
+			return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err, Remedy: remedyOf(faultSlurmTimeout)}
 		}
 		return Result{Status: StatusError, Summary: "read slurm.conf: " + err.Error(), Err: err}
 	}
@@ -162,10 +162,13 @@ func judgeInventoryItem(it inventoryItem) Detail {
 		d.Status = StatusError
 		d.Message = fmt.Sprintf("%s: the node's value could not be read, slurm.conf says %s=%s", it.key, it.key, want)
 	case it.have < it.want && it.key == "RealMemory":
-		d.Status = StatusFail
+		failDetail(&d, memoryShortFault(it.have, it.want))
 		d.Message = fmt.Sprintf("usable memory %s is %d MiB below RealMemory=%d: Slurm sets the node INVAL", have, it.want-it.have, it.want)
 	case it.have < it.want:
-		d.Status = StatusFail
+		failDetail(&d, faultCPUsConfig)
+		if it.key == "Sockets" {
+			d.Remedy = remedyOf(faultSocketLost)
+		}
 		d.Message = fmt.Sprintf("%s %s, slurm.conf says %s=%s: Slurm sets the node INVAL", what, have, it.key, want)
 	case it.have > it.want && !it.moreIsOK:
 		d.Status = StatusWarn
@@ -176,6 +179,20 @@ func judgeInventoryItem(it inventoryItem) Detail {
 		d.Message = fmt.Sprintf("%s %s, as slurm.conf says", what, have)
 	}
 	return d
+}
+
+// memoryLostShare is the shortfall below RealMemory, as a share of it, from which usable
+// memory is taken for a DIMM lost rather than for RealMemory set too high: a DIMM is at
+// least 1/48 (2%) of a node (48 slots on two sockets), and what firmware and the kernel keep
+// is less than that.
+const memoryLostShare = 0.02
+
+// memoryShortFault tells a lost DIMM (service) from a RealMemory set above MemTotal (admin).
+func memoryShortFault(have, want uint64) fault {
+	if float64(want-have) >= memoryLostShare*float64(want) {
+		return faultMemoryLost
+	}
+	return faultMemoryConfig
 }
 
 // Explain is what `nodecheck explain node_inventory` says.

@@ -73,6 +73,7 @@ func TestNodeInventory(t *testing.T) {
 			env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeHealth, Node: "gpu01",
 				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 			got := nodeInventory{}.Run(context.Background(), env)
+			assertRemedies(t, got)
 			if got.Status != tc.wantStatus || !strings.Contains(got.Summary, tc.wantSummary) {
 				t.Errorf("Run = %s %q, want %s containing %q", got.Status, got.Summary, tc.wantStatus, tc.wantSummary)
 			}
@@ -93,6 +94,7 @@ func TestNodeInventoryTimeout(t *testing.T) {
 	<-ctx.Done()
 	f := &fakeFacts{invErr: fmt.Errorf("read CPU and memory inventory: %w", ctx.Err())}
 	got := nodeInventory{}.Run(ctx, &Env{Facts: f, Config: config.Default(Schema()), Node: "gpu01"})
+	assertRemedies(t, got)
 	if got.Status != StatusFail || got.Summary != nodeInventoryTimedOut {
 		t.Errorf("Run = %s %q, want fail %q", got.Status, got.Summary, nodeInventoryTimedOut)
 	}

@@ -301,7 +301,8 @@ func judgeNVLinkGPU(g node.GPU, table nvlinkTable, excl nvlinkExclusions) nvlink
 	v.detail.Status, v.detail.Expected = StatusOK, wantText
 	v.detail.Message = fmt.Sprintf("%d of %d NVLinks active", up, len(links))
 	if probs := nvlinkProblems(links, inactive, want); len(probs) > 0 {
-		v.detail.Status, v.detail.Message = StatusFail, strings.Join(probs, ", ")
+		failDetail(&v.detail, faultNVLinkDown)
+		v.detail.Message = strings.Join(probs, ", ")
 	}
 	return v
 }

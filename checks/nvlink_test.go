@@ -183,6 +183,7 @@ func TestNVLink(t *testing.T) {
 				tc.cfg(settings[*nvLinkConfig](cfg, idNVLink))
 			}
 			got := nvLink{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: tc.gpus, pci: tc.pci}, "gpu-a100-01", cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -205,8 +206,8 @@ func TestNVLinkDetails(t *testing.T) {
 	got := nvLink{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: inv}, "gpu-a100-01", nil))
 	want := []Detail{
 		{Device: "gpu 5 (0006:00:00.0)", Status: StatusOK, Message: "12 of 12 NVLinks active", Observed: "12 reported, 12 active", Expected: "12 active NVLinks"},
-		{Device: "gpu 6 (0007:00:00.0)", Status: StatusFail, Message: "all 12 NVLinks inactive", Observed: "12 reported, 0 active", Expected: "12 active NVLinks"},
-		{Device: "gpu 7 (0008:00:00.0)", Status: StatusFail, Message: "NVLink 4 inactive", Observed: "12 reported, 11 active", Expected: "12 active NVLinks"},
+		{Device: "gpu 6 (0007:00:00.0)", Status: StatusFail, Message: "all 12 NVLinks inactive", Observed: "12 reported, 0 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU},
+		{Device: "gpu 7 (0008:00:00.0)", Status: StatusFail, Message: "NVLink 4 inactive", Observed: "12 reported, 11 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU},
 		{Device: "gpu 8 (0000:c1:00.0)", Status: StatusSkip, Observed: "12 reported, 0 active", Expected: "not judged",
 			Message: `NVIDIA H100 PCIe has NVLink only through optional bridges (expected_links "pcie=0"): not judged`},
 		{Device: "gpu 9 (0000:e1:00.0)", Status: StatusSkip, Observed: "0 reported, 0 active", Message: "no NVLink"},
@@ -425,6 +426,7 @@ func TestJudgeNVLinks(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeNVLinks(tc.gpus, table, noExcl)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

@@ -285,7 +285,7 @@ func judgeLink(dv pcieDev, minWidth int, sysfsWidths bool) (Detail, bool) {
 	}
 	d.Observed, d.Expected = "x"+strconv.Itoa(dv.cur), "x"+strconv.Itoa(want)
 	if dv.cur < want {
-		d.Status = StatusFail
+		failDetail(&d, faultPCIeWidth)
 		d.Message = fmt.Sprintf("PCIe x%d, expected x%d", dv.cur, want)
 		if want != dv.max {
 			d.Message += fmt.Sprintf(" (max x%d)", dv.max)

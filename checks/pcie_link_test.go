@@ -151,6 +151,7 @@ func TestPCIeLink(t *testing.T) {
 			settings[*pcieLinkConfig](cfg, idPCIeLink).ExcludeDevices = tc.exclude
 			f := &fakeFacts{pci: tc.pci, pciErr: tc.pciErr, gpus: tc.gpus, gpuErr: tc.gpuErr}
 			got := pcieLink{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -169,7 +170,7 @@ func TestPCIeLinkDetails(t *testing.T) {
 	want := []Detail{
 		{Device: "gpu 0 (0000:19:00.0)", Status: StatusOK, Observed: "x16", Expected: "x16",
 			Message: "PCIe x16 of x16 (NVML); speed Gen1 of Gen5, not judged: links slow down when idle"},
-		{Device: "gpu 3 (0000:5d:00.0)", Status: StatusFail, Observed: "x8", Expected: "x16", Message: "PCIe x8, expected x16"},
+		{Device: "gpu 3 (0000:5d:00.0)", Status: StatusFail, Observed: "x8", Expected: "x16", Message: "PCIe x8, expected x16", Remedy: RemedyService},
 		{Device: "nvswitch 0000:83:00.0", Status: StatusOK, Observed: "x2", Expected: "x2", Message: "PCIe x2 of x2 (sysfs)"},
 	}
 	pick := []Detail{got.Details[0], got.Details[3], got.Details[8]}
@@ -250,7 +251,7 @@ func TestJudgeLink(t *testing.T) {
 		{"full width", pcieDev{kind: "gpu", label: "gpu 0", cur: 16, max: 16, source: "NVML"}, 0, true,
 			Detail{Device: "gpu 0", Status: StatusOK, Message: "PCIe x16 of x16 (NVML)", Observed: "x16", Expected: "x16"}, true},
 		{"half width", pcieDev{kind: "gpu", label: "gpu 0", cur: 8, max: 16, source: "sysfs"}, 0, true,
-			Detail{Device: "gpu 0", Status: StatusFail, Message: "PCIe x8, expected x16", Observed: "x8", Expected: "x16"}, true},
+			Detail{Device: "gpu 0", Status: StatusFail, Message: "PCIe x8, expected x16", Observed: "x8", Expected: "x16", Remedy: RemedyService}, true},
 		{"half width under min_width", pcieDev{kind: "gpu", label: "gpu 0", cur: 8, max: 16, source: "sysfs"}, 8, true,
 			Detail{Device: "gpu 0", Status: StatusOK, Message: "PCIe x8 of x16 (sysfs)", Observed: "x8", Expected: "x8"}, true},
 		{"idle speed noted", pcieDev{kind: "gpu", label: "gpu 0", cur: 16, max: 16, source: "NVML", speed: "Gen1 of Gen5"}, 0, true,
@@ -265,6 +266,7 @@ func TestJudgeLink(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got, judged := judgeLink(tc.dv, tc.minWidth, tc.sysfsWidths)
+			assertRemedies(t, Result{Status: got.Status, Details: []Detail{got}})
 			if diff := cmp.Diff(tc.want, got); diff != "" || judged != tc.wantJudged {
 				t.Errorf("judged %v, want %v; detail (-want +got):\n%s", judged, tc.wantJudged, diff)
 			}

@@ -186,15 +186,16 @@ func runOne(runCtx context.Context, env *Env, c Check, now func() time.Time) Res
 	}
 	res.Check = c.ID()
 	res.Duration = now().Sub(start)
+	settleRemedy(&res)
 	return res
 }
 
 func timedOut(runCtx, ctx context.Context, timeout time.Duration) Result {
 	if errors.Is(runCtx.Err(), context.DeadlineExceeded) {
-		return Result{Status: StatusFail, Summary: "timed out: the run's budget ran out", Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out: the run's budget ran out", Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 	}
 	if runCtx.Err() != nil {
 		return Result{Status: StatusError, Summary: "interrupted", Err: ctx.Err()}
 	}
-	return Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", timeout), Err: ctx.Err()}
+	return Result{Status: StatusFail, Summary: fmt.Sprintf("timed out after %s", timeout), Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 }

@@ -191,7 +191,7 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 	out, err := env.Facts.Exec(ctx, argv)
 	switch {
 	case err != nil && ctx.Err() != nil:
-		return out, Result{Status: StatusFail, Summary: "timed out reading the kernel log with " + dmesg, Err: err}, false
+		return out, Result{Status: StatusFail, Summary: "timed out reading the kernel log with " + dmesg, Err: err, Remedy: remedyOf(faultTimeout)}, false
 	case errors.Is(err, node.ErrNotRecorded):
 		return out, Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
 			" (install util-linux or set checks.xid_errors.dmesg)", Err: err}, false
@@ -260,8 +260,11 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 		if c.message != "" {
 			msg += ": " + text.OneLine(c.message, 100)
 		}
-		res.Details = append(res.Details, Detail{Device: dev, Status: c.status, Message: msg,
-			Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID"})
+		d := Detail{Device: dev, Status: c.status, Message: msg, Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID"}
+		if c.status == StatusFail {
+			d.Remedy = remedyForXID(c.xid, c.message)
+		}
+		res.Details = append(res.Details, d)
 		if c.status == StatusFail {
 			fails++
 		} else {

@@ -180,6 +180,7 @@ func TestXIDErrors(t *testing.T) {
 				f.cmds[dmesgCmd] = tc.cmd
 			}
 			got := xidErrors{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", cfg))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -267,6 +268,7 @@ func TestJudgeXIDs(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeXIDs(tc.xids, tc.truncated, 64<<10, verdicts, labels)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

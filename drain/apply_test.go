@@ -141,7 +141,7 @@ func results(not ...CheckResult) []CheckResult {
 // notRun leaves a check out of results.
 func notRun(id string) CheckResult { return CheckResult{Check: id} }
 
-var ibDown = CheckResult{"ib_ports", StatusFail, "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"}
+var ibDown = CheckResult{Check: "ib_ports", Status: StatusFail, Summary: "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"}
 
 // health is a health run that may drain and resume.
 func health(rs []CheckResult) Request {
@@ -165,7 +165,7 @@ func TestApplySequence(t *testing.T) {
 		{"one clean run: waiting", health(results()), ActionWaiting, 1},
 		{"failure resets the count", health(results(ibDown)), ActionKept, 0},
 		{"clean again: 1 of 2", health(results()), ActionWaiting, 1},
-		{"partial clean run does not count", Request{Node: "n1", Mode: config.ModeHealth, Results: []CheckResult{{"ib_ports", StatusOK, ""}}, Known: allChecks, Drain: true, Resume: true, Partial: true}, ActionWaiting, 1},
+		{"partial clean run does not count", Request{Node: "n1", Mode: config.ModeHealth, Results: []CheckResult{{Check: "ib_ports", Status: StatusOK, Summary: ""}}, Known: allChecks, Drain: true, Resume: true, Partial: true}, ActionWaiting, 1},
 		{"prolog clean run does not count", Request{Node: "n1", Mode: config.ModeProlog, Results: results(), Known: allChecks, Drain: true}, ActionNone, 0},
 		{"second clean run: resumed", health(results()), ActionResumed, 2},
 		{"third clean run: nothing to do", health(results()), ActionNone, 3},
@@ -194,10 +194,10 @@ func TestApplySequence(t *testing.T) {
 // not look (skip) or did not run breaks the row; a partial or undecided run neither counts nor
 // breaks it; warn counts.
 func TestApplyEvidence(t *testing.T) {
-	ibErr := CheckResult{"ib_ports", StatusError, "read /sys/class/infiniband: permission denied"}
-	ibSkip := CheckResult{"ib_ports", StatusSkip, "no InfiniBand devices under /sys/class/infiniband"}
-	ibWarn := CheckResult{"ib_ports", StatusWarn, "mlx5_5/1: rate 200 Gb/s, want 400"}
-	gpuErr := CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"}
+	ibErr := CheckResult{Check: "ib_ports", Status: StatusError, Summary: "read /sys/class/infiniband: permission denied"}
+	ibSkip := CheckResult{Check: "ib_ports", Status: StatusSkip, Summary: "no InfiniBand devices under /sys/class/infiniband"}
+	ibWarn := CheckResult{Check: "ib_ports", Status: StatusWarn, Summary: "mlx5_5/1: rate 200 Gb/s, want 400"}
+	gpuErr := CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"}
 	type step struct {
 		req     Request
 		want    Action
@@ -236,8 +236,8 @@ func TestApplyEvidence(t *testing.T) {
 		}},
 		{"partial neither counts nor resets", []step{
 			{health(results()), ActionWaiting, 1, ""},
-			{partial(CheckResult{"ib_ports", StatusOK, ""}), ActionWaiting, 1, "a partial run (--check) does not count"},
-			{partial(CheckResult{"gpu_count", StatusOK, ""}), ActionWaiting, 1, "does not count"},
+			{partial(CheckResult{Check: "ib_ports", Status: StatusOK}), ActionWaiting, 1, "a partial run (--check) does not count"},
+			{partial(CheckResult{Check: "gpu_count", Status: StatusOK}), ActionWaiting, 1, "does not count"},
 			{partial(ibErr), ActionWaiting, 0, "could not look"},
 		}},
 		{"undecided through another check neither counts nor resets", []step{
@@ -278,8 +278,8 @@ func TestApplyResumeNeedsACountingRun(t *testing.T) {
 		t.Fatalf("first clean run: %+v", got)
 	}
 	p.ResumeAfterPasses = 1
-	undecided := health(results(CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"}))
-	partial := health([]CheckResult{{"ib_ports", StatusOK, ""}})
+	undecided := health(results(CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"}))
+	partial := health([]CheckResult{{Check: "ib_ports", Status: StatusOK, Summary: ""}})
 	partial.Partial = true
 	for _, r := range []Request{undecided, partial} {
 		if got := Apply(context.Background(), f, p, r); got.Action != ActionWaiting || got.Passes != 1 {
@@ -296,8 +296,8 @@ func TestApplyResumeNeedsACountingRun(t *testing.T) {
 func TestApplyEvidenceGrows(t *testing.T) {
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
 	p := testPolicy(t)
-	gpuFail := CheckResult{"gpu_count", StatusFail, "7 of 8 GPUs"}
-	gpuErr := CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"}
+	gpuFail := CheckResult{Check: "gpu_count", Status: StatusFail, Summary: "7 of 8 GPUs"}
+	gpuErr := CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"}
 	Apply(context.Background(), f, p, health(results(ibDown)))
 	if got := Apply(context.Background(), f, p, health(results(gpuFail))); got.Action != ActionKept {
 		t.Fatalf("second failure: %+v", got)
@@ -326,7 +326,7 @@ func TestApplyLegacyDrain(t *testing.T) {
 				writeStateFile(t, p.StateDir, tc.state)
 			}
 			f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1 down (+1 more)"})
-			got := Apply(context.Background(), f, p, health(results(CheckResult{"ib_ports", StatusError, "no sysfs"})))
+			got := Apply(context.Background(), f, p, health(results(CheckResult{Check: "ib_ports", Status: StatusError, Summary: "no sysfs"})))
 			if got.Action != ActionWaiting || got.Passes != 0 || len(got.Warnings) > 0 {
 				t.Fatalf("ib_ports errors: %+v", got)
 			}
@@ -416,9 +416,9 @@ func TestApplyOutcomes(t *testing.T) {
 		{"manual without --drain only reports", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeManual, Results: results(ibDown)}, ActionNone, "does not drain", 0, nil},
 		{"no time left", newFake(idle), nil, failing, ActionSkipped, "no time left", 0, nil},
 		{"error_is_failure drains for an error", newFake(idle), func(p *Policy) { p.ErrorIsFailure = true },
-			health(results(CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"})), ActionDrained, "drain: nodecheck: gpu_count: NVML: driver not loaded", 1, nil},
+			health(results(CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"})), ActionDrained, "drain: nodecheck: gpu_count: NVML: driver not loaded", 1, nil},
 		{"an error alone does not drain", newFake(idle), nil,
-			health(results(CheckResult{"gpu_count", StatusError, "NVML: driver not loaded"})), ActionNone, "no check failed, but the run is undecided; node is IDLE", 0, nil},
+			health(results(CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"})), ActionNone, "no check failed, but the run is undecided; node is IDLE", 0, nil},
 		{"a state nodecheck leaves alone", newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"MAINTENANCE", "RESERVED"}}), nil, failing,
 			ActionKept, "MAINTENANCE: in a maintenance reservation", 0, nil},
 		{"a state nodecheck does not know", newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"BLOCKED"}}), nil, failing,

@@ -24,7 +24,7 @@ func TestDecide(t *testing.T) {
 	staleOurs := NodeState{Name: "n1", State: "IDLE", Reason: "nodecheck: ib_ports: down"}
 	rebooting := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN", "REBOOT_REQUESTED"}, Reason: "nodecheck: ib_ports: down"}
 	strange := NodeState{Name: "n1", State: "IDLE", Flags: []string{"BLOCKED"}}
-	fail := []Failure{{"ib_ports", "mlx5_5/1: down"}}
+	fail := []Failure{{Check: "ib_ports", Summary: "mlx5_5/1: down"}}
 	drain := &Update{Node: "n1", State: "DRAIN", Reason: "nodecheck: ib_ports: mlx5_5/1: down"}
 	resume := &Update{Node: "n1", State: "RESUME"}
 

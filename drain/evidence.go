@@ -24,6 +24,7 @@ type CheckResult struct {
 	Check   string // the check id: "ib_ports"
 	Status  Status
 	Summary string // one line: why
+	Remedy  string // a failure's remedy (checks.Remedy's words); empty for none
 }
 
 // Failures lists what makes the node unhealthy, in run order: the checks that failed, and
@@ -32,7 +33,7 @@ func Failures(results []CheckResult, errorIsFailure bool) []Failure {
 	var out []Failure
 	for _, r := range results {
 		if r.Status == StatusFail || errorIsFailure && r.Status == StatusError {
-			out = append(out, Failure{Check: r.Check, Summary: r.Summary})
+			out = append(out, Failure{Check: r.Check, Summary: r.Summary, Remedy: r.Remedy})
 		}
 	}
 	return out

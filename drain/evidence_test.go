@@ -9,7 +9,7 @@ import (
 
 // TestJudgeRun is the resume-on-evidence rule, row by row (judgeRun's table).
 func TestJudgeRun(t *testing.T) {
-	ok := func(id string) CheckResult { return CheckResult{id, StatusOK, "fine"} }
+	ok := func(id string) CheckResult { return CheckResult{Check: id, Status: StatusOK, Summary: "fine"} }
 	tests := []struct {
 		name      string
 		drainedBy []string
@@ -19,20 +19,20 @@ func TestJudgeRun(t *testing.T) {
 		want      effect
 		why       string
 	}{
-		{"a failure resets", []string{"ib_ports"}, []CheckResult{ok("ib_ports")}, []Failure{{"gpu_count", "x"}}, false, effectReset, "gpu_count failed"},
+		{"a failure resets", []string{"ib_ports"}, []CheckResult{ok("ib_ports")}, []Failure{{Check: "gpu_count", Summary: "x"}}, false, effectReset, "gpu_count failed"},
 		{"ok counts", []string{"ib_ports"}, []CheckResult{ok("gres_devices"), ok("ib_ports")}, nil, false, effectCount, "ib_ports found the fault gone"},
-		{"warn counts", []string{"ib_ports"}, []CheckResult{{"ib_ports", StatusWarn, "slow link"}}, nil, false, effectCount, ""},
+		{"warn counts", []string{"ib_ports"}, []CheckResult{{Check: "ib_ports", Status: StatusWarn, Summary: "slow link"}}, nil, false, effectCount, ""},
 		{"every check that drained it must look", []string{"ib_ports", "gpu_count"}, []CheckResult{ok("gpu_count"), ok("ib_ports")}, nil, false, effectCount, "ib_ports, gpu_count found the fault gone"},
-		{"error resets", []string{"ib_ports"}, []CheckResult{{"ib_ports", StatusError, "no sysfs"}}, nil, false, effectReset, "ib_ports, which drained the node, could not look (error: no sysfs)"},
-		{"skip resets", []string{"job_leftovers"}, []CheckResult{{"job_leftovers", StatusSkip, "runs in prolog and epilog only"}}, nil, false, effectReset, "did not look (skip: runs in prolog and epilog only)"},
+		{"error resets", []string{"ib_ports"}, []CheckResult{{Check: "ib_ports", Status: StatusError, Summary: "no sysfs"}}, nil, false, effectReset, "ib_ports, which drained the node, could not look (error: no sysfs)"},
+		{"skip resets", []string{"job_leftovers"}, []CheckResult{{Check: "job_leftovers", Status: StatusSkip, Summary: "runs in prolog and epilog only"}}, nil, false, effectReset, "did not look (skip: runs in prolog and epilog only)"},
 		{"not run resets", []string{"ib_ports"}, []CheckResult{ok("gpu_count")}, nil, false, effectReset, "ib_ports, which drained the node, did not run"},
-		{"a status drain does not know resets", []string{"ib_ports"}, []CheckResult{{"ib_ports", "maybe", ""}}, nil, false, effectReset, `said "maybe"`},
+		{"a status drain does not know resets", []string{"ib_ports"}, []CheckResult{{Check: "ib_ports", Status: "maybe"}}, nil, false, effectReset, `said "maybe"`},
 		{"partial without the check does not count", []string{"ib_ports"}, []CheckResult{ok("gpu_count")}, nil, true, effectKeep, "partial"},
 		{"partial with the check ok does not count", []string{"ib_ports"}, []CheckResult{ok("ib_ports")}, nil, true, effectKeep, "partial"},
-		{"partial with the check in error resets", []string{"ib_ports"}, []CheckResult{{"ib_ports", StatusError, "x"}}, nil, true, effectReset, "could not look"},
-		{"another check in error: undecided, does not count", []string{"ib_ports"}, []CheckResult{ok("ib_ports"), {"gpu_count", StatusError, "NVML"}}, nil, false, effectKeep, "gpu_count could not decide"},
+		{"partial with the check in error resets", []string{"ib_ports"}, []CheckResult{{Check: "ib_ports", Status: StatusError, Summary: "x"}}, nil, true, effectReset, "could not look"},
+		{"another check in error: undecided, does not count", []string{"ib_ports"}, []CheckResult{ok("ib_ports"), {Check: "gpu_count", Status: StatusError, Summary: "NVML"}}, nil, false, effectKeep, "gpu_count could not decide"},
 		{"nothing drained it: a clean run counts", nil, []CheckResult{ok("ib_ports")}, nil, false, effectCount, "clean run"},
-		{"nothing drained it: an undecided run does not", nil, []CheckResult{{"ib_ports", StatusError, "x"}}, nil, false, effectKeep, "undecided"},
+		{"nothing drained it: an undecided run does not", nil, []CheckResult{{Check: "ib_ports", Status: StatusError, Summary: "x"}}, nil, false, effectKeep, "undecided"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -102,16 +102,16 @@ func TestDrainedBy(t *testing.T) {
 
 func TestFailures(t *testing.T) {
 	rs := []CheckResult{
-		{"gres_devices", StatusOK, ""},
-		{"gpu_count", StatusError, "cannot parse"},
-		{"ib_ports", StatusFail, "mlx5_5/1 down"},
-		{"pcie_link", StatusWarn, "slow"},
-		{"job_leftovers", StatusSkip, "no job"},
+		{Check: "gres_devices", Status: StatusOK, Summary: ""},
+		{Check: "gpu_count", Status: StatusError, Summary: "cannot parse"},
+		{Check: "ib_ports", Status: StatusFail, Summary: "mlx5_5/1 down"},
+		{Check: "pcie_link", Status: StatusWarn, Summary: "slow"},
+		{Check: "job_leftovers", Status: StatusSkip, Summary: "no job"},
 	}
-	if diff := cmp.Diff([]Failure{{"ib_ports", "mlx5_5/1 down"}}, Failures(rs, false)); diff != "" {
+	if diff := cmp.Diff([]Failure{{Check: "ib_ports", Summary: "mlx5_5/1 down"}}, Failures(rs, false)); diff != "" {
 		t.Errorf("error_is_failure = false (-want +got):\n%s", diff)
 	}
-	if diff := cmp.Diff([]Failure{{"gpu_count", "cannot parse"}, {"ib_ports", "mlx5_5/1 down"}}, Failures(rs, true)); diff != "" {
+	if diff := cmp.Diff([]Failure{{Check: "gpu_count", Summary: "cannot parse"}, {Check: "ib_ports", Summary: "mlx5_5/1 down"}}, Failures(rs, true)); diff != "" {
 		t.Errorf("error_is_failure = true (-want +got):\n%s", diff)
 	}
 }

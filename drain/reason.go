@@ -15,13 +15,17 @@ const MaxReasonLen = 200
 type Failure struct {
 	Check   string // the check id: "ib_ports"
 	Summary string // its one-line summary: "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"
+	// Remedy is the check's remedy as plain text ("reset_gpu", "service"; checks.Remedy's
+	// words, passed as a string since drain never imports checks); empty for none.
+	Remedy string
 }
 
-// FormatReason builds the reason nodecheck drains with: "<prefix> <check>: <summary>" for the
-// first failure, then " (+N more)" for the others, as printable ASCII on one line of at most
-// MaxReasonLen bytes. The prefix and check id come first because `sinfo -R` shows only the
-// first 20 characters. A summary too long is cut with "..."; the prefix, check id and count
-// are kept. It returns "" for no failures.
+// FormatReason builds the reason nodecheck drains with: "<prefix> <check>: <summary>
+// [<remedy>]" for the first failure, then " (+N more)" for the others, as printable ASCII on
+// one line of at most MaxReasonLen bytes: "nodecheck: gpu_memory_errors: gpu 3
+// (0000:9b:00.0): row remapping pending: reset the GPU [reset_gpu]". The prefix and check id
+// come first because `sinfo -R` shows only the first 20 characters. A summary too long is cut
+// with "..."; the prefix, check id, remedy and count are kept. It returns "" for no failures.
 func FormatReason(prefix string, failures []Failure) string {
 	if len(failures) == 0 {
 		return ""
@@ -34,13 +38,16 @@ func FormatReason(prefix string, failures []Failure) string {
 	if n := len(failures) - 1; n > 0 {
 		more = " (+" + strconv.Itoa(n) + " more)"
 	}
+	if r := Sanitize(failures[0].Remedy); r != "" {
+		more = " [" + r + "]" + more
+	}
 	summary := Sanitize(failures[0].Summary)
 	if summary != "" {
 		head += ":"
 	}
 	if len(head)+len(more) > MaxReasonLen {
-		// Only a config with an absurd prefix gets here: keep the count, which says that the
-		// reason is incomplete, and cut the rest.
+		// Only a config with an absurd prefix gets here: keep the remedy and count, which say
+		// what to do and that the reason is incomplete, and cut the rest.
 		return strings.TrimSpace(cut(head, MaxReasonLen-len(more))) + more
 	}
 	if summary == "" {

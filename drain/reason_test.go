@@ -17,19 +17,27 @@ func TestFormatReason(t *testing.T) {
 		want     string
 	}{
 		{"none", "nodecheck:", nil, ""},
-		{"one", "nodecheck:", []Failure{{"ib_ports", "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"}},
+		{"one", "nodecheck:", []Failure{{Check: "ib_ports", Summary: "mlx5_5/1: state 1: DOWN, want 4: ACTIVE"}},
 			"nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE"},
-		{"several", "nodecheck:", []Failure{{"gres_devices", "/dev/nvidia5: missing"}, {"gpu_count", "7 of 8"}, {"ib_ports", "x"}},
+		{"several", "nodecheck:", []Failure{{Check: "gres_devices", Summary: "/dev/nvidia5: missing"}, {Check: "gpu_count", Summary: "7 of 8"}, {Check: "ib_ports", Summary: "x"}},
 			"nodecheck: gres_devices: /dev/nvidia5: missing (+2 more)"},
-		{"empty summary", "nodecheck:", []Failure{{"ib_ports", ""}}, "nodecheck: ib_ports"},
-		{"control characters and quotes", "nodecheck:", []Failure{{"ib_ports", "line1\nline2\t\"DOWN\"\x1b[31m"}},
+		{"empty summary", "nodecheck:", []Failure{{Check: "ib_ports", Summary: ""}}, "nodecheck: ib_ports"},
+		{"control characters and quotes", "nodecheck:", []Failure{{Check: "ib_ports", Summary: "line1\nline2\t\"DOWN\"\x1b[31m"}},
 			"nodecheck: ib_ports: line1 line2 'DOWN'?[31m"},
-		{"non-ASCII", "nodecheck:", []Failure{{"nccl_allreduce", "busbw 12.5 GB/s after 30µs — low"}},
+		{"non-ASCII", "nodecheck:", []Failure{{Check: "nccl_allreduce", Summary: "busbw 12.5 GB/s after 30µs — low"}},
 			"nodecheck: nccl_allreduce: busbw 12.5 GB/s after 30?s ? low"},
-		{"long summary is cut, count kept", "nodecheck:", []Failure{{"ib_ports", long}, {"gpu_count", "y"}},
+		{"long summary is cut, count kept", "nodecheck:", []Failure{{Check: "ib_ports", Summary: long}, {Check: "gpu_count", Summary: "y"}},
 			"nodecheck: ib_ports: " + strings.Repeat("x", 200-len("nodecheck: ib_ports: ")-len("... (+1 more)")) + "... (+1 more)"},
-		{"custom prefix", "[nhc]", []Failure{{"ib_ports", "down"}}, "[nhc] ib_ports: down"},
-		{"absurd prefix keeps the count", strings.Repeat("p", 250), []Failure{{"ib_ports", "down"}, {"b", "c"}},
+		{"custom prefix", "[nhc]", []Failure{{Check: "ib_ports", Summary: "down"}}, "[nhc] ib_ports: down"},
+		{"remedy", "nodecheck:", []Failure{{Check: "gpu_memory_errors", Summary: "gpu 3 (0000:9b:00.0): row remapping pending: reset the GPU", Remedy: "reset_gpu"}},
+			"nodecheck: gpu_memory_errors: gpu 3 (0000:9b:00.0): row remapping pending: reset the GPU [reset_gpu]"},
+		{"remedy before the count", "nodecheck:", []Failure{{Check: "ib_ports", Summary: "mlx5_5/1 down", Remedy: "service"}, {Check: "gpu_count", Summary: "y", Remedy: "reboot"}},
+			"nodecheck: ib_ports: mlx5_5/1 down [service] (+1 more)"},
+		{"long summary is cut, remedy and count kept", "nodecheck:", []Failure{{Check: "ib_ports", Summary: long, Remedy: "service"}, {Check: "gpu_count", Summary: "y"}},
+			"nodecheck: ib_ports: " + strings.Repeat("x", 200-len("nodecheck: ib_ports: ")-len("... [service] (+1 more)")) + "... [service] (+1 more)"},
+		{"remedy sanitised", "nodecheck:", []Failure{{Check: "ib_ports", Summary: "down", Remedy: "re\"boot\n"}}, "nodecheck: ib_ports: down [re'boot]"},
+		{"remedy without a summary", "nodecheck:", []Failure{{Check: "gpu_count", Remedy: "service"}}, "nodecheck: gpu_count [service]"},
+		{"absurd prefix keeps the count", strings.Repeat("p", 250), []Failure{{Check: "ib_ports", Summary: "down"}, {Check: "b", Summary: "c"}},
 			strings.Repeat("p", 200-len(" (+1 more)")) + " (+1 more)"},
 	}
 	for _, tc := range tests {
@@ -90,15 +98,15 @@ func TestOwned(t *testing.T) {
 // without double quotes, at most MaxReasonLen bytes, starting with the prefix and check id,
 // and says how many failures it leaves out.
 func FuzzFormatReason(f *testing.F) {
-	f.Add("nodecheck:", "ib_ports", "mlx5_5/1: state DOWN", 1)
-	f.Add("nodecheck:", "gres_devices", "line\nbreak \"quoted\" µs", 3)
-	f.Add("nodecheck:", "x", strings.Repeat("long ", 80), 12)
-	f.Fuzz(func(t *testing.T, prefix, check, summary string, n int) {
-		if n < 1 || n > 1000 || Sanitize(prefix) == "" || len(prefix) > 64 {
+	f.Add("nodecheck:", "ib_ports", "mlx5_5/1: state DOWN", "service", 1)
+	f.Add("nodecheck:", "gres_devices", "line\nbreak \"quoted\" µs", "", 3)
+	f.Add("nodecheck:", "x", strings.Repeat("long ", 80), "reset_gpu", 12)
+	f.Fuzz(func(t *testing.T, prefix, check, summary, remedy string, n int) {
+		if n < 1 || n > 1000 || Sanitize(prefix) == "" || len(prefix) > 64 || len(remedy) > 16 {
 			return
 		}
 		failures := make([]Failure, n)
-		failures[0] = Failure{Check: check, Summary: summary}
+		failures[0] = Failure{Check: check, Summary: summary, Remedy: remedy}
 		got := FormatReason(prefix, failures)
 		if len(got) > MaxReasonLen {
 			t.Fatalf("reason is %d bytes: %q", len(got), got)
@@ -113,6 +121,9 @@ func FuzzFormatReason(f *testing.F) {
 		}
 		if n > 1 && !strings.HasSuffix(got, fmt.Sprintf(" (+%d more)", n-1)) {
 			t.Fatalf("%q lacks (+%d more)", got, n-1)
+		}
+		if r := Sanitize(remedy); r != "" && !strings.Contains(got, " ["+r+"]") {
+			t.Fatalf("%q lacks the remedy [%s]", got, r)
 		}
 		if c := Sanitize(check); c != "" && len(Sanitize(prefix))+1+len(c)+12 < MaxReasonLen && !strings.HasPrefix(got, Sanitize(prefix)+" "+c) {
 			t.Fatalf("%q does not name the check %q after the prefix", got, c)

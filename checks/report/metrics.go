@@ -27,6 +27,7 @@ import (
 // Metric names, each with the unit suffix Prometheus' naming guide asks for.
 const (
 	metricCheckStatus   = "nodecheck_check_status"
+	metricCheckRemedy   = "nodecheck_check_remedy"
 	metricCheckDuration = "nodecheck_check_duration_seconds"
 	metricNodeHealthy   = "nodecheck_node_healthy"
 	metricVerdict       = "nodecheck_verdict"
@@ -68,7 +69,7 @@ type family struct {
 // error, as it would give a file node_exporter refuses.
 func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 	nodeL := [2]string{"node", r.Node}
-	status, duration, err := checkFamilies(r, nodeL)
+	status, remedy, duration, err := checkFamilies(r, nodeL)
 	if err != nil {
 		return err
 	}
@@ -85,7 +86,7 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 		lastRun = float64(r.StartedAt.UnixMilli()) / 1000
 	}
 	fams := []family{
-		status, duration,
+		status, remedy, duration,
 		oneHot(metricDrainAction, "What the last run did to the node in Slurm: 1 for its action, 0 for the others; all 0 when the run could not act.",
 			"action", actions, o.DrainAction, nodeL),
 		oneHot(metricVerdict, "The last run's verdict: 1 for it, 0 for the others (healthy: every check decided and none failed; unhealthy: a check failed; undecided: none failed but a check could not decide, the run was interrupted, or nodecheck.toml was unusable).",
@@ -112,18 +113,21 @@ func bit(b bool) float64 {
 	return 0
 }
 
-// checkFamilies are the per-check families: each check's status, one-hot, and its duration.
-// A report with two results for one check is an error, as it would give a file
-// node_exporter refuses.
-func checkFamilies(r checks.Report, nodeL [2]string) (status, duration family, err error) {
+// checkFamilies are the per-check families: each check's status, one-hot; the remedy of a
+// failing check, one-hot (every series 0 for a check that did not fail, so that the series
+// stay the same from run to run); and its duration. A report with two results for one
+// check is an error, as it would give a file node_exporter refuses.
+func checkFamilies(r checks.Report, nodeL [2]string) (status, remedy, duration family, err error) {
 	status = family{name: metricCheckStatus,
 		help: "Status of each check in the last run: 1 for the status it had, 0 for the others (ok, warn, fail, skip, error)."}
+	remedy = family{name: metricCheckRemedy,
+		help: "Remedy of each check that failed in the last run: 1 for the remedy it names (the most drastic its failing devices need), 0 for the others (reset_gpu, reboot, admin, service); all 0 for a check that did not fail."}
 	duration = family{name: metricCheckDuration,
 		help: "Time each check of the last run took, in seconds; 0 for a check that was not run."}
 	seen := map[string]bool{}
 	for _, res := range r.Results {
 		if seen[res.Check] {
-			return status, duration, fmt.Errorf("write metrics: check %q has two results in the report", res.Check)
+			return status, remedy, duration, fmt.Errorf("write metrics: check %q has two results in the report", res.Check)
 		}
 		seen[res.Check] = true
 		statuses := checkStatuses
@@ -136,12 +140,22 @@ func checkFamilies(r checks.Report, nodeL [2]string) (status, duration family, e
 				value:  bit(res.Status == s),
 			})
 		}
+		remedies := checks.Remedies()
+		if res.Remedy != "" && !slices.Contains(remedies, res.Remedy) {
+			remedies = append(remedies, res.Remedy) // never drop what a check said
+		}
+		for _, rm := range remedies {
+			remedy.samples = append(remedy.samples, sample{
+				labels: [][2]string{{"check", res.Check}, nodeL, {"remedy", string(rm)}},
+				value:  bit(res.Remedy == rm),
+			})
+		}
 		duration.samples = append(duration.samples, sample{
 			labels: [][2]string{{"check", res.Check}, nodeL},
 			value:  seconds(res.Duration),
 		})
 	}
-	return status, duration, nil
+	return status, remedy, duration, nil
 }
 
 // oneHot is a family with one series per value of label, 1 for the value that holds.

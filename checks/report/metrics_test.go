@@ -57,14 +57,14 @@ var metricsCases = []struct {
 			Results: []checks.Result{
 				{Check: "gres_devices", Status: checks.StatusOK, Duration: time.Millisecond},
 				{Check: "gpu_count", Status: checks.StatusError, Duration: 5 * time.Millisecond},
-				{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_2 port 1: state DOWN, want ACTIVE", Duration: 2 * time.Millisecond},
+				{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_2 port 1: state DOWN, want ACTIVE", Remedy: checks.RemedyService, Duration: 2 * time.Millisecond},
 			}},
 		opts: MetricsOptions{DrainAction: drain.ActionDrained, Version: "1.2.0"},
 	},
 	{
 		name: "health-held",
 		rep: checks.Report{Node: "gpu03", Mode: config.ModeHealth, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: time.Second,
-			Results: []checks.Result{{Check: "fabric_manager", Status: checks.StatusFail, Duration: 40 * time.Millisecond}}},
+			Results: []checks.Result{{Check: "fabric_manager", Status: checks.StatusFail, Remedy: checks.RemedyAdmin, Duration: 40 * time.Millisecond}}},
 		opts: MetricsOptions{DrainAction: drain.ActionHeld, Version: "1.2.0"},
 	},
 	{
@@ -185,7 +185,7 @@ func value(t *testing.T, fams map[string][]series, name string, want map[string]
 // against the report it came from.
 func TestWriteMetricsParses(t *testing.T) {
 	wantFamilies := []string{
-		"nodecheck_check_duration_seconds", "nodecheck_check_status", "nodecheck_config_error",
+		"nodecheck_check_duration_seconds", "nodecheck_check_remedy", "nodecheck_check_status", "nodecheck_config_error",
 		"nodecheck_drain_action", "nodecheck_last_run_timestamp_seconds", "nodecheck_node_healthy",
 		"nodecheck_run_duration_seconds", "nodecheck_run_info", "nodecheck_verdict",
 	}
@@ -230,12 +230,26 @@ func TestWriteMetricsParses(t *testing.T) {
 				if sum != 1 {
 					t.Errorf("%s: statuses sum to %v, want 1 (one-hot)", res.Check, sum)
 				}
+				remedies := 0.0
+				for _, r := range checks.Remedies() {
+					v := value(t, fams, "nodecheck_check_remedy", map[string]string{"check": res.Check, "remedy": string(r)})
+					remedies += v
+					if want := boolValue(r == res.Remedy); v != want {
+						t.Errorf("%s remedy %s = %v, want %v", res.Check, r, v, want)
+					}
+				}
+				if want := boolValue(res.Remedy != ""); remedies != want {
+					t.Errorf("%s: remedies sum to %v, want %v (one-hot for a failing check, else all 0)", res.Check, remedies, want)
+				}
 				if got, want := value(t, fams, "nodecheck_check_duration_seconds", map[string]string{"check": res.Check}), res.Duration.Seconds(); got != want {
 					t.Errorf("%s duration %v, want %v", res.Check, got, want)
 				}
 			}
 			if got := len(fams["nodecheck_check_status"]); got != 5*len(tc.rep.Results) {
 				t.Errorf("%d check_status series, want 5 per check", got)
+			}
+			if got := len(fams["nodecheck_check_remedy"]); got != len(checks.Remedies())*len(tc.rep.Results) {
+				t.Errorf("%d check_remedy series, want %d per check", got, len(checks.Remedies()))
 			}
 			for _, a := range drain.Actions() {
 				if got, want := value(t, fams, "nodecheck_drain_action", map[string]string{"action": string(a)}), boolValue(a == tc.opts.DrainAction); got != want {

@@ -78,6 +78,7 @@ type jsonResult struct {
 	DurationMS float64         `json:"duration_ms"`
 	Observed   string          `json:"observed,omitempty"`
 	Expected   string          `json:"expected,omitempty"`
+	Remedy     checks.Remedy   `json:"remedy,omitempty"`
 	Details    []checks.Detail `json:"details"`
 }
 
@@ -104,7 +105,7 @@ func WriteJSON(w io.Writer, r checks.Report, opts ...JSONOption) error {
 		}
 		out.Results = append(out.Results, jsonResult{
 			Check: res.Check, Status: res.Status, Summary: res.Summary, DurationMS: ms(res.Duration),
-			Observed: res.Observed, Expected: res.Expected, Details: d,
+			Observed: res.Observed, Expected: res.Expected, Remedy: res.Remedy, Details: d,
 		})
 	}
 	for _, o := range opts {
@@ -125,8 +126,9 @@ type TextOptions struct {
 	Timing  bool // print durations (off in golden tests, whose timings vary)
 }
 
-// WriteText writes a table: status, check, summary, duration; then the devices that are not
-// ok under each check; then one verdict line.
+// WriteText writes a table: status, check, summary, the remedy of a failing check
+// ("[remedy: reset_gpu]"), duration; then the devices that are not ok under each check, a
+// failing one with its remedy ("[reset_gpu]"); then one verdict line.
 func WriteText(w io.Writer, r checks.Report, o TextOptions) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "node %s, mode %s\n", orDash(r.Node), r.Mode)
@@ -149,6 +151,9 @@ func WriteText(w io.Writer, r checks.Report, o TextOptions) error {
 			status = colour(res.Status) + status + "\x1b[0m"
 		}
 		line := fmt.Sprintf("%s  %-*s  %s", status, width, res.Check, res.Summary)
+		if res.Remedy != "" {
+			line += "  [remedy: " + string(res.Remedy) + "]"
+		}
 		if o.Timing {
 			line += fmt.Sprintf("  (%s)", fmtDuration(res.Duration))
 		}
@@ -157,7 +162,11 @@ func WriteText(w io.Writer, r checks.Report, o TextOptions) error {
 			if !o.Details && d.Status == checks.StatusOK {
 				continue
 			}
-			fmt.Fprintf(&b, "       %-*s  %-5s %s: %s\n", width, "", strings.ToUpper(string(d.Status)), d.Device, d.Message)
+			remedy := ""
+			if d.Status == checks.StatusFail && d.Remedy != "" {
+				remedy = " [" + string(d.Remedy) + "]"
+			}
+			fmt.Fprintf(&b, "       %-*s  %-5s %s: %s%s\n", width, "", strings.ToUpper(string(d.Status)), d.Device, d.Message, remedy)
 		}
 	}
 	b.WriteString(verdictLine(r, o.Timing) + "\n")

@@ -21,7 +21,7 @@ func checkDrainFlags(o runOpts, mode config.Mode, replay bool) error {
 func drainResults(rep checks.Report) []drain.CheckResult {
 	out := make([]drain.CheckResult, len(rep.Results))
 	for i, r := range rep.Results {
-		out[i] = drain.CheckResult{Check: r.Check, Status: drain.Status(r.Status), Summary: r.Summary}
+		out[i] = drain.CheckResult{Check: r.Check, Status: drain.Status(r.Status), Summary: r.Summary, Remedy: string(r.Remedy)}
 	}
 	return out
 }

@@ -18,14 +18,14 @@ func TestDrainResults(t *testing.T) {
 	rep := checks.Report{Results: []checks.Result{
 		{Check: "gres_devices", Status: checks.StatusOK},
 		{Check: "gpu_count", Status: checks.StatusError, Summary: "cannot parse"},
-		{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_5/1 down"},
+		{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_5/1 down", Remedy: checks.RemedyService},
 		{Check: "pcie_link", Status: checks.StatusWarn, Summary: "slow"},
 		{Check: "job_leftovers", Status: checks.StatusSkip, Summary: "no job"},
 	}}
 	want := []drain.CheckResult{
 		{Check: "gres_devices", Status: drain.StatusOK},
 		{Check: "gpu_count", Status: drain.StatusError, Summary: "cannot parse"},
-		{Check: "ib_ports", Status: drain.StatusFail, Summary: "mlx5_5/1 down"},
+		{Check: "ib_ports", Status: drain.StatusFail, Summary: "mlx5_5/1 down", Remedy: "service"},
 		{Check: "pcie_link", Status: drain.StatusWarn, Summary: "slow"},
 		{Check: "job_leftovers", Status: drain.StatusSkip, Summary: "no job"},
 	}
@@ -92,7 +92,7 @@ func TestRunDrainWiring(t *testing.T) {
 		return string(b)
 	}
 	idle, ours := capture("show-node-idle.txt"), capture("show-node-drained-nodecheck.txt")
-	const reason = "Reason=nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp"
+	const reason = "Reason=nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp [admin]"
 	tests := []struct {
 		name       string
 		show       string
@@ -112,7 +112,7 @@ func TestRunDrainWiring(t *testing.T) {
 			[]string{"[--version]", "[show][node][-o][--future][n1]"}, ""},
 		{"dry run prints and runs no update", idle, "", []string{"--mode", "health", "--snapshot", down, "--node", "n1", "--drain", "--dry-run", "--format", "text"}, 1, "",
 			[]string{"[--version]", "[show][node][-o][--future][n1]"},
-			"drain: drained: dry run, would drain: nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp\n  would run: /"},
+			"drain: drained: dry run, would drain: nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp [admin]\n  would run: /"},
 		{"max_drained holds a prolog's drain back, and the prolog passes", idle, "n2|idle+drain|1796286612|nodecheck: gpu_count: x\nn1|idle|Unknown|none\nn3|idle|Unknown|none\n",
 			[]string{"--mode", "prolog", "--snapshot", down, "--node", "n1", "--drain"}, 0, drain.ActionHeld,
 			[]string{"[--version]", "[show][node][-o][--future][n1]", "[--all][--noheader][--Node][-O][NodeList:0|,StateComplete:0|,Timestamp:0|,Reason:0]"}, ""},

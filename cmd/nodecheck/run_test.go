@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"flag"
 	"os"
 	"path/filepath"
@@ -12,6 +13,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/nodecheck/nodecheck/checks"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden")
@@ -120,12 +123,77 @@ func TestRunSnapshots(t *testing.T) {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, want, stderr)
 			}
 			golden(t, "run/"+name+".json", normalize(out))
+			checkSnapshotRemedies(t, name, out)
 			if name == "h100-ib-hang" {
 				return // the text form adds nothing but another 2 s wait
 			}
 			out, _, _ = run(t, nil, "run", "--all", "--snapshot", dir)
 			golden(t, "run/"+name+".txt", normalize(out))
 		})
+	}
+}
+
+// snapshotRemedies is the remedy each failing check of a failing snapshot names, as README
+// "Remedies" documents it (issue 15): every failing snapshot is listed, and every check that
+// fails in it.
+var snapshotRemedies = map[string]map[string]checks.Remedy{
+	"h100-dev-missing":            {"gres_devices": checks.RemedyReboot},   // the driver did not create /dev/nvidia5
+	"h100-dev-regular-file":       {"gres_devices": checks.RemedyAdmin},    // someone made a file there
+	"h100-dev-wrong-minor":        {"gres_devices": checks.RemedyAdmin},    // a mknod typo
+	"h100-fabric-in-progress":     {"fabric_manager": checks.RemedyReboot}, // NVSentinel ADR-050
+	"h100-fm-down":                {"fabric_manager": checks.RemedyReboot},
+	"h100-fm-version-mismatch":    {"fabric_manager": checks.RemedyAdmin},
+	"h100-gpu-lost":               {"gpu_count": checks.RemedyReboot}, // lost from NVML, on the PCI bus
+	"h100-gres-count-high":        {"gpu_count": checks.RemedyAdmin},  // slurm.conf counts 9, gres.conf and the node 8
+	"h100-nvml-driver-not-loaded": {"gpu_count": checks.RemedyReboot, "fabric_manager": checks.RemedyReboot},
+	"h100-pcie-x8":                {"pcie_link": checks.RemedyService},
+	"h100-ib-hang":                {"ib_ports": checks.RemedyReboot}, // a read that does not return
+	"h100-ib-port-down":           {"ib_ports": checks.RemedyAdmin},  // InfiniBand port Disabled
+	"h100-ib-port-missing":        {"ib_ports": checks.RemedyService},
+	"h100-ib-port-polling":        {"ib_ports": checks.RemedyService},
+	"h100-ib-slow-rate":           {"ib_ports": checks.RemedyService},
+	"h100-nccl-low-busbw":         {"nccl_allreduce": checks.RemedyService},
+	"h100-nccl-wrong":             {"nccl_allreduce": checks.RemedyService},
+	"h100-nccl-cuda-init-failure": {"nccl_allreduce": checks.RemedyResetGPU},
+	"h100-ecc-uncorrectable":      {"gpu_memory_errors": checks.RemedyResetGPU},
+	"h100-remap-pending":          {"gpu_memory_errors": checks.RemedyResetGPU},
+	"h100-remap-failed":           {"gpu_memory_errors": checks.RemedyService},
+	"h100-nvlink-down":            {"nvlink": checks.RemedyResetGPU},
+	"a100-nvlink-all-inactive":    {"nvlink": checks.RemedyResetGPU},
+}
+
+// checkSnapshotRemedies holds a snapshot's JSON report to snapshotRemedies: each failing
+// result names the remedy listed, and each of its failing details names one.
+func checkSnapshotRemedies(t *testing.T, name, out string) {
+	t.Helper()
+	var rep struct {
+		Results []struct {
+			Check   string          `json:"check"`
+			Status  checks.Status   `json:"status"`
+			Remedy  checks.Remedy   `json:"remedy"`
+			Details []checks.Detail `json:"details"`
+		} `json:"results"`
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("read the JSON report: %v", err)
+	}
+	got := map[string]checks.Remedy{}
+	for _, r := range rep.Results {
+		if r.Status != checks.StatusFail {
+			if r.Remedy != "" {
+				t.Errorf("%s is %s but names remedy %s", r.Check, r.Status, r.Remedy)
+			}
+			continue
+		}
+		got[r.Check] = r.Remedy
+		for _, d := range r.Details {
+			if d.Status == checks.StatusFail && !d.Remedy.Valid() {
+				t.Errorf("%s: failing detail %q names no remedy", r.Check, d.Device)
+			}
+		}
+	}
+	if diff := cmp.Diff(snapshotRemedies[name], got, cmpopts.EquateEmpty()); diff != "" {
+		t.Errorf("remedies of the failing checks (-want +got):\n%s", diff)
 	}
 }
 

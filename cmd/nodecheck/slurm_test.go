@@ -42,7 +42,7 @@ func TestSlurm(t *testing.T) {
 func testSlurm(t *testing.T, tb *bed) {
 	healthy := tb.Snapshot(t, "h100-healthy")
 	ibDown := tb.Snapshot(t, "h100-ib-port-down")
-	const ibReason = "nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp"
+	const ibReason = "nodecheck: ib_ports: mlx5_5/1: state DOWN, phys_state Disabled, want ACTIVE/LinkUp [admin]"
 
 	t.Run("health run drains a failing node", func(t *testing.T) {
 		tb.Reset(t)
@@ -118,7 +118,7 @@ func testSlurm(t *testing.T, tb *bed) {
 		cfg := tb.Config(t, "[checks.gpu_count]\nenabled = false\n")
 		remapFailed := tb.Snapshot(t, "h100-remap-failed")
 		unreadable := unreadableGPUSnapshot(t, healthy)
-		const reason = "nodecheck: gpu_memory_errors: gpu 7 (0000:db:00.0): row remapping failed: replace the GPU"
+		const reason = "nodecheck: gpu_memory_errors: gpu 7 (0000:db:00.0): row remapping failed: replace the GPU [service]"
 		rep, _ := tb.runJSON(t, exitUnhealthy, "--mode", "health", "--snapshot", remapFailed, "--node", "n1", "--drain", "--resume", "--config", cfg)
 		if rep.Drain.Action != drain.ActionDrained || rep.Drain.Reason != reason {
 			t.Fatalf("failing run: drain = %+v, want drained with %q", rep.Drain, reason)

@@ -127,7 +127,7 @@ func testFleetSweepSlurm(t *testing.T, tb bed) {
 		if tb.Series == testbed.Slurm2411 {
 			cancelled = " CANCELLED (exit 0:54), no n2.json; "
 		}
-		if l := lines["n2"]; !strings.Contains(l, cancelled) || !strings.HasSuffix(l, "; now node drained: nodecheck: "+ibSummary) {
+		if l := lines["n2"]; !strings.Contains(l, cancelled) || !strings.HasSuffix(l, "; now node drained: nodecheck: "+ibSummary+" [admin]") {
 			t.Errorf("n2: %q\n%s", l, stdout)
 		}
 	})
