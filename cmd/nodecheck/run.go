@@ -257,6 +257,9 @@ func logResults(log zerolog.Logger, rep checks.Report) {
 			ev = log.Error()
 		}
 		ev = ev.Str("check", r.Check).Str("status", string(r.Status)).Dur("duration", r.Duration)
+		if r.Remedy != "" {
+			ev = ev.Str("remedy", string(r.Remedy))
+		}
 		if r.Err != nil {
 			ev = ev.AnErr("cause", r.Err)
 		}
