@@ -222,7 +222,7 @@ var remedyTable = []remedyRow{
 		"a link that keeps going down and up is a cable, transceiver or switch port to reseat or replace"},
 
 	{faultLeftProcess, []string{idJobLeftovers}, "a process still on one of the job's GPUs after it (or before it, in a prolog)", RemedyReboot,
-		"it outlived slurmstepd's kill, so it does not die (slurm.conf(5) UnkillableStepTimeout drains such nodes), and nvidia-smi(1) -r refuses a GPU a process still uses: only a reboot clears it"},
+		"it escaped or outlived slurmstepd's kill (slurm.conf(5) UnkillableStepTimeout drains a node whose processes do not die), and nvidia-smi(1) -r refuses a GPU a process still uses: the repair that always clears it is a reboot (a person may kill it first)"},
 	{faultLeftMemory, []string{idJobLeftovers}, "GPU memory held with no process on the GPU", RemedyResetGPU,
 		"nvidia-smi(1) -r resets the GPU and frees its memory once nothing uses it"},
 
