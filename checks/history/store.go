@@ -191,7 +191,7 @@ func Decode(data []byte, node string, maxBytes int64) (*History, error) {
 	if int64(len(data)) > maxBytes {
 		return nil, fmt.Errorf("larger than %d bytes", maxBytes)
 	}
-	h, _, err := decodeHistory(data)
+	h, err := decodeJSON(data)
 	if err != nil {
 		return nil, err
 	}
@@ -211,17 +211,20 @@ func Decode(data []byte, node string, maxBytes int64) (*History, error) {
 	return h, nil
 }
 
-// Encode writes h as compact JSON (what encoding/json's Marshal writes) and a newline, under
-// lim.MaxBytes: when it does not fit, every cap and MaxAge are halved until it does, so the
-// oldest entries go first.
+// Encode writes h as compact JSON (encoding/json) and a newline, under lim.MaxBytes: when it
+// does not fit, every cap and MaxAge are halved until it does, so the oldest entries go
+// first.
 func Encode(h *History, now time.Time, lim Limits) ([]byte, error) {
 	h.Format = Format
 	h.prune(now, lim)
-	data := append(appendHistory(make([]byte, 0, lim.MaxBytes), h), '\n')
-	for round := 0; len(data) > lim.MaxBytes && round < 12; round++ {
+	data, err := encodeJSON(h)
+	for round := 0; err == nil && len(data) > lim.MaxBytes && round < 12; round++ {
 		lim = lim.halved()
 		h.prune(now, lim)
-		data = append(appendHistory(data[:0], h), '\n')
+		data, err = encodeJSON(h)
+	}
+	if err != nil {
+		return nil, err
 	}
 	if len(data) > lim.MaxBytes {
 		return nil, fmt.Errorf("%d bytes even with every cap at its least; the byte cap is %d", len(data), lim.MaxBytes)

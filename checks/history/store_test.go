@@ -126,10 +126,10 @@ func TestStoreBadFiles(t *testing.T) {
 	}{
 		{"truncated", valid[:len(valid)/2], fmt.Sprintf("truncated: the JSON stops at byte %d, inside a value", len(valid)/2)},
 		{"empty", nil, "empty file"},
-		{"not JSON", []byte("gpu01: all good\n"), "not valid JSON at byte 1: the file: want an object"},
+		{"not JSON", []byte("gpu01: all good\n"), "not valid JSON at byte 1: invalid character 'g' looking for beginning of value"},
 		{"a future format", []byte(`{"format":2,"node":"gpu01"}`), "format 2 is from a newer nodecheck; this one reads format 1"},
 		{"no format", []byte(`{"node":"gpu01","gpus":[]}`), `no "format": not a nodecheck history file`},
-		{"format as a string", []byte(`{"format":"1","node":"gpu01"}`), "format: want a number, at byte 11"},
+		{"format as a string", []byte(`{"format":"1","node":"gpu01"}`), "format: want int, not a JSON string, at byte 13"},
 		{"another node's", edit(`"node":"gpu01"`, `"node":"gpu02"`), `written for node "gpu02", not "gpu01"`},
 		{"a time in 1970", edit(`"first_seen":`, `"first_seen":-5,"x":`), "boots[0].first_seen: -5 is not a time between 2000 and 2100"},
 		{"an absurd XID", edit(`"x":79`, `"x":100000`), "gpus[0].xids[0].x: 100000 is out of range (1 to 999)"},
