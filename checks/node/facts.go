@@ -131,6 +131,14 @@ type GPU struct {
 	UUID        string `json:"uuid,omitempty"`
 	Name        string `json:"name,omitempty"`       // "NVIDIA H100 80GB HBM3"
 	PCIBusID    string `json:"pci_bus_id,omitempty"` // NVML's form: "00000000:19:00.0" (8-digit domain, upper-case hex)
+	// Serial is the board's serial number (nvmlDeviceGetSerial); empty when NVML could not
+	// say. With the UUID it tells a replaced GPU from the one that sat in its slot.
+	Serial string `json:"serial,omitempty"`
+	// NVLinkErrors are the GPU's NVLink error counters summed over its links
+	// (nvmlDeviceGetNvLinkErrorCounter); nil where they were not read.
+	NVLinkErrors *NVLinkErrors `json:"nvlink_errors,omitempty"`
+	// PCIeReplays is nvmlDeviceGetPcieReplayCounter; nil where it was not read.
+	PCIeReplays *uint64 `json:"pcie_replay_counter,omitempty"`
 	// PCIe is nil when NVML could read none of the four link values; a value it could not
 	// read is 0.
 	PCIe *PCIe `json:"pcie,omitempty"`
@@ -171,6 +179,15 @@ type ECC struct {
 	VolatileCorrected   *uint64 `json:"volatile_corrected,omitempty"`
 	// AggregateUncorrected counts uncorrectable errors over the GPU's life (NVML_AGGREGATE_ECC).
 	AggregateUncorrected *uint64 `json:"aggregate_uncorrected,omitempty"`
+}
+
+// NVLinkErrors are a GPU's NVLink error counters, summed over its links: they restart at 0
+// when the driver reloads or the GPU is reset.
+type NVLinkErrors struct {
+	CRCFlit  uint64 `json:"crc_flit"` // NVML_NVLINK_ERROR_DL_CRC_FLIT
+	CRCData  uint64 `json:"crc_data"` // NVML_NVLINK_ERROR_DL_CRC_DATA
+	Replay   uint64 `json:"replay"`   // NVML_NVLINK_ERROR_DL_REPLAY
+	Recovery uint64 `json:"recovery"` // NVML_NVLINK_ERROR_DL_RECOVERY
 }
 
 // RemappedRows is nvmlDeviceGetRemappedRows: rows of HBM the GPU replaced with spares.
@@ -262,6 +279,14 @@ func (g GPU) Clone() GPU {
 		g.RetiredPages = &r
 	}
 	g.NVLinks = slices.Clone(g.NVLinks)
+	if g.NVLinkErrors != nil {
+		e := *g.NVLinkErrors
+		g.NVLinkErrors = &e
+	}
+	if g.PCIeReplays != nil {
+		v := *g.PCIeReplays
+		g.PCIeReplays = &v
+	}
 	if g.Memory != nil {
 		m := *g.Memory
 		g.Memory = &m

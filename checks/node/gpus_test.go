@@ -258,6 +258,9 @@ func ptr[T any](v T) *T { return &v }
 func TestNVMLRecordRoundTrip(t *testing.T) {
 	inv := GPUInventory{Init: InitSuccess, DriverVersion: "535.161.08", CUDADriverVersion: 12020, DeviceCount: 1,
 		Devices: []GPU{{Index: 1, MinorNumber: 3, Error: "ERROR_RESET_REQUIRED", UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
+			Serial:       "1652922000001",
+			NVLinkErrors: &NVLinkErrors{CRCFlit: 1, CRCData: 2, Replay: 3, Recovery: 4},
+			PCIeReplays:  ptr[uint64](7),
 			PCIe:         &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
 			Fabric:       &Fabric{State: "COMPLETED", Status: "SUCCESS"},
 			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](2)},
