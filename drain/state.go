@@ -13,8 +13,6 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/nodecheck/nodecheck/config/files"
 )
 
@@ -141,56 +139,25 @@ func (s *stateDir) close() {
 	if s == nil {
 		return
 	}
-	if s.held != nil {
-		_ = unix.Flock(int(s.held.Fd()), unix.LOCK_UN)
-		s.held.Close()
-		s.held = nil
-	}
+	files.Unlock(s.held)
+	s.held = nil
 	s.dir.Close()
 }
 
-// errLocked is returned by lock when another run holds the lock past the wait.
-var errLocked = errors.New("another nodecheck run holds the lock")
+// errLocked is wrapped by lock's error when another run holds the lock past the wait.
+var errLocked = files.ErrLocked
 
-// lockPoll is how often a waiting run tries the lock again.
-const lockPoll = 20 * time.Millisecond
-
-// lock takes the exclusive lock on lock in the directory (created 0600, never through a
-// symlink: one planted there is refused, and its target never created), waiting at most wait
-// and never past ctx's deadline. It returns an error wrapping errLocked, saying how long it
-// waited, when the wait ran out, or another error when the lock file cannot be opened or
-// locked (a read-only or full file system, a planted symlink).
+// lock takes the exclusive lock on lock in the directory (files.LockIn: created 0600, never
+// through a symlink), waiting at most wait and never past ctx's deadline. It returns an
+// error wrapping errLocked, saying how long it waited, when the wait ran out, or another
+// error when the lock file cannot be opened or locked.
 func (s *stateDir) lock(ctx context.Context, wait time.Duration) error {
-	f, err := files.OpenIn(s.dir, lockFile, os.O_RDWR|os.O_CREATE, 0o600)
+	f, err := files.LockIn(ctx, s.dir, lockFile, wait)
 	if err != nil {
-		return fmt.Errorf("lock: %w", err)
+		return err
 	}
-	start := time.Now()
-	deadline := start.Add(wait)
-	if d, ok := ctx.Deadline(); ok && d.Before(deadline) {
-		deadline = d
-	}
-	for {
-		err := unix.Flock(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB)
-		if err == nil {
-			s.held = f
-			return nil
-		}
-		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
-			f.Close()
-			return fmt.Errorf("lock %s: %w", f.Name(), err)
-		}
-		left := time.Until(deadline)
-		if left <= 0 || ctx.Err() != nil {
-			f.Close()
-			// The wait as it was, not as configured: a prolog's budget cuts it short.
-			return fmt.Errorf("%w %s (waited %s)", errLocked, f.Name(), time.Since(start).Round(100*time.Millisecond))
-		}
-		select {
-		case <-time.After(min(lockPoll, left)):
-		case <-ctx.Done():
-		}
-	}
+	s.held = f
+	return nil
 }
 
 // read reads drain.json. A missing file is an empty state. A file that is not a regular file,
