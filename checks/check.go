@@ -106,6 +106,10 @@ type Env struct {
 	// not run in can report it. Set for snapshot replays (which must not touch the live
 	// node) and dry runs.
 	ReadOnly bool
+	// History says where the run keeps the node's history and at what time (NewEnv);
+	// history is what Run loaded of it for the checks that judge over time.
+	History HistorySetup
+	history *runHistory
 }
 
 // Job is the Slurm job a prolog or epilog runs for; zero outside those.

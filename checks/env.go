@@ -54,6 +54,12 @@ type EnvOptions struct {
 	Install InstallProbe
 	// Now is the clock; nil is time.Now.
 	Now func() time.Time
+	// StateDir is --state-dir: where the run keeps the node's history, instead of [state]
+	// dir. A snapshot replay keeps history only here, never in the live node's state.
+	StateDir string
+	// NoHistory keeps no history at all (nodecheck snapshot records facts, not judgements
+	// over time).
+	NoHistory bool
 }
 
 // Setup says how NewEnv built the environment.
@@ -164,6 +170,7 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 		},
 		// A replay must not write to this machine, nor may a dry run write anywhere.
 		ReadOnly: replay || o.DryRun,
+		History:  historySetup(o, eff, snap, setup.StartedAt),
 	}
 	return env, setup, nil
 }

@@ -19,6 +19,8 @@ var ordered = []Check{
 	ncclAllReduce{},
 	gpuModels{},
 	xidErrors{},
+	gpuErrorRates{},
+	ibFlaps{},
 	nodeInventory{},
 }
 

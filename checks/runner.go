@@ -34,6 +34,9 @@ type Report struct {
 	// run read and why that one (empty when none was found).
 	Budget    Budget `json:"-"`
 	SlurmConf string `json:"-"`
+	// History is what the run did with the node's history, for the log; nil when no check
+	// that judges over time ran.
+	History *RunHistory `json:"-"`
 }
 
 // Failed returns the results whose status makes the node unhealthy, in run order.
@@ -97,6 +100,10 @@ func Run(ctx context.Context, env *Env, list []Check, o RunOptions) Report {
 		runCtx, cancel = context.WithDeadline(runCtx, o.Deadline)
 		defer cancel()
 	}
+	// Checks that judge over time share one reading of the node's history, merged with
+	// what this run sees, before any of them runs (history_run.go).
+	env.history = loadRunHistory(runCtx, env, list)
+	rep.History = env.history.report()
 	stopped := ""
 	for _, c := range list {
 		var res Result

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -18,13 +19,19 @@ import (
 
 const idXIDErrors = "xid_errors"
 
-// xidErrors reads the NVIDIA XID events in the kernel log since boot (dmesg) and judges them
-// by number: those NVIDIA's XID catalog resolves with a GPU reset or a reboot fail the node,
-// the others warn (see defaultFailXIDs). The kernel log belongs to the node, not to a
-// job: an XID stays there until the next boot, so the check runs in health and manual mode
-// only, where a failure drains the node until it is rebooted, and never blames the next job's
-// prolog for what an earlier job met.
+// xidErrors reads the NVIDIA XID events in the kernel log (dmesg) and judges them over time,
+// from the node's history: an event counts once across runs (dmesg shows every XID since
+// boot at every run); an XID NVIDIA's XID catalog resolves with a GPU reset or a reboot fails
+// its GPU until the GPU is reset (reset-class) or the node reboots (new boot id), or an admin
+// clears it, even once the kernel log no longer shows it; application XIDs warn, and fail
+// only when they repeat on one GPU (NVSentinel's repeat rules). Without a history (a snapshot
+// replay without --state-dir) it judges the kernel log since boot by number, as before: the
+// fail_xids fail, the others warn. The kernel log belongs to the node, not to a job, so the
+// check runs in health and manual mode only, and never blames the next job's prolog for what
+// an earlier job met.
 type xidErrors struct{}
+
+func (xidErrors) judgesOverTime() {}
 
 func (xidErrors) ID() string { return idXIDErrors }
 
@@ -48,6 +55,17 @@ type xidErrorsConfig struct {
 	WarnXIDs []int `toml:"warn_xids"`
 	// IgnoreXIDs are never reported (an application's own XID 13 flood, say).
 	IgnoreXIDs []int `toml:"ignore_xids"`
+	// RebootXIDs are the fail_xids only a reboot ends (a GPU reset cannot reach a GPU that
+	// fell off the bus); the other fail_xids also end with a GPU reset or driver reload.
+	RebootXIDs []int `toml:"reboot_xids"`
+	// RecentWindow is how long an XID that does not fail warns after it was seen.
+	RecentWindow time.Duration `toml:"recent_window"`
+	// The repeat rules (NVSentinel's health-events-analyzer): bursts of an XID on one GPU
+	// within RepeatWindow that fail it; 0 turns a rule off.
+	RepeatXID13SameUnit int           `toml:"repeat_xid13_same_unit"`
+	RepeatXID31         int           `toml:"repeat_xid31"`
+	RepeatAny           int           `toml:"repeat_any"`
+	RepeatWindow        time.Duration `toml:"repeat_window"`
 }
 
 // defaultFailXIDs are the XIDs NVIDIA's XID catalog resolves with a GPU reset or a node
@@ -71,12 +89,46 @@ func defaultWarnXIDs() []int { return []int{13, 31, 43, 45, 68} }
 // Section runs the check in health and manual modes only: the kernel log is the node's,
 // not a job's.
 func (xidErrors) Section() config.Section {
+	r := history.DefaultRules()
 	return &xidErrorsConfig{
-		CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}},
-		Dmesg:       "/usr/bin/dmesg",
-		FailXIDs:    defaultFailXIDs(),
-		WarnXIDs:    defaultWarnXIDs(),
+		CheckCommon:  config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}},
+		Dmesg:        "/usr/bin/dmesg",
+		FailXIDs:     defaultFailXIDs(),
+		WarnXIDs:     defaultWarnXIDs(),
+		RebootXIDs:   slices.Clone(r.RebootXIDs),
+		RecentWindow: r.RecentXIDs,
+		// history.DefaultRules' three repeat rules, in order, and their common window.
+		RepeatXID13SameUnit: r.Repeats[0].Count, RepeatXID31: r.Repeats[1].Count, RepeatAny: r.Repeats[2].Count,
+		RepeatWindow: r.Repeats[0].Window,
 	}
+}
+
+// rules puts the section onto the history's defaults: the fail_xids are the sticky XIDs
+// (those in reboot_xids only a reboot ends), warn_xids the application XIDs, ignore_xids
+// ignored, with the repeat counts and windows of the section.
+func (xe *xidErrorsConfig) rules(r history.Rules) history.Rules {
+	r.ResetXIDs, r.RebootXIDs, r.AppXIDs, r.IgnoreXIDs = nil, nil, nil, nil
+	v := xe.xidVerdicts()
+	for _, x := range slices.Sorted(maps.Keys(v)) {
+		switch v[x] {
+		case StatusFail:
+			if slices.Contains(xe.RebootXIDs, x) {
+				r.RebootXIDs = append(r.RebootXIDs, x)
+			} else {
+				r.ResetXIDs = append(r.ResetXIDs, x)
+			}
+		case StatusWarn:
+			r.AppXIDs = append(r.AppXIDs, x)
+		case StatusSkip:
+			r.IgnoreXIDs = append(r.IgnoreXIDs, x)
+		}
+	}
+	r.RecentXIDs = xe.RecentWindow
+	r.Repeats = slices.Clone(r.Repeats)
+	for i, n := range []int{xe.RepeatXID13SameUnit, xe.RepeatXID31, xe.RepeatAny} {
+		r.Repeats[i].Count, r.Repeats[i].Window = n, xe.RepeatWindow
+	}
+	return r
 }
 
 // maxXID bounds XID numbers in the config: the catalog's XIDs are below 200, and the kernel
@@ -130,6 +182,25 @@ func (xe *xidErrorsConfig) ValidateSection() []config.Problem {
 	if !strings.HasPrefix(xe.Dmesg, "/") {
 		add("dmesg", " = %q: give an absolute path: Slurm starts prologs and health checks without PATH", xe.Dmesg)
 	}
+	for _, x := range xe.RebootXIDs {
+		if x < 1 || x >= maxXID {
+			add("reboot_xids", ": %d is not an XID; give numbers from 1 to %d", x, maxXID-1)
+		}
+	}
+	if xe.RecentWindow < 0 {
+		add("recent_window", ` = "%s": give a duration of 0 (no warning) or more, such as "24h"`, xe.RecentWindow)
+	}
+	for _, k := range []struct {
+		key string
+		n   int
+	}{{"repeat_any", xe.RepeatAny}, {"repeat_xid13_same_unit", xe.RepeatXID13SameUnit}, {"repeat_xid31", xe.RepeatXID31}} {
+		if k.n < 0 {
+			add(k.key, " = %d: give a count of bursts, or 0 to turn the rule off", k.n)
+		}
+	}
+	if xe.RepeatWindow <= 0 {
+		add("repeat_window", ` = "%s": give a window such as "24h"`, xe.RepeatWindow)
+	}
 	setIn := map[int]string{} // the first list the admin set that holds each XID
 	for _, l := range xe.lists() {
 		inList := map[int]bool{}
@@ -171,7 +242,18 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if invErr == nil && inv.Init == nvmlNoLibrary {
 		return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no XIDs to read"}
 	}
-	out, res, ok := readKernelLog(ctx, env, cfg.Dmesg)
+	var out node.CmdResult
+	var res Result
+	var ok bool
+	if kl := env.history.kernelLogRead(); kl != nil {
+		out, res, ok = kl.out, kl.res, kl.ok // the history step read it for this run
+	} else {
+		out, res, ok = readKernelLog(ctx, env, cfg.Dmesg)
+	}
+	h, why, usable := env.history.usable("XIDs over time")
+	if usable {
+		return judgeXIDHistory(env.history, h.JudgeXIDs(env.history.now, cfg.rules(history.DefaultRules())), out, res, ok)
+	}
 	if !ok {
 		return res
 	}
@@ -179,7 +261,36 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if invErr == nil {
 		labels = xidGPULabels(inv)
 	}
-	return judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), labels)
+	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), labels)
+	if why.Status == StatusError && sinceBoot.Status != StatusFail {
+		// The kernel log since boot shows nothing that fails, but an XID that holds until a
+		// reset or reboot may have left it (dmesg --clear, a full ring buffer), and only the
+		// history would know: the check could not look.
+		why.Summary += "; the kernel log since boot: " + sinceBoot.Summary
+		return why
+	}
+	return sinceBoot
+}
+
+// judgeXIDHistory is the result of the XID judgements js over time. When the kernel log
+// could not be read this run (kl the result saying why), what the history already holds
+// still fails a GPU; anything less is not a judgement, and kl is returned.
+func judgeXIDHistory(r *runHistory, js []history.Judgement, out node.CmdResult, kl Result, read bool) Result {
+	res := r.overTimeResult(js, "no XID in force on "+countNoun(len(js), "GPU", "GPUs")+" (history of this boot and the kernel log)", "no reset- or reboot-class XID in force, no XID repeating beyond its rule")
+	if !read {
+		if res.Status != StatusFail {
+			return kl
+		}
+		res.Summary += "; the kernel log was not read this run: " + kl.Summary
+		return res
+	}
+	if out.Truncated {
+		res.Summary += "; the kernel log was cut at " + strconv.Itoa(len(out.Stdout)>>10) + " KiB, later XIDs not read"
+		if StatusWarn.Worse(res.Status) {
+			res.Status = StatusWarn
+		}
+	}
+	return res
 }
 
 // readKernelLog runs dmesg for the kernel log since boot. ok is false, with the result to
@@ -312,25 +423,32 @@ func xidGPULabels(inv node.GPUInventory) map[string]string {
 func (xidErrors) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
-			"The kernel log since boot: dmesg --kernel --nopager (the first 64 KiB of its output), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines.",
-			"NVML, where available: the GPUs' indices and bus ids, to name the GPU of each XID.",
+			"The kernel log: dmesg --kernel --nopager (the first 64 KiB of its output), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines with their kernel times, and the NVIDIA driver's load lines (a second load in a boot resets every GPU).",
+			"The node's history (<state dir>/history/<node>.json, or --state-dir), with this run's XIDs merged into it: an XID counts once across runs, by its kernel time past what was merged before; the boot id (/proc/sys/kernel/random/boot_id) tells a reboot, the uptime (/proc/uptime) puts kernel times on the clock.",
+			"NVML, where available: the GPUs' UUIDs, serials and bus ids, to name the GPU of each XID (a replaced GPU in the same slot is a new GPU).",
 		},
-		Passes: "The kernel log holds no NVIDIA XID message (none but ignore_xids).",
-		Warns:  "The kernel log holds an XID not in fail_xids: by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (64 KiB): later XIDs are then not seen.",
-		Fails:  "The kernel log holds an XID in fail_xids: by default those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. The summary names the XID, the GPU by index and bus id, and the driver's message. An XID stays in the kernel log until the next boot, so the node stays failed until it is rebooted (or the log is cleared with dmesg --clear after a GPU reset). Only health and manual mode by default: the kernel log is the node's, not a job's.",
+		Passes: "No XID holds on any GPU of this boot: none in fail_xids since the GPU's last reset or the last clear, and none repeating beyond its rule.",
+		Warns:  "An XID not in fail_xids was seen within recent_window (24 h): by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (64 KiB), and when the history file was unusable and a fresh one started.",
+		Fails:  "An XID in fail_xids is in force on a GPU: those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. It stays in force (sticky) until the GPU is reset (a reset recorded by a repair, a driver reload in the kernel log, or the GPU's volatile counters restarting), the node reboots (a new boot id), or an admin runs nodecheck history clear --gpu BUS; those in reboot_xids (79) only by a reboot or a clear. Or an XID repeats on one GPU beyond a repeat rule (NVSentinel's health-events-analyzer): XID 13 on the same GPC/TPC repeat_xid13_same_unit times (2), XID 31 repeat_xid31 times (2), any XID but 31 and 45 repeat_any times (5), within repeat_window (24 h), lines close together counting as one burst. The summary names the GPU (bus id, UUID, serial), the XID, when, and what clears it. Without a history (a replay without --state-dir) the kernel log since boot is judged alone: an XID in fail_xids fails until the next boot.",
 		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs. Or, replaying a snapshot, dmesg's output was not recorded.",
-		Errors: "dmesg is missing, or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\").",
+		Errors: "dmesg is missing, or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\"); or a state directory is configured but cannot be used (not root-owned, writable by others, a symlink) and the kernel log since boot shows nothing that fails: an XID that holds until a reset may have left the log.",
 		Keys: map[string]string{
-			"dmesg":       "util-linux dmesg, run as \"dmesg --kernel --nopager\". Absolute path.",
-			"fail_xids":   "XIDs that fail the node.",
-			"warn_xids":   "XIDs that only warn; an XID in no list warns too.",
-			"ignore_xids": "XIDs never reported. A list you set takes its XIDs out of the lists left at their built-in values: ignore_xids = [13, 43] alone ignores 13 and 43, which the built-in warn_xids holds. Two lists you set may not share an XID.",
+			"dmesg":                  "util-linux dmesg, run as \"dmesg --kernel --nopager\", which prints kernel times (\"[  123.456789] ...\"). Absolute path.",
+			"fail_xids":              "XIDs that fail the node, until a GPU reset, a reboot or a clear.",
+			"warn_xids":              "XIDs that only warn (and fail through the repeat rules); an XID in no list warns too.",
+			"ignore_xids":            "XIDs never reported. A list you set takes its XIDs out of the lists left at their built-in values: ignore_xids = [13, 43] alone ignores 13 and 43, which the built-in warn_xids holds. Two lists you set may not share an XID.",
+			"reboot_xids":            "The fail_xids only a reboot (or a clear) ends: a GPU reset cannot reach a GPU that fell off the bus.",
+			"recent_window":          "How long an XID that does not fail warns after it was seen.",
+			"repeat_xid13_same_unit": "Bursts of XID 13 on one GPC/TPC within repeat_window that fail the GPU (NVSentinel RepeatedXID13OnSameGPCAndTPC, bursts 15 s apart); 0 turns the rule off.",
+			"repeat_xid31":           "Bursts of XID 31 on one GPU within repeat_window that fail it (NVSentinel RepeatedXID31OnSameGPU, bursts 3 min apart); 0 turns it off.",
+			"repeat_any":             "Bursts of any XID but 31 and 45 on one GPU within repeat_window that fail it (NVSentinel RepeatedXIDErrorOnSameGPU, bursts 3 min apart, sticky XIDs 3 h apart); 0 turns it off.",
+			"repeat_window":          "The window of the repeat rules.",
 		},
 		Fix: []string{
-			"dmesg -T | grep -i xid: which GPU (bus id), which XID, what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's)?",
+			"nodecheck history --gpu BUS: which XIDs, when, which are in force and what would clear them; dmesg -T | grep -i xid for what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's).",
 			"Look the XID up in NVIDIA's catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) for its immediate action: RESET_GPU (nvidia-smi -r -i N on an idle GPU) or RESTART_BM (reboot the node).",
 			"Repeated ECC (48, 63, 64, 92, 94, 95), fallen-off-the-bus (79) or NVLink (74) XIDs on the same GPU after a reset point at the hardware: run field diagnostics (dcgmi diag -r 3) and have the board replaced.",
-			"After the fix, reboot (or dmesg --clear after a GPU reset) so that the old XIDs leave the kernel log, and run nodecheck run --check xid_errors.",
+			"A reset or reboot ends a sticky XID by itself; after another fix, nodecheck history clear --gpu BUS --reason \"...\" (logged, and kept in the history as who, when and why). Then run nodecheck run --check xid_errors.",
 		},
 	}
 }

@@ -29,7 +29,17 @@ func (h *History) Merge(now time.Time, obs Observation, lim Limits) MergeReport 
 		t = now
 	}
 	ts := t.Unix()
+	if ts < minTime || ts > maxTime || now.Unix() < minTime || now.Unix() > maxTime {
+		// A node whose clock is not set yet (1970 before NTP) would write times the file
+		// cannot hold: nothing is merged, rather than a file the next run sets aside.
+		rep.Notes = append(rep.Notes, fmt.Sprintf("the clock says %s, not a time between 2000 and 2100: nothing merged", t.UTC().Format(time.RFC3339)))
+		return rep
+	}
 	h.UpdatedAt = now.Unix()
+	if bt := obs.BootTime.Unix(); !obs.BootTime.IsZero() && (bt < minTime || bt > ts) {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("boot time %s (the run's time less the uptime) is before 2000 or after the run: taken as unknown", obs.BootTime.UTC().Format(time.RFC3339)))
+		obs.BootTime = time.Time{}
+	}
 	bootID := clip(obs.BootID, maxIDLen)
 	if bootID == "" {
 		rep.Notes = append(rep.Notes, "no boot id: nothing merged (without /proc/sys/kernel/random/boot_id a reboot cannot be told from a long uptime)")

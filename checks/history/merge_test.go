@@ -293,3 +293,25 @@ func TestStickySurvivesAStorm(t *testing.T) {
 		t.Errorf("the cleared 79 is still kept over newer records")
 	}
 }
+
+// TestMergeOutOfRangeClock: a run whose clock is not set (1970 before NTP) merges nothing,
+// and a boot time before 2000 is taken as unknown, so that the file always reads back.
+func TestMergeOutOfRangeClock(t *testing.T) {
+	h := New("gpu01")
+	rep := h.Merge(time.Unix(600, 0), Observation{BootID: "b1"}, DefaultLimits())
+	if len(h.Boots) != 0 || len(rep.Notes) != 1 || !strings.Contains(rep.Notes[0], "1970-01-01T00:10:00Z") {
+		t.Errorf("boots %v, notes %q: want nothing merged and the clock named", h.Boots, rep.Notes)
+	}
+	now := time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+	rep = h.Merge(now, Observation{BootID: "b1", BootTime: now.Add(-time.Hour)}, DefaultLimits())
+	if len(h.Boots) != 1 || h.Boots[0].Time != 0 || len(rep.Notes) != 1 {
+		t.Errorf("boots %+v, notes %q: want the boot with an unknown start", h.Boots, rep.Notes)
+	}
+	data, err := Encode(h, now, DefaultLimits())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Decode(data, "gpu01", 1<<20); err != nil {
+		t.Errorf("the file does not read back: %v", err)
+	}
+}

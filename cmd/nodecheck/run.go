@@ -30,6 +30,7 @@ type runOpts struct {
 	drain      bool
 	resume     bool
 	promFile   string
+	stateDir   string
 }
 
 func newRunCmd(g *globals) *cobra.Command {
@@ -94,6 +95,7 @@ and snapshot replays only report, unless given --drain or --resume (a replay als
 	f.BoolVar(&o.drain, "drain", false, "drain the node if a check fails, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.resume, "resume", false, "resume the node if nodecheck drained it and it passed resume_after_passes clean runs in a row, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the scontrol commands a drain or resume would run, and run none")
+	f.StringVar(&o.stateDir, "state-dir", "", "keep the node's history (and nothing else of the state) in this directory instead of [state] dir; a snapshot replay keeps history only when given this flag, so that a sequence of snapshots replays in order into it")
 	f.StringVar(&o.promFile, "prom-file", "", "write Prometheus metrics of the run to this file for node_exporter's textfile collector (default: prom_file in nodecheck.toml; a snapshot replay or dry run writes them only when given this flag)")
 	_ = cmd.RegisterFlagCompletionFunc("check", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
 		return checks.IDs(), cobra.ShellCompDirectiveNoFileComp
@@ -117,6 +119,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	env, setup, err := checks.NewEnv(ctx, checks.EnvOptions{
 		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(),
+		StateDir: o.stateDir,
 	})
 	var cfgErr *checks.ConfigError
 	if errors.As(err, &cfgErr) {
@@ -133,6 +136,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	defer closeLog()
 
 	rep := checks.Run(ctx, env, list, env.RunOptions())
+	logHistory(log, rep.History)
 	if mode != config.ModeManual {
 		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
 		logResults(log, rep)
@@ -245,6 +249,20 @@ func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome) er
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
+}
+
+// logHistory logs what the run could not do with the node's history, and anything it set
+// aside: an admin must see that earlier events stopped counting.
+func logHistory(log zerolog.Logger, h *checks.RunHistory) {
+	if h == nil {
+		return
+	}
+	if h.Err != nil {
+		log.Error().Err(h.Err).Msg("the node's history cannot be used: the checks that judge over time say error")
+	}
+	for _, n := range h.Notes {
+		log.Warn().Str("history", h.File).Msg(n)
+	}
 }
 
 func logResults(log zerolog.Logger, rep checks.Report) {

@@ -103,6 +103,9 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 		Mode: config.ModeManual, ConfigPath: o.configPath, SnapshotDir: o.from, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(),
 		Wrap: func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
+		// A recording reads the node, it does not change its state: the history is the
+		// node's own runs'. What the history reads is recorded below.
+		NoHistory: true,
 	})
 	if err != nil {
 		return res, fmt.Errorf("no check ran, so nothing was recorded: %w", err)
@@ -110,6 +113,13 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 	res.report = checks.Run(ctx, env, checks.All(), env.RunOptions())
 
 	res.gpus, res.gpuErr = rec.RecordInventory(ctx, inventoryTimeout)
+	// The boot id and the uptime, which a replay with --state-dir needs to place the kernel
+	// log's events and the counters in the node's history (a failure leaves them out).
+	bctx, bcancel := context.WithTimeout(ctx, inventoryTimeout)
+	for _, p := range checks.BootFiles() {
+		_, _ = rec.ReadFile(bctx, p)
+	}
+	bcancel()
 
 	// nodecheck.toml is read from disk, not through the facts, on the live node (and with
 	// --config in a replay): record it where replay looks for it.

@@ -57,6 +57,11 @@ func runVerdicts(t *testing.T, env map[string]string, o runOpts) (string, []verd
 	if o.mode == "" {
 		o.mode = "manual"
 	}
+	if o.snapshot == "" && o.stateDir == "" {
+		// A live run keeps the node's history: in the test's own directory, never the
+		// machine's /var/lib/nodecheck.
+		o.stateDir = t.TempDir()
+	}
 	code := runChecks(context.Background(), g, o)
 	if code == exitCannotRun {
 		t.Fatalf("run: exit 2; stderr:\n%s", errb)
@@ -125,11 +130,15 @@ func TestSnapshotLiveRoundTrip(t *testing.T) {
 			printRecorded(out, dir, res)
 			t.Logf("snapshot:\n%s", out)
 
+			// The live run keeps the node's history (in a directory of the test's), and so
+			// does its replay with --state-dir; the recording keeps none, nor does a replay
+			// without --state-dir.
 			liveNode, live, liveCode := runVerdicts(t, nil, runOpts{slurmConf: o.slurmConf, configPath: o.configPath})
-			replayNode, replay, replayCode := runVerdicts(t, nil, runOpts{snapshot: dir})
+			replayNode, replay, replayCode := runVerdicts(t, nil, runOpts{snapshot: dir, stateDir: t.TempDir()})
 			if diff := cmp.Diff(live, replay); diff != "" {
 				t.Errorf("replay differs from the live run (-live +replay):\n%s", diff)
 			}
+			_, replay, _ = runVerdicts(t, nil, runOpts{snapshot: dir})
 			if diff := cmp.Diff(verdictsOf(res.report), replay); diff != "" {
 				t.Errorf("replay differs from the recorded run (-recorded +replay):\n%s", diff)
 			}
