@@ -144,14 +144,14 @@ func judgeRates(r *runHistory, js []history.Judgement, cfg *gpuErrorRatesConfig)
 			waiting = j.Summary
 		}
 	}
-	okSummary := fmt.Sprintf("%s: every counter below its warn rate (worst over %s)", countNoun(rated, "GPU", "GPUs"), cfg.Window)
+	okSummary := fmt.Sprintf("%s: every counter below its warn rate (worst over %s)", countNoun(rated, "GPU", "GPUs"), history.Human(cfg.Window))
 	res := r.overTimeResult(js, okSummary, "each counter below its warn and fail rate per hour")
 	if res.Status == StatusSkip && rated > 0 {
 		// Some GPUs have a rate and are fine, others only a first reading: the node is judged.
 		res.Status, res.Summary = StatusOK, okSummary+fmt.Sprintf("; %d without a rate yet", len(res.Details))
 	}
 	if res.Status == StatusSkip && rated == 0 && waiting != "" {
-		res.Summary = fmt.Sprintf("no rate yet on %s: one reading of the counters so far; a rate needs two at least %s apart", countNoun(len(js), "GPU", "GPUs"), cfg.MinSpan)
+		res.Summary = fmt.Sprintf("no rate yet on %s: one reading of the counters so far; a rate needs two at least %s apart", countNoun(len(js), "GPU", "GPUs"), history.Human(cfg.MinSpan))
 	}
 	return res
 }

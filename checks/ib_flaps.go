@@ -100,12 +100,12 @@ func (ibFlaps) Run(ctx context.Context, env *Env) Result {
 	if len(js) == 0 {
 		return Result{Status: StatusSkip, Summary: "no InfiniBand or RoCE port seen in this boot"}
 	}
-	return env.history.overTimeResult(js, judgeFlapsOK(js, cfg), fmt.Sprintf("fewer than %d link downs per port within %s", cfg.FailAt, cfg.Window))
+	return env.history.overTimeResult(js, judgeFlapsOK(js, cfg), fmt.Sprintf("fewer than %d link downs per port within %s", cfg.FailAt, history.Human(cfg.Window)))
 }
 
 // judgeFlapsOK is the summary when no port flapped.
 func judgeFlapsOK(js []history.Judgement, cfg *ibFlapsConfig) string {
-	return fmt.Sprintf("%s: no link down within %s", countNoun(len(js), "port", "ports"), cfg.Window)
+	return fmt.Sprintf("%s: no link down within %s", countNoun(len(js), "port", "ports"), history.Human(cfg.Window))
 }
 
 // Explain is what `nodecheck explain ib_flaps` says.

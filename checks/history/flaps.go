@@ -117,11 +117,22 @@ func (h *History) judgeFlap(now time.Time, p Port, r Rules, cur int) Judgement {
 		j.Clear = "a reboot (new boot id), or " + cmd
 	case r.FlapWarn > 0 && n >= r.FlapWarn:
 		j.Status, j.Since = StatusWarn, unix(from)
-		j.Summary = fmt.Sprintf("%s: link went down %d time(s) within %s, last at %s (%s); fails at %d", p.Label(), n, human(r.FlapWindow), stamp(to), src, r.FlapFail)
+		j.Summary = fmt.Sprintf("%s: link went down %s within %s, last at %s (%s); fails at %d", p.Label(), times(n), human(r.FlapWindow), stamp(to), src, r.FlapFail)
 		j.Clear = "no link down until " + stamp(to+int64(r.FlapWindow/time.Second)) + ", or " + cmd
 	default:
 		j.Status = StatusOK
-		j.Summary = fmt.Sprintf("%s: no link down within %s", p.Label(), r.FlapWindow)
+		j.Summary = fmt.Sprintf("%s: no link down within %s", p.Label(), human(r.FlapWindow))
 	}
 	return j
+}
+
+// times is "once", "twice", "3 times".
+func times(n int) string {
+	switch n {
+	case 1:
+		return "once"
+	case 2:
+		return "twice"
+	}
+	return strconv.Itoa(n) + " times"
 }

@@ -393,7 +393,9 @@ func (h *History) currentN() int {
 
 func unix(t int64) time.Time { return time.Unix(t, 0).UTC() }
 
-// human writes a duration as admins write it: "24h", "3h", "5m", "1h30m", "59s".
+// Human writes a duration as admins write it: "24h", "3h", "5m", "1h30m", "59s".
+func Human(d time.Duration) string { return human(d) }
+
 func human(d time.Duration) string {
 	s := d.Round(time.Second).String()
 	if strings.HasSuffix(s, "m0s") {

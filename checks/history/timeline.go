@@ -14,6 +14,8 @@ type TimelineOptions struct {
 	// GPU keeps only the GPU(s) at this bus id (any form) or with this UUID or Key, and no
 	// ports.
 	GPU string
+	// Port keeps only the port with this key ("mlx5_0/1") or interface ("ib0"), and no GPUs.
+	Port string
 	// Since leaves out entries older than now less Since; 0 keeps all.
 	Since time.Duration
 }
@@ -78,16 +80,24 @@ func (h *History) BuildTimeline(now time.Time, r Rules, o TimelineOptions) Timel
 		return es
 	}
 	want := h.GPUs
-	if o.GPU != "" {
+	switch {
+	case o.GPU != "":
 		want = h.selectGPUs(o.GPU)
+	case o.Port != "":
+		want = nil
 	}
 	for _, g := range want {
 		tl.GPUs = append(tl.GPUs, device(g.Label(), g.Key(), byKey["gpu "+g.Key()], keep(h.gpuEntries(g, r))))
 	}
-	if o.GPU == "" {
-		for _, p := range h.Ports {
+	if o.GPU != "" {
+		return tl
+	}
+	for _, p := range h.Ports {
+		if o.Port == "" || p.Key() == o.Port || slices.Contains(p.Netdevs, o.Port) {
 			tl.Ports = append(tl.Ports, device(p.Label(), p.Key(), byKey["port "+p.Key()], keep(h.portEntries(p))))
 		}
+	}
+	if o.Port == "" {
 		tl.NodeEntries = keep(h.nodeEntries())
 	}
 	return tl

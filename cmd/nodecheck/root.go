@@ -97,6 +97,7 @@ The admin's guide is README.md, installed as /usr/share/doc/nodecheck/README.md.
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
 	root.AddCommand(newImportNvidiaSMICmd(g))
 	root.AddCommand(newTopologyCmd(g))
+	root.AddCommand(newHistoryCmd(g))
 	return root
 }
 

@@ -68,43 +68,46 @@ func goldenAt(t *testing.T, path, got string) {
 	}
 }
 
+// snapshotExitCodes is the exit code each bundled snapshot replays with; a snapshot added
+// without an expectation fails TestRunSnapshots.
+var snapshotExitCodes = map[string]int{
+	// Undecided: its captures hold no ECC or remapped rows, which every A100 reports, so
+	// gpu_memory_errors cannot judge them (issue 12: never healthy by not looking).
+	"a100-healthy":                3,
+	"cpu-node-no-gpu-no-ib":       0,
+	"h100-healthy":                0,
+	"h100-dev-missing":            1,
+	"h100-dev-regular-file":       1,
+	"h100-dev-wrong-minor":        1,
+	"h100-fabric-in-progress":     1,
+	"h100-fm-down":                1,
+	"h100-fm-version-mismatch":    1,
+	"h100-gpu-lost":               1,
+	"h100-gres-count-high":        1,
+	"h100-nvml-driver-not-loaded": 1,
+	"h100-pcie-x8":                1,
+	"h100-ib-hang":                1,
+	"h100-ib-port-down":           1,
+	"h100-ib-port-missing":        1,
+	"h100-ib-port-polling":        1,
+	"h100-ib-slow-rate":           1,
+	"h100-nccl-ok":                0,
+	"h100-nccl-low-busbw":         1,
+	"h100-nccl-wrong":             1,
+	"h100-nccl-cuda-init-failure": 1,
+	"h100-ecc-uncorrectable":      1,
+	"h100-remap-pending":          1,
+	"h100-remap-failed":           1,
+	"h100-nvlink-down":            1,
+	"a100-nvlink-all-inactive":    1,
+	// job_leftovers judges only in a prolog or epilog: TestRunEpilogLeftovers.
+	"h100-leftover-process": 0,
+}
+
 // TestRunSnapshots replays every recorded node through the binary's entry point and checks the
-// exit code and both outputs against the goldens. The expected exit code is part of the
-// golden name's table below, so a snapshot added without an expectation fails the test.
+// exit code (snapshotExitCodes) and both outputs against the goldens.
 func TestRunSnapshots(t *testing.T) {
-	wantCode := map[string]int{
-		// Undecided: its captures hold no ECC or remapped rows, which every A100 reports, so
-		// gpu_memory_errors cannot judge them (issue 12: never healthy by not looking).
-		"a100-healthy":                3,
-		"cpu-node-no-gpu-no-ib":       0,
-		"h100-healthy":                0,
-		"h100-dev-missing":            1,
-		"h100-dev-regular-file":       1,
-		"h100-dev-wrong-minor":        1,
-		"h100-fabric-in-progress":     1,
-		"h100-fm-down":                1,
-		"h100-fm-version-mismatch":    1,
-		"h100-gpu-lost":               1,
-		"h100-gres-count-high":        1,
-		"h100-nvml-driver-not-loaded": 1,
-		"h100-pcie-x8":                1,
-		"h100-ib-hang":                1,
-		"h100-ib-port-down":           1,
-		"h100-ib-port-missing":        1,
-		"h100-ib-port-polling":        1,
-		"h100-ib-slow-rate":           1,
-		"h100-nccl-ok":                0,
-		"h100-nccl-low-busbw":         1,
-		"h100-nccl-wrong":             1,
-		"h100-nccl-cuda-init-failure": 1,
-		"h100-ecc-uncorrectable":      1,
-		"h100-remap-pending":          1,
-		"h100-remap-failed":           1,
-		"h100-nvlink-down":            1,
-		"a100-nvlink-all-inactive":    1,
-		// job_leftovers judges only in a prolog or epilog: TestRunEpilogLeftovers.
-		"h100-leftover-process": 0,
-	}
+	wantCode := snapshotExitCodes
 	dirs, err := filepath.Glob(filepath.Join(repoRoot, "testdata", "snapshots", "*", "meta.json"))
 	if err != nil || len(dirs) == 0 {
 		t.Fatalf("no snapshots found: %v", err)

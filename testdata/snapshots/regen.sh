@@ -161,7 +161,7 @@ cat >$n/meta.json <<'EOF'
   "format": 1,
   "hostname": "gpu-h100-01",
   "node_name": "gpu-h100-01",
-  "taken_at": "2000-01-01T00:00:00Z",
+  "taken_at": "2024-07-31T11:30:00Z",
   "nodecheck_version": "fixture",
   "delay_ms": {
     "/sys/class/infiniband": 60000

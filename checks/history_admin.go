@@ -1,0 +1,94 @@
+package checks
+
+// What `nodecheck history` needs: the node's history as the runs keep it, read without
+// changing it, the rules the runs judge it by (from each check's section), and an admin's
+// clear, taken under the same lock the runs take.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// HistoryRules are the rules the checks judge the history by, from cfg's sections of
+// xid_errors, gpu_error_rates and ib_flaps (a [[group]] applied): `nodecheck history` shows
+// what holds by the same rules the runs fail a node by.
+func HistoryRules(cfg *config.Config) history.Rules {
+	r := history.DefaultRules()
+	r = settings[*xidErrorsConfig](cfg, idXIDErrors).rules(r)
+	r = settings[*gpuErrorRatesConfig](cfg, idGPUErrorRates).rules(r)
+	return settings[*ibFlapsConfig](cfg, idIBFlaps).rules(r)
+}
+
+// ErrNoHistory is ReadHistory's error when the node has no history file yet.
+var ErrNoHistory = errors.New("no history yet")
+
+// ReadHistory reads node's history in stateDir without changing anything: no lock (the runs
+// replace the file atomically), no directory created, a bad file left where it is. It
+// returns the file's path; an error wrapping ErrNoHistory when there is none.
+func ReadHistory(stateDir, node string, now time.Time) (*history.History, string, error) {
+	st, err := openHistoryStore(stateDir, true)
+	if err != nil {
+		return nil, "", err
+	}
+	defer st.close()
+	path, err := st.store.Path(node)
+	if err != nil {
+		return nil, "", err
+	}
+	if st.dir == nil {
+		return nil, path, fmt.Errorf("%s: %w", path, ErrNoHistory)
+	}
+	if _, err := st.read(path, 0); errors.Is(err, fs.ErrNotExist) {
+		return nil, path, fmt.Errorf("%s: %w", path, ErrNoHistory)
+	}
+	h, err := st.load(node, now)
+	var bad *history.BadFileError
+	if errors.As(err, &bad) {
+		// A read-only look sets nothing aside: the next run does, and starts afresh.
+		return nil, path, fmt.Errorf("history %s cannot be used: %v", path, bad.Err)
+	}
+	return h, path, err
+}
+
+// ClearHistory records an admin's clear in node's history, under the history lock the runs
+// take (waiting at most wait): what sel names no longer counts from now on, and the file
+// keeps who cleared it, when and why. A node with no history yet, or a selector that names
+// nothing in it, is an error naming what is known.
+func ClearHistory(ctx context.Context, stateDir, node string, sel history.Selector, who, reason string, now time.Time, wait time.Duration) ([]history.Clear, string, error) {
+	st, err := openHistoryStore(stateDir, false)
+	if err != nil {
+		return nil, "", err
+	}
+	defer st.close()
+	path, err := st.store.Path(node)
+	if err != nil {
+		return nil, "", err
+	}
+	unlock, err := st.lock(ctx, node, wait)
+	if err != nil {
+		return nil, path, err
+	}
+	defer unlock()
+	if _, err := st.read(path, 0); errors.Is(err, fs.ErrNotExist) {
+		return nil, path, fmt.Errorf("%s: %w: nothing to clear", path, ErrNoHistory)
+	}
+	h, err := st.load(node, now)
+	if err != nil {
+		// A bad file has been set aside: there is nothing left to clear.
+		return nil, path, err
+	}
+	cleared, err := h.Clear(sel, who, now, reason)
+	if err != nil {
+		return nil, path, err
+	}
+	if err := st.store.Save(h, now); err != nil {
+		return nil, path, err
+	}
+	return cleared, path, nil
+}
