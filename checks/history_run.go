@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
@@ -259,17 +260,23 @@ func (r *runHistory) kernelLogRead() *kernelLog {
 // summary when every judgement is ok (or there is none).
 func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected string) Result {
 	res := Result{Status: StatusOK, Summary: okSummary, Expected: expected}
+	var bad []history.Judgement
 	for _, j := range js {
-		st := overTimeStatus(j.Status)
-		if st == StatusOK {
-			continue
+		if overTimeStatus(j.Status) != StatusOK {
+			bad = append(bad, j)
 		}
-		res.Details = append(res.Details, Detail{Device: j.Device, Status: st, Message: j.Summary, Observed: j.Observed, Expected: j.Expected})
 	}
-	slices.SortStableFunc(res.Details, func(a, b Detail) int { return b.Status.rank() - a.Status.rank() })
-	if len(res.Details) > 0 {
-		res.Status, res.Summary = res.Details[0].Status, res.Details[0].Message+moreSuffix(len(res.Details)-1)
-		res.Observed = res.Details[0].Observed
+	slices.SortStableFunc(bad, func(a, b history.Judgement) int {
+		return overTimeStatus(b.Status).rank() - overTimeStatus(a.Status).rank()
+	})
+	for _, j := range bad {
+		// The summary names the device first; the detail's device says it already.
+		msg := strings.TrimPrefix(j.Summary, j.Device+": ")
+		res.Details = append(res.Details, Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected})
+	}
+	if len(bad) > 0 {
+		res.Status, res.Summary = overTimeStatus(bad[0].Status), bad[0].Summary+moreSuffix(len(bad)-1)
+		res.Observed = bad[0].Observed
 	}
 	if r.bad != "" {
 		// Earlier events are not counted any more: say so, at least as a warning.
