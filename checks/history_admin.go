@@ -9,10 +9,13 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // HistoryRules are the rules the checks judge the history by, from cfg's sections of
@@ -32,21 +35,11 @@ var ErrNoHistory = errors.New("no history yet")
 // replace the file atomically), no directory created, a bad file left where it is. It
 // returns the file's path; an error wrapping ErrNoHistory when there is none.
 func ReadHistory(stateDir, node string, now time.Time) (*history.History, string, error) {
-	st, err := openHistoryStore(stateDir, true)
+	st, path, err := openNodeHistory(stateDir, node, true)
 	if err != nil {
-		return nil, "", err
+		return nil, path, err
 	}
 	defer st.close()
-	path, err := st.store.Path(node)
-	if err != nil {
-		return nil, "", err
-	}
-	if st.dir == nil {
-		return nil, path, fmt.Errorf("%s: %w", path, ErrNoHistory)
-	}
-	if _, err := st.read(path, 0); errors.Is(err, fs.ErrNotExist) {
-		return nil, path, fmt.Errorf("%s: %w", path, ErrNoHistory)
-	}
 	h, err := st.load(node, now)
 	var bad *history.BadFileError
 	if errors.As(err, &bad) {
@@ -61,23 +54,16 @@ func ReadHistory(stateDir, node string, now time.Time) (*history.History, string
 // keeps who cleared it, when and why. A node with no history yet, or a selector that names
 // nothing in it, is an error naming what is known.
 func ClearHistory(ctx context.Context, stateDir, node string, sel history.Selector, who, reason string, now time.Time, wait time.Duration) ([]history.Clear, string, error) {
-	st, err := openHistoryStore(stateDir, false)
+	st, path, err := openNodeHistory(stateDir, node, false)
 	if err != nil {
-		return nil, "", err
+		return nil, path, err
 	}
 	defer st.close()
-	path, err := st.store.Path(node)
-	if err != nil {
-		return nil, "", err
-	}
 	unlock, err := st.lock(ctx, node, wait)
 	if err != nil {
 		return nil, path, err
 	}
 	defer unlock()
-	if _, err := st.read(path, 0); errors.Is(err, fs.ErrNotExist) {
-		return nil, path, fmt.Errorf("%s: %w: nothing to clear", path, ErrNoHistory)
-	}
 	h, err := st.load(node, now)
 	if err != nil {
 		// A bad file has been set aside: there is nothing left to clear.
@@ -91,4 +77,29 @@ func ClearHistory(ctx context.Context, stateDir, node string, sel history.Select
 		return nil, path, err
 	}
 	return cleared, path, nil
+}
+
+// openNodeHistory opens the history directory of stateDir for node's file and returns its
+// path; an error wrapping ErrNoHistory when the node has no history yet (a new history is
+// nothing to show or clear).
+func openNodeHistory(stateDir, node string, readOnly bool) (*historyStore, string, error) {
+	st, err := openHistoryStore(stateDir, readOnly)
+	if err != nil {
+		return nil, "", err
+	}
+	path, err := st.store.Path(node)
+	if err == nil && st.dir == nil {
+		err = fmt.Errorf("%s: %w", path, ErrNoHistory)
+	} else if err == nil {
+		if f, oerr := files.OpenIn(st.dir, filepath.Base(path), os.O_RDONLY, 0); errors.Is(oerr, fs.ErrNotExist) {
+			err = fmt.Errorf("%s: %w", path, ErrNoHistory)
+		} else if oerr == nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		st.close()
+		return nil, path, err
+	}
+	return st, path, nil
 }

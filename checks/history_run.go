@@ -229,6 +229,9 @@ func historySetup(o EnvOptions, cfg *config.Config, snap *node.Snapshot, start t
 		s.Off = "a snapshot replay keeps it only with --state-dir, a recording never"
 	case o.StateDir != "":
 		s.Dir, s.From = o.StateDir, "--state-dir"
+		if abs, err := absPath(o.WorkDir, o.StateDir); err == nil {
+			s.Dir = abs // relative to where nodecheck was started, not to where it is later
+		}
 	case cfg.State.Dir != "":
 		s.Dir, s.From = cfg.State.Dir, "[state] dir"
 	default:
