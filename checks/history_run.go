@@ -259,8 +259,9 @@ func (r *runHistory) kernelLogRead() *kernelLog {
 }
 
 // overTimeResult is a check's result from its judgements over time: the worst status, a
-// detail per judgement that is not ok, the worst one's summary first. okSummary is the
-// summary when every judgement is ok (or there is none).
+// detail per judgement that is not ok, the worst one's summary first, each failing one with
+// its remedy (judgementRemedy). okSummary is the summary when every judgement is ok (or there
+// is none).
 func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected string) Result {
 	res := Result{Status: StatusOK, Summary: okSummary, Expected: expected}
 	var bad []history.Judgement
@@ -275,7 +276,11 @@ func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected 
 	for _, j := range bad {
 		// The summary names the device first; the detail's device says it already.
 		msg := strings.TrimPrefix(j.Summary, j.Device+": ")
-		res.Details = append(res.Details, Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected})
+		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected}
+		if d.Status == StatusFail {
+			d.Remedy = judgementRemedy(j)
+		}
+		res.Details = append(res.Details, d)
 	}
 	if len(bad) > 0 {
 		res.Status, res.Summary = overTimeStatus(bad[0].Status), bad[0].Summary+moreSuffix(len(bad)-1)
@@ -303,4 +308,23 @@ func overTimeStatus(s history.Status) Status {
 		return StatusSkip
 	}
 	return StatusOK
+}
+
+// judgementRemedy is the remedy of a failing judgement over time: an XID's by the catalog
+// (remedyForXID, as xid_errors gives one from the kernel log), a counter rate's and a
+// flapping port's by their rows of remedyTable.
+func judgementRemedy(j history.Judgement) Remedy {
+	switch {
+	case strings.HasPrefix(j.Rule, "xid"):
+		return remedyForXID(j.XID, j.XIDMessage)
+	case j.Rule == "rate_"+history.ECCCorrected.ID():
+		return remedyOf(faultRateECC)
+	case j.Rule == "rate_"+history.PCIeReplay.ID():
+		return remedyOf(faultRatePCIe)
+	case strings.HasPrefix(j.Rule, "rate_nvlink"):
+		return remedyOf(faultRateNVLink)
+	case j.Rule == "ib_flap":
+		return remedyOf(faultIBFlaps)
+	}
+	return ""
 }

@@ -276,11 +276,22 @@ func TestOverTimeResult(t *testing.T) {
 	js := []history.Judgement{
 		{Status: history.StatusOK, Device: "gpu a", Summary: "fine"},
 		{Status: history.StatusWarn, Device: "gpu b", Summary: "b warns", Observed: "XID 13"},
-		{Status: history.StatusFail, Device: "gpu c", Summary: "c fails", Observed: "XID 79"},
+		{Rule: "xid_sticky", Status: history.StatusFail, Device: "gpu c", Summary: "gpu c: XID 79 sticks", Observed: "XID 79", XID: 79},
 	}
 	res := r.overTimeResult(js, "all fine", "nothing")
-	if res.Status != StatusFail || res.Summary != "c fails (+1 more)" || len(res.Details) != 2 || res.Details[0].Device != "gpu c" || res.Observed != "XID 79" {
+	if res.Status != StatusFail || res.Summary != "gpu c: XID 79 sticks (+1 more)" || len(res.Details) != 2 || res.Details[0].Device != "gpu c" ||
+		res.Details[0].Message != "XID 79 sticks" || res.Details[0].Remedy != RemedyReboot || res.Observed != "XID 79" {
 		t.Errorf("%+v", res)
+	}
+	assertRemedies(t, res)
+	for rule, want := range map[string]Remedy{"rate_ecc_corrected": RemedyService, "rate_nvlink_crc": RemedyResetGPU, "rate_nvlink_replay": RemedyResetGPU,
+		"rate_nvlink_recovery": RemedyResetGPU, "rate_pcie_replay": RemedyService, "ib_flap": RemedyService} {
+		if got := judgementRemedy(history.Judgement{Rule: rule, Status: history.StatusFail}); got != want {
+			t.Errorf("remedy of %s: %s, want %s", rule, got, want)
+		}
+	}
+	if got := judgementRemedy(history.Judgement{Rule: "xid_repeat", XID: 31}); got != RemedyAdmin {
+		t.Errorf("remedy of a repeating XID 31: %s, want admin (the catalog's software workflow)", got)
 	}
 	if res := r.overTimeResult(js[:1], "all fine", "nothing"); res.Status != StatusOK || res.Summary != "all fine" || len(res.Details) != 0 {
 		t.Errorf("%+v", res)

@@ -113,7 +113,11 @@ const (
 	faultIBNotSM    fault = "ib_ports/not_active"
 	faultIBSlow     fault = "ib_ports/slow"
 	faultIBMissing  fault = "ib_ports/missing"
-	faultIBFlaps    fault = "ib_ports/flaps"
+	faultIBFlaps    fault = "ib_flaps/flaps"
+
+	faultRateECC    fault = "gpu_error_rates/ecc_corrected"
+	faultRateNVLink fault = "gpu_error_rates/nvlink"
+	faultRatePCIe   fault = "gpu_error_rates/pcie_replay"
 
 	faultLeftProcess fault = "job_leftovers/process"
 	faultLeftMemory  fault = "job_leftovers/memory"
@@ -218,8 +222,15 @@ var remedyTable = []remedyRow{
 		"a link trained down runs on a cable or transceiver that cannot hold the speed: reseat or replace it (mlxlink shows the errors)"},
 	{faultIBMissing, []string{idIBPorts}, "fewer ports than expected_ports: an HCA vanished", RemedyService,
 		"an HCA that does not enumerate is reseated, reflashed (mlxfwmanager) or replaced"},
-	{faultIBFlaps, []string{idIBPorts}, "a port that went down and up again too often in the window (history)", RemedyService,
+	{faultIBFlaps, []string{idIBFlaps}, "a port that went down and up again too often in the window (history)", RemedyService,
 		"a link that keeps going down and up is a cable, transceiver or switch port to reseat or replace"},
+
+	{faultRateECC, []string{idGPUErrorRates}, "correctable ECC errors climbing at the fail rate (history)", RemedyService,
+		"the XID catalog's XID 92, high single-bit ECC error rate: investigatory action CONTACT_SUPPORT; DCGM's DCGM_FR_SBE_VIOLATION: run a field diagnostic (dcgmi diag -r 3) and replace the GPU when it persists"},
+	{faultRateNVLink, []string{idGPUErrorRates}, "NVLink CRC, replay or recovery errors climbing at the fail rate (history)", RemedyResetGPU,
+		"the XID catalog's XID 74 (NVLink error): \"A GPU reset or node reboot is needed to clear this error\"; DCGM_FR_NVLINK_ERROR_THRESHOLD: a reset retrains the links, a vendor case if they keep erring"},
+	{faultRatePCIe, []string{idGPUErrorRates}, "PCIe replays climbing at the fail rate (history)", RemedyService,
+		"DCGM_FR_PCI_REPLAY_RATE: \"Reconnect PCIe card. Run system side PCIE diagnostic utilities to verify hops off the GPU board. If issue is on the board, run the field diagnostic.\""},
 
 	{faultLeftProcess, []string{idJobLeftovers}, "a process still on one of the job's GPUs after it (or before it, in a prolog)", RemedyReboot,
 		"it escaped or outlived slurmstepd's kill (slurm.conf(5) UnkillableStepTimeout drains a node whose processes do not die), and nvidia-smi(1) -r refuses a GPU a process still uses: the repair that always clears it is a reboot (a person may kill it first)"},

@@ -39,6 +39,10 @@ type Judgement struct {
 	Sticky   bool      `json:"sticky,omitempty"`
 	Observed string    `json:"observed,omitempty"`
 	Expected string    `json:"expected,omitempty"`
+	// XID and XIDMessage are the XID an xid_* judgement stands on and the driver's message of
+	// its first line, from which a remedy is told (XID 154 names its action there).
+	XID        int    `json:"xid,omitempty"`
+	XIDMessage string `json:"xid_message,omitempty"`
 }
 
 // Judge runs every rule over h at now: XIDs, counter rates and link flaps, in that order,
@@ -116,7 +120,7 @@ func (h *History) judgeGPUXIDs(now time.Time, g GPU, r Rules) []Judgement {
 		if slices.Contains(r.AppXIDs, x.XID) {
 			what = "an application XID: warns, fails only on repeats"
 		}
-		out = append(out, Judgement{Rule: "xid_recent", Status: StatusWarn, Target: "gpu", Key: g.Key(), Device: g.Label(),
+		out = append(out, Judgement{Rule: "xid_recent", Status: StatusWarn, Target: "gpu", Key: g.Key(), Device: g.Label(), XID: x.XID, XIDMessage: x.Msg,
 			Summary: fmt.Sprintf("%s: XID %d at %s%s (%s)%s", g.Label(), x.XID, stamp(x.TLast), timesSuffix(x.N), what, moreOf(len(kinds)-1, "XID kind")),
 			Clear:   "no new XID until " + stamp(x.TLast+int64(r.RecentXIDs/time.Second)) + ", or `nodecheck history clear --gpu " + g.Bus + "`",
 			Since:   unix(recent[0].T), Observed: "XID " + strconv.Itoa(x.XID), Expected: "no XID within " + human(r.RecentXIDs)})
@@ -147,7 +151,7 @@ func judgeSticky(g GPU, xs []XID, r Rules) Judgement {
 		until, clear = "a reboot", "a reboot (new boot id)"
 	}
 	cmd := "`nodecheck history clear --gpu " + g.Bus + "`"
-	return Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), Sticky: true,
+	return Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), Sticky: true, XID: x.XID, XIDMessage: x.Msg,
 		Summary: fmt.Sprintf("%s: XID %d at %s%s, sticky until %s; clear with %s", g.Label(), x.XID, stamp(x.T), moreOf(len(xs)-1, "sticky XID"), until, cmd),
 		Clear:   clear + ", or " + cmd, Since: unix(x.T),
 		Observed: "XID " + strconv.Itoa(x.XID) + timesSuffix(x.N), Expected: "no reset- or reboot-class XID in force"}
@@ -266,7 +270,8 @@ func judgeRepeat(now time.Time, g GPU, rule RepeatRule, ignore []int, since int6
 		}
 		xid, _ := strconv.Atoi(strings.Fields(k)[0])
 		cmd := "`nodecheck history clear --gpu " + g.Bus + "`"
-		return Judgement{Rule: "xid_repeat", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(),
+		msg := xs[slices.IndexFunc(xs, func(x XID) bool { return x.XID == xid })].Msg
+		return Judgement{Rule: "xid_repeat", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), XID: xid, XIDMessage: msg,
 			Summary: fmt.Sprintf("%s: XID %s in %d bursts within %s, last at %s (%s: fails at %d); clear with %s",
 				g.Label(), k, counts[k], human(rule.Window), stamp(last[k]), rule.Name, rule.Count, cmd),
 			Clear:    "fewer than " + strconv.Itoa(rule.Count) + " bursts within " + human(rule.Window) + " (no new one for that long), or " + cmd,

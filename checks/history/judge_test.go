@@ -126,7 +126,7 @@ func TestJudgeStickySummary(t *testing.T) {
 	want := Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: "GPU-1", Device: "gpu 0000:9b:00.0 (GPU-1, serial 1652)",
 		Summary: "gpu 0000:9b:00.0 (GPU-1, serial 1652): XID 79 at 2026-12-01T10:00:00Z, sticky until a reboot; clear with `nodecheck history clear --gpu 0000:9b:00.0`",
 		Clear:   "a reboot (new boot id), or `nodecheck history clear --gpu 0000:9b:00.0`", Since: t0.Add(10 * h1), Sticky: true,
-		Observed: "XID 79", Expected: "no reset- or reboot-class XID in force"}
+		Observed: "XID 79", Expected: "no reset- or reboot-class XID in force", XID: 79}
 	if len(js) != 1 || js[0] != want {
 		t.Errorf("got  %+v\nwant %+v", js, want)
 	}

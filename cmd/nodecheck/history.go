@@ -133,7 +133,7 @@ type historyTarget struct {
 func resolveHistory(ctx context.Context, g *globals, o historyOpts) (historyTarget, error) {
 	var t historyTarget
 	if o.nodeName != "" {
-		cfg, err := loadConfigFile(o.configPath)
+		cfg, err := loadConfigFile(ctx, o.configPath)
 		if err != nil {
 			return t, err
 		}

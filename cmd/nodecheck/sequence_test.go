@@ -19,10 +19,12 @@ func seqDir(seq, step string) string {
 	return filepath.Join(repoRoot, "testdata", "snapshots", "sequences", seq, step)
 }
 
-// result is one check's status and summary in a run's JSON report.
+// result is one check's status and summary in a run's JSON report, and the remedy of a
+// failing one.
 type result struct {
 	status  checks.Status
 	summary string
+	remedy  checks.Remedy
 }
 
 // replay runs `nodecheck run --all --format json --snapshot DIR` with args added, and returns
@@ -36,7 +38,7 @@ func replay(t *testing.T, dir string, args ...string) (int, map[string]result, s
 	}
 	res := map[string]result{}
 	for _, r := range rep.Results {
-		res[r.Check] = result{r.Status, r.Summary}
+		res[r.Check] = result{r.Status, r.Summary, r.Remedy}
 	}
 	return code, res, stderr
 }
@@ -58,35 +60,35 @@ func TestSequences(t *testing.T) {
 		{"xid-counted-once", []want{
 			// The same XID 13 line in three runs, an hour apart: one burst, below the repeat
 			// rule's 2, so it warns at every run and never fails.
-			{0, map[string]result{"xid_errors": {checks.StatusWarn, "gpu 0000:cb:00.0 (GPU-4ef109e9-e925-4834-2b85-0771b4ef696c): XID 13 at 2024-08-01T09:00:00Z (an application XID"}}},
-			{0, map[string]result{"xid_errors": {checks.StatusWarn, "XID 13 at 2024-08-01T09:00:00Z (an application XID"}}},
-			{0, map[string]result{"xid_errors": {checks.StatusWarn, "XID 13 at 2024-08-01T09:00:00Z (an application XID"}}},
+			{0, map[string]result{"xid_errors": {checks.StatusWarn, "gpu 0000:cb:00.0 (GPU-4ef109e9-e925-4834-2b85-0771b4ef696c): XID 13 at 2024-08-01T09:00:00Z (an application XID", ""}}},
+			{0, map[string]result{"xid_errors": {checks.StatusWarn, "XID 13 at 2024-08-01T09:00:00Z (an application XID", ""}}},
+			{0, map[string]result{"xid_errors": {checks.StatusWarn, "XID 13 at 2024-08-01T09:00:00Z (an application XID", ""}}},
 		}},
 		{"xid-sticky-reboot", []want{
-			{1, map[string]result{"xid_errors": {checks.StatusFail, "gpu 0000:19:00.0 (GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa): XID 48 at 2024-08-01T09:30:00Z, sticky until a GPU reset, a driver reload or a reboot; clear with `nodecheck history clear --gpu 0000:19:00.0`"}}},
+			{1, map[string]result{"xid_errors": {checks.StatusFail, "gpu 0000:19:00.0 (GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa): XID 48 at 2024-08-01T09:30:00Z, sticky until a GPU reset, a driver reload or a reboot; clear with `nodecheck history clear --gpu 0000:19:00.0`", checks.RemedyResetGPU}}},
 			// The kernel log was cleared, the history keeps the XID.
-			{1, map[string]result{"xid_errors": {checks.StatusFail, "XID 48 at 2024-08-01T09:30:00Z, sticky until"}}},
+			{1, map[string]result{"xid_errors": {checks.StatusFail, "XID 48 at 2024-08-01T09:30:00Z, sticky until", checks.RemedyResetGPU}}},
 			// A new boot id ends it.
-			{0, map[string]result{"xid_errors": {checks.StatusOK, "no XID in force on 8 GPUs"}}},
+			{0, map[string]result{"xid_errors": {checks.StatusOK, "no XID in force on 8 GPUs", ""}}},
 		}},
 		{"xid-app-repeat", []want{
-			{0, map[string]result{"xid_errors": {checks.StatusWarn, "gpu 0000:3b:00.0 (GPU-47daa2ad-a218-6286-252b-af45f0dfaf00): XID 31 at 2024-08-01T08:20:00Z (an application XID: warns, fails only on repeats)"}}},
-			{1, map[string]result{"xid_errors": {checks.StatusFail, "XID 31 in 2 bursts within 24h, last at 2024-08-01T10:00:00Z (XID 31 on one GPU: fails at 2)"}}},
+			{0, map[string]result{"xid_errors": {checks.StatusWarn, "gpu 0000:3b:00.0 (GPU-47daa2ad-a218-6286-252b-af45f0dfaf00): XID 31 at 2024-08-01T08:20:00Z (an application XID: warns, fails only on repeats)", ""}}},
+			{1, map[string]result{"xid_errors": {checks.StatusFail, "XID 31 in 2 bursts within 24h, last at 2024-08-01T10:00:00Z (XID 31 on one GPU: fails at 2)", checks.RemedyAdmin}}},
 		}},
 		{"ecc-rate-hour", []want{
-			{0, map[string]result{"gpu_error_rates": {checks.StatusSkip, "no rate yet on 8 GPUs"}}},
-			{1, map[string]result{"gpu_error_rates": {checks.StatusFail, "gpu 0000:4c:00.0 (GPU-167d8376-ee13-fca4-938a-a05167c43cdc): correctable ECC (volatile) +16729200 in 1h (16729200/h) between 2024-08-01T10:00:00Z and 2024-08-01T11:00:00Z, fails at 3600000/h"}}},
+			{0, map[string]result{"gpu_error_rates": {checks.StatusSkip, "no rate yet on 8 GPUs", ""}}},
+			{1, map[string]result{"gpu_error_rates": {checks.StatusFail, "gpu 0000:4c:00.0 (GPU-167d8376-ee13-fca4-938a-a05167c43cdc): correctable ECC (volatile) +16729200 in 1h (16729200/h) between 2024-08-01T10:00:00Z and 2024-08-01T11:00:00Z, fails at 3600000/h", checks.RemedyService}}},
 		}},
 		{"ecc-rate-week", []want{
-			{0, map[string]result{"gpu_error_rates": {checks.StatusSkip, "no rate yet on 8 GPUs"}}},
+			{0, map[string]result{"gpu_error_rates": {checks.StatusSkip, "no rate yet on 8 GPUs", ""}}},
 			// The same increase over a week: 99,579/h, over the warn rate, under the fail rate.
-			{0, map[string]result{"gpu_error_rates": {checks.StatusWarn, "+16729200 in 168h (99579/h) between 2024-08-01T10:00:00Z and 2024-08-08T10:00:00Z, warns at 6000/h"}}},
+			{0, map[string]result{"gpu_error_rates": {checks.StatusWarn, "+16729200 in 168h (99579/h) between 2024-08-01T10:00:00Z and 2024-08-08T10:00:00Z, warns at 6000/h", ""}}},
 		}},
 		{"ib-flap", []want{
-			{0, map[string]result{"ib_flaps": {checks.StatusOK, "9 ports: no link down within 3h"}}},
-			{1, map[string]result{"ib_ports": {checks.StatusFail, "mlx5_4/1: state DOWN"}, "ib_flaps": {checks.StatusWarn, "mlx5_4/1: link went down once within 3h"}}},
+			{0, map[string]result{"ib_flaps": {checks.StatusOK, "9 ports: no link down within 3h", ""}}},
+			{1, map[string]result{"ib_ports": {checks.StatusFail, "mlx5_4/1: state DOWN", checks.RemedyService}, "ib_flaps": {checks.StatusWarn, "mlx5_4/1: link went down once within 3h", ""}}},
 			// Back up: ib_ports passes, the flap is still reported.
-			{0, map[string]result{"ib_ports": {checks.StatusOK, "8 ports ACTIVE/LinkUp"}, "ib_flaps": {checks.StatusWarn, "mlx5_4/1: link went down once within 3h, last at 2024-08-01T10:20:00Z (port state); fails at 3"}}},
+			{0, map[string]result{"ib_ports": {checks.StatusOK, "8 ports ACTIVE/LinkUp", ""}, "ib_flaps": {checks.StatusWarn, "mlx5_4/1: link went down once within 3h, last at 2024-08-01T10:20:00Z (port state); fails at 3", ""}}},
 		}},
 	}
 	for _, tc := range tests {
@@ -101,8 +103,8 @@ func TestSequences(t *testing.T) {
 				}
 				for id, wr := range w.checks {
 					got := res[id]
-					if got.status != wr.status || !strings.Contains(got.summary, wr.summary) {
-						t.Errorf("step %d: %s %s %q, want %s with %q", i+1, id, got.status, got.summary, wr.status, wr.summary)
+					if got.status != wr.status || !strings.Contains(got.summary, wr.summary) || got.remedy != wr.remedy {
+						t.Errorf("step %d: %s %s %q [%s], want %s with %q [%s]", i+1, id, got.status, got.summary, got.remedy, wr.status, wr.summary, wr.remedy)
 					}
 				}
 			}
@@ -208,7 +210,7 @@ func TestSequenceFlapFailAt(t *testing.T) {
 	for _, step := range []string{"1", "2", "3"} {
 		code, res, _ = replay(t, seqDir("ib-flap", step), "--state-dir", state, "--config", cfg)
 	}
-	if code != 1 || res["ib_flaps"].status != checks.StatusFail || !strings.Contains(res["ib_flaps"].summary, "mlx5_4/1: link went down 1 times within 3h") {
+	if code != 1 || res["ib_flaps"].status != checks.StatusFail || !strings.Contains(res["ib_flaps"].summary, "mlx5_4/1: link went down 1 times within 3h") || res["ib_flaps"].remedy != checks.RemedyService {
 		t.Errorf("step 3 with fail_at = 1: exit %d, ib_flaps %v", code, res["ib_flaps"])
 	}
 	tl := timeline(t, state, "--port", "mlx5_4/1", "--config", cfg)

@@ -44,6 +44,7 @@ type jsonReport struct {
 		Summary  string          `json:"summary"`
 		Observed string          `json:"observed"`
 		Expected string          `json:"expected"`
+		Remedy   checks.Remedy   `json:"remedy"`
 		Details  []checks.Detail `json:"details"`
 	} `json:"results"`
 }
