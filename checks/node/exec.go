@@ -18,6 +18,22 @@ import (
 // tool from filling memory or a drain reason.
 const DefaultOutputLimit = 64 << 10
 
+// KernelLogLimit is how much of dmesg's output Exec keeps: the kernel log since boot is the
+// kernel's ring buffer (log_buf_len: 128 KiB to a few MiB, more on large machines), and its
+// newest lines, the XIDs and link events of the last hours, come last. Cut at
+// DefaultOutputLimit, a node whose boot messages alone fill 64 KiB would never show a later
+// XID.
+const KernelLogLimit = 8 << 20
+
+// OutputLimit is how much of each of argv0's stdout and stderr Exec keeps: KernelLogLimit for
+// dmesg, else limit.
+func OutputLimit(argv0 string, limit int) int {
+	if filepath.Base(argv0) == "dmesg" {
+		return max(limit, KernelLogLimit)
+	}
+	return limit
+}
+
 // DefaultWaitDelay is how long Exec waits for a command's pipes to close after the command
 // exited or was killed; see WithWaitDelay.
 const DefaultWaitDelay = time.Second
@@ -66,8 +82,8 @@ func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, er
 		return res, fmt.Errorf("run %s: %w", prog, err)
 	}
 
-	stdout := &boundedBuffer{limit: c.outputLimit}
-	stderr := &boundedBuffer{limit: c.outputLimit}
+	stdout := &boundedBuffer{limit: OutputLimit(prog, c.outputLimit)}
+	stderr := &boundedBuffer{limit: OutputLimit(prog, c.outputLimit)}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Env = slices.Clone(c.env)
 	if cmd.Env == nil {

@@ -206,6 +206,27 @@ func TestExecTruncates(t *testing.T) {
 	}
 }
 
+// TestExecKernelLogLimit: dmesg's output is kept up to KernelLogLimit, not cut at the
+// default: the kernel log's newest lines come last. huge-stdout, run under the name dmesg,
+// writes 4 MiB.
+func TestExecKernelLogLimit(t *testing.T) {
+	dmesg := filepath.Join(t.TempDir(), "dmesg")
+	if err := os.Symlink(testBin(t, "huge-stdout"), dmesg); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := fixtureLive(t)
+	res, err := l.Exec(context.Background(), []string{dmesg})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Truncated || len(res.Stdout) != 4<<20 {
+		t.Errorf("kept %d bytes (truncated %v), want all 4 MiB", len(res.Stdout), res.Truncated)
+	}
+	if got := OutputLimit("/usr/bin/nvidia-smi", DefaultOutputLimit); got != DefaultOutputLimit {
+		t.Errorf("OutputLimit(nvidia-smi) = %d", got)
+	}
+}
+
 // TestExecTimeout runs a program whose child holds stdout open: Exec must return soon after
 // the deadline, with the partial output, having killed both.
 func TestExecTimeout(t *testing.T) {

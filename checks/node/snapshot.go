@@ -300,7 +300,7 @@ func (s *Snapshot) GPUs(ctx context.Context) (GPUInventory, error) {
 // by exact argv first, then by the same program base name and arguments, then by the
 // program base name alone, taking the first match in file order at the first rule that
 // matches; so a snapshot replays under a config that installs tools elsewhere. A command not
-// recorded behaves as not installed (fs.ErrNotExist). Output is cut at DefaultOutputLimit,
+// recorded behaves as not installed (fs.ErrNotExist). Output is cut at OutputLimit,
 // as Live cuts it.
 func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 	res := CmdResult{Argv: slices.Clone(argv), ExitCode: -1}
@@ -318,9 +318,9 @@ func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 	if !ok {
 		return res, fmt.Errorf("run %s: %w", prog, ErrNotRecorded)
 	}
-	res.Stdout, res.Truncated = cut(rec.Stdout, DefaultOutputLimit)
+	res.Stdout, res.Truncated = cut(rec.Stdout, OutputLimit(prog, DefaultOutputLimit))
 	var cutErr bool
-	res.Stderr, cutErr = cut(rec.Stderr, DefaultOutputLimit)
+	res.Stderr, cutErr = cut(rec.Stderr, OutputLimit(prog, DefaultOutputLimit))
 	res.Truncated = res.Truncated || cutErr || rec.Truncated
 	res.ExitCode = rec.ExitCode
 	res.Duration = time.Duration(rec.DurationMS) * time.Millisecond
