@@ -21,6 +21,12 @@
 #   --width W        NODECHECK_TESTBED_WIDTH   zero-pad the number to W digits (n001 with 3)
 #   --health-interval S  NODECHECK_TESTBED_HEALTH_INTERVAL  HealthCheckInterval (default 2; 60
 #                                              above 16 nodes)
+#   --reboot         NODECHECK_TESTBED_REBOOT=1  RebootProgram=DIR/bin/slurmd-reboot: `scontrol reboot`
+#                                              restarts that node's slurmd with a fresh boot time
+#                                              and boot id (see "Reboots" below)
+#   --return-to-service N  NODECHECK_TESTBED_RETURN_TO_SERVICE  ReturnToService (default 2)
+#   --resume-timeout S  NODECHECK_TESTBED_RESUME_TIMEOUT  ResumeTimeout: how long Slurm waits for a
+#                                              rebooted node (default: Slurm's, 60)
 #                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
 #                                              every file the test bed writes is under it, nothing under /etc
 #                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
@@ -55,6 +61,14 @@
 # scripts/nodecheck-hook). It does nothing until a test writes DIR/hooks/NODE.CONTEXT (context:
 # prolog, epilog, health): one argument a line, the first the program to exec. So a test picks a
 # snapshot for a hook that Slurm starts without arguments.
+#
+# Reboots (--reboot): RebootProgram is DIR/bin/slurmd-reboot (a copy of scripts/testbed/slurmd-reboot),
+# which stops the node's slurmd by PID and starts it again in a new time namespace (unshare
+# --time --boottime) that booted a second earlier, so Slurm sees a node booted after its request.
+# Every node has DIR/nodes/NODE/boot_id (a random UUID per boot: the kernel's boot_id is one for
+# all nodes of the bed) and boot_time, written at start and at every reboot; DIR/nodes/NODE/reboots
+# lists the reboots done. The host's boot time, which the offsets are computed from, is recorded
+# once in DIR/run/host-btime. Details at the top of scripts/testbed/slurmd-reboot.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "$0")" && pwd)
@@ -81,6 +95,9 @@ NODES_ARG=${NODECHECK_TESTBED_NODES:-"n1 n2"}
 PREFIX=${NODECHECK_TESTBED_PREFIX:-n}
 WIDTH=${NODECHECK_TESTBED_WIDTH:-0}
 HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-}
+REBOOT=${NODECHECK_TESTBED_REBOOT:-0}
+RETURN_TO_SERVICE=${NODECHECK_TESTBED_RETURN_TO_SERVICE:-2}
+RESUME_TIMEOUT=${NODECHECK_TESTBED_RESUME_TIMEOUT:-}
 CLEAN_CACHE=0
 
 parse_flags() {
@@ -91,6 +108,9 @@ parse_flags() {
     --prefix) PREFIX=${2:?--prefix needs a prefix}; shift ;;
     --width) WIDTH=${2:?--width needs a number}; shift ;;
     --health-interval) HEALTH_INTERVAL=${2:?--health-interval needs seconds}; shift ;;
+    --reboot) REBOOT=1 ;;
+    --return-to-service) RETURN_TO_SERVICE=${2:?--return-to-service needs 0, 1 or 2}; shift ;;
+    --resume-timeout) RESUME_TIMEOUT=${2:?--resume-timeout needs seconds}; shift ;;
     --cache) CLEAN_CACHE=1 ;;
     *) die "unknown option $1 (see the top of $0)" ;;
     esac
@@ -118,6 +138,9 @@ parse_flags() {
     [ "$(echo $NODES | wc -w)" -le 16 ] || HEALTH_INTERVAL=60
   fi
   [[ $HEALTH_INTERVAL =~ ^[0-9]+$ ]] || die "--health-interval $HEALTH_INTERVAL: want seconds"
+  case "$REBOOT" in 0 | 1) ;; *) die "NODECHECK_TESTBED_REBOOT=$REBOOT: want 0 or 1" ;; esac
+  case "$RETURN_TO_SERVICE" in 0 | 1 | 2) ;; *) die "--return-to-service $RETURN_TO_SERVICE: want 0, 1 or 2" ;; esac
+  [[ -z $RESUME_TIMEOUT || $RESUME_TIMEOUT =~ ^[0-9]+$ ]] || die "--resume-timeout $RESUME_TIMEOUT: want seconds"
 }
 
 DIR=${NODECHECK_TESTBED_DIR:-/tmp/nodecheck-testbed}
@@ -400,7 +423,9 @@ write_slurm_conf() {
   echo "AccountingStorageType=accounting_storage/none"
   echo "JobAcctGatherType=jobacct_gather/none"
   echo "SchedulerType=sched/builtin"
-  echo "ReturnToService=2"
+  echo "ReturnToService=$RETURN_TO_SERVICE"
+  if [ "$REBOOT" = 1 ]; then echo "RebootProgram=$DIR/bin/slurmd-reboot"; fi
+  if [ -n "$RESUME_TIMEOUT" ]; then echo "ResumeTimeout=$RESUME_TIMEOUT"; fi
   # Above 16 nodes 1200, so that slurmctld pings (and asks a batch of nodes to register again,
   # see settle_registrations) every 400 s instead of every 100 s during long scale tests.
   if [ "$(echo $NODES | wc -w)" -le 16 ]; then echo "SlurmdTimeout=300"; else echo "SlurmdTimeout=1200"; fi
@@ -435,6 +460,8 @@ write_config() {
   mkdir -p "$DIR"/{etc,state,spool,log,run,dev,bin,hooks,slurm-bin}
   chmod 755 "$DIR" "$DIR/bin" "$DIR/hooks" "$DIR/slurm-bin"
   install -m 0755 "$HERE/nodecheck-hook" "$DIR/bin/nodecheck-hook"
+  install -m 0755 "$HERE/testbed/slurmd-reboot" "$DIR/bin/slurmd-reboot"
+  write_boots
   write_slurm_conf "$host" "$topo" >"$CONF"
   : >"$DIR/etc/gres.conf"
   for n in $NODES; do
@@ -489,6 +516,32 @@ wait_idle() {
   done
   log "nodes did not become idle within $1 s: sinfo says (count state): ${states:-nothing}"
   return 1
+}
+
+# host_btime: the host's boot time (epoch seconds), from /proc/stat outside any time namespace:
+# in one, btime is shifted by the namespace's offset (checked where init's namespace is readable).
+host_btime() {
+  local self init
+  self=$(readlink /proc/self/ns/time 2>/dev/null || true)
+  init=$(readlink /proc/1/ns/time 2>/dev/null || true)
+  [ -z "$init" ] || [ "$self" = "$init" ] || die "this runs in a time namespace ($self, not init's $init): start the test bed from outside"
+  awk '$1 == "btime" { print $2; f = 1 } END { exit !f }' /proc/stat || die "no btime in /proc/stat"
+}
+
+# write_boots: each node's first boot (the host's boot time, a boot id of its own) under
+# DIR/nodes; what earlier beds in DIR left there (reboots, snapshot copies) goes.
+write_boots() {
+  local n bt
+  bt=$(host_btime)
+  echo "$bt" >"$DIR/run/host-btime"
+  rm -rf "$DIR/nodes"
+  mkdir -p "$DIR/nodes"
+  chmod 755 "$DIR/nodes"
+  for n in $NODES; do
+    mkdir -p "$DIR/nodes/$n"
+    cat /proc/sys/kernel/random/uuid >"$DIR/nodes/$n/boot_id"
+    echo "$bt" >"$DIR/nodes/$n/boot_time"
+  done
 }
 
 start_daemons() {
@@ -548,7 +601,7 @@ cmd_start() {
   (load_state && cmd_stop >/dev/null 2>&1) || true
   mkdir -p "$DIR/run" "$DIR/log"
   chmod 755 "$DIR"
-  rm -f "$DIR"/run/*.child "$DIR/run/munged.pid"
+  rm -f "$DIR"/run/*.child "$DIR/run/munged.pid" "$DIR/run/stopping"
   t0=$(now_ms)
   if [ "$SLURM" = 24.11 ]; then
     mount_root
@@ -579,7 +632,13 @@ cmd_start() {
 }
 
 cmd_stop() {
-  local f pids="" pid left
+  local f pids="" pid left n
+  # A reboot under way (slurmd-reboot holds DIR/nodes/NODE/lock) must not start a slurmd after
+  # this: it sees the mark before it starts one. Wait for those that hold the lock now.
+  [ -d "$DIR/run" ] && : >"$DIR/run/stopping"
+  for n in $NODES; do
+    [ -e "$DIR/nodes/$n/lock" ] && { flock -w 30 "$DIR/nodes/$n/lock" true || log "a reboot of $n holds its lock for 30 s"; }
+  done
   for f in "$DIR"/run/*.child; do
     [ -e "$f" ] || continue
     if alive "$f"; then
@@ -680,7 +739,7 @@ env) load_state && cmd_env ;;
 version) cmd_version ;;
 clean) cmd_clean ;;
 *)
-  echo "usage: $0 install|start|stop|status|env|version|clean [--slurm 22.05|24.11] [--nodes N|NAMES] [--prefix P] [--width W] [--cache]" >&2
+  echo "usage: $0 install|start|stop|status|env|version|clean [--slurm 22.05|24.11] [--nodes N|NAMES] [--prefix P] [--width W] [--health-interval S] [--reboot] [--return-to-service N] [--resume-timeout S] [--cache]" >&2
   exit 2
   ;;
 esac
