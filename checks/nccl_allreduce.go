@@ -298,6 +298,13 @@ func judgeNCCL(o ncclOutcome) Result {
 		return res
 	}
 
+	return judgeNCCLBandwidth(o, res)
+}
+
+// judgeNCCLBandwidth judges a complete, clean sweep: the best bus bandwidth at large sizes
+// against the threshold, with a detail per judged size and the sweep's average (not judged).
+func judgeNCCLBandwidth(o ncclOutcome, res Result) Result {
+	run := o.run
 	bw, size, judged := ncclLargeBusBW(run.Rows)
 	for _, r := range judged {
 		res.Details = append(res.Details, Detail{Device: ncclSize(r.Size), Status: StatusOK,
