@@ -118,8 +118,9 @@ the usage is wrong.`,
 	return cmd
 }
 
-// runLint lints and writes the report to stdout; it returns the exit code.
-func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
+// prepare fills the readers a caller left nil (tests give their own) and refuses options no
+// lint can run with; it returns exitHealthy or exitCannotRun.
+func (o *lintOptions) prepare(ctx context.Context, stderr io.Writer) int {
 	if o.Getenv == nil {
 		o.Getenv = os.Getenv
 	}
@@ -150,6 +151,14 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	if o.CheckpointWindow < 0 {
 		fmt.Fprintf(stderr, "nodecheck lint: --checkpoint-window=%s: want a positive duration\n", o.CheckpointWindow)
 		return exitCannotRun
+	}
+	return exitHealthy
+}
+
+// runLint lints and writes the report to stdout; it returns the exit code.
+func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
+	if code := o.prepare(ctx, stderr); code != exitHealthy {
+		return code
 	}
 	cfg := config.Default(checks.Schema())
 	if o.Config != "" {
