@@ -77,9 +77,18 @@ const (
 // GPUSource reads the NVML inventory. checks/node/nvml implements it; it lives behind this
 // interface so that everything but that package builds with CGO_ENABLED=0.
 type GPUSource interface {
-	// GPUs follows Facts.GPUs' contract. It must return when ctx is done, even when an NVML
-	// call is blocked (the call may be abandoned, running on, until the process exits).
-	GPUs(ctx context.Context) (GPUInventory, error)
+	// GPUs follows Facts.GPUs' contract for the facts in want, and makes no NVML call for
+	// the others (GPUInventory.Fields says which were asked for). It must return when ctx is
+	// done, even when an NVML call is blocked (the call may be abandoned, running on, until
+	// the process exits).
+	GPUs(ctx context.Context, want GPUFields) (GPUInventory, error)
+}
+
+// GPUFieldsReader is a Facts whose NVML reading can be limited to some facts of each GPU:
+// Live. Memo reads through it when the run names the facts its checks judge.
+type GPUFieldsReader interface {
+	// GPUsFields is GPUs for the facts in want only.
+	GPUsFields(ctx context.Context, want GPUFields) (GPUInventory, error)
 }
 
 // PCIDevice is one PCI function as /sys/bus/pci/devices/<address>/ describes it. A zero
@@ -112,6 +121,10 @@ type GPUInventory struct {
 	CUDADriverVersion int    `json:"cuda_driver_version,omitempty"` // 12020 for CUDA 12.2
 	DeviceCount       int    `json:"device_count"`
 	Devices           []GPU  `json:"devices,omitempty"`
+	// Fields are the facts this reading asked NVML for (see GPUFields; Read): a fact outside
+	// them was not looked at, and checks say so instead of judging its absence. A live run
+	// asks for what its checks judge; `nodecheck snapshot` for everything.
+	Fields GPUFields `json:"fields,omitzero"`
 }
 
 // Clone returns a deep copy of inv, sharing no PCIe or Fabric with it.
@@ -131,14 +144,10 @@ type GPU struct {
 	UUID        string `json:"uuid,omitempty"`
 	Name        string `json:"name,omitempty"`       // "NVIDIA H100 80GB HBM3"
 	PCIBusID    string `json:"pci_bus_id,omitempty"` // NVML's form: "00000000:19:00.0" (8-digit domain, upper-case hex)
-	// Serial is the board's serial number (nvmlDeviceGetSerial); empty when NVML could not
-	// say. With the UUID it tells a replaced GPU from the one that sat in its slot.
+	// Serial is the board's serial number (nvmlDeviceGetSerial), which with the UUID tells a
+	// replaced GPU from the one that sat in its slot; "" where NVML has none (consumer boards:
+	// ERROR_NOT_SUPPORTED).
 	Serial string `json:"serial,omitempty"`
-	// NVLinkErrors are the GPU's NVLink error counters summed over its links
-	// (nvmlDeviceGetNvLinkErrorCounter); nil where they were not read.
-	NVLinkErrors *NVLinkErrors `json:"nvlink_errors,omitempty"`
-	// PCIeReplays is nvmlDeviceGetPcieReplayCounter; nil where it was not read.
-	PCIeReplays *uint64 `json:"pcie_replay_counter,omitempty"`
 	// PCIe is nil when NVML could read none of the four link values; a value it could not
 	// read is 0.
 	PCIe *PCIe `json:"pcie,omitempty"`
@@ -161,6 +170,27 @@ type GPU struct {
 	// Compute is nil when NVML could not list the GPU's compute processes (or a snapshot did
 	// not record them); a Compute with no processes means none runs.
 	Compute *Compute `json:"compute,omitempty"`
+	// NVLinkErrors sums the NVLink error counters over the GPU's active links; nil where the
+	// GPU has no active NVLink or NVML has no counters for it.
+	NVLinkErrors *NVLinkErrors `json:"nvlink_errors,omitempty"`
+	// PCIeReplays is nvmlDeviceGetPcieReplayCounter: PCIe replays since the driver loaded
+	// (nvidia-smi's "Replays Since Reset"); nil where NVML would not say.
+	PCIeReplays *uint64 `json:"pcie_replay_counter,omitempty"`
+	// ClockEvents is why the clocks are below their maximum now
+	// (nvmlDeviceGetCurrentClocksEventReasons); nil where NVML would not say.
+	ClockEvents *ClockEvents `json:"clock_event_reasons,omitempty"`
+	// Thermal is the GPU's temperatures and its own thresholds; nil where NVML gave none.
+	Thermal *Thermal `json:"temperature,omitempty"`
+	// Power is the GPU's power limits and draw; nil where NVML gave none of them.
+	Power *Power `json:"power,omitempty"`
+	// Persistence is nvmlDeviceGetPersistenceMode: whether the driver stays initialised with
+	// no client; nil where NVML would not say.
+	Persistence *bool `json:"persistence_mode,omitempty"`
+	// RecoveryAction is what the driver (550 and later) says the GPU needs before it can be
+	// used again (NVML_FI_DEV_GET_GPU_RECOVERY_ACTION): NONE, GPU_RESET, NODE_REBOOT,
+	// DRAIN_P2P, DRAIN_AND_RESET, ... (see RecoveryActionName); "" where NVML would not say
+	// (older drivers).
+	RecoveryAction string `json:"recovery_action,omitempty"`
 	// Error is the NVML error name when the device handle could not be had, or when a read
 	// said the device is gone (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED); the other fields are
 	// then partial.
@@ -179,15 +209,6 @@ type ECC struct {
 	VolatileCorrected   *uint64 `json:"volatile_corrected,omitempty"`
 	// AggregateUncorrected counts uncorrectable errors over the GPU's life (NVML_AGGREGATE_ECC).
 	AggregateUncorrected *uint64 `json:"aggregate_uncorrected,omitempty"`
-}
-
-// NVLinkErrors are a GPU's NVLink error counters, summed over its links: they restart at 0
-// when the driver reloads or the GPU is reset.
-type NVLinkErrors struct {
-	CRCFlit  uint64 `json:"crc_flit"` // NVML_NVLINK_ERROR_DL_CRC_FLIT
-	CRCData  uint64 `json:"crc_data"` // NVML_NVLINK_ERROR_DL_CRC_DATA
-	Replay   uint64 `json:"replay"`   // NVML_NVLINK_ERROR_DL_REPLAY
-	Recovery uint64 `json:"recovery"` // NVML_NVLINK_ERROR_DL_RECOVERY
 }
 
 // RemappedRows is nvmlDeviceGetRemappedRows: rows of HBM the GPU replaced with spares.
@@ -279,14 +300,6 @@ func (g GPU) Clone() GPU {
 		g.RetiredPages = &r
 	}
 	g.NVLinks = slices.Clone(g.NVLinks)
-	if g.NVLinkErrors != nil {
-		e := *g.NVLinkErrors
-		g.NVLinkErrors = &e
-	}
-	if g.PCIeReplays != nil {
-		v := *g.PCIeReplays
-		g.PCIeReplays = &v
-	}
 	if g.Memory != nil {
 		m := *g.Memory
 		g.Memory = &m
@@ -298,7 +311,7 @@ func (g GPU) Clone() GPU {
 		}
 		g.Compute = &c
 	}
-	return g
+	return g.cloneSignals()
 }
 
 // PCIe is a GPU's PCIe link as NVML reports it.

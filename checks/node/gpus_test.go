@@ -13,15 +13,17 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// fakeGPUs is a GPUSource answering inv, err, and counting calls.
+// fakeGPUs is a GPUSource answering inv, err, and counting calls and the facts asked for.
 type fakeGPUs struct {
 	inv   GPUInventory
 	err   error
 	calls int
+	want  GPUFields // of the last call
 }
 
-func (f *fakeGPUs) GPUs(ctx context.Context) (GPUInventory, error) {
+func (f *fakeGPUs) GPUs(ctx context.Context, want GPUFields) (GPUInventory, error) {
 	f.calls++
+	f.want = want
 	return f.inv.Clone(), f.err
 }
 
@@ -257,10 +259,9 @@ func ptr[T any](v T) *T { return &v }
 // that a snapshot of a real node replays what the checks saw there.
 func TestNVMLRecordRoundTrip(t *testing.T) {
 	inv := GPUInventory{Init: InitSuccess, DriverVersion: "535.161.08", CUDADriverVersion: 12020, DeviceCount: 1,
+		Fields: GPUName | GPUThermal | GPURecoveryAction,
 		Devices: []GPU{{Index: 1, MinorNumber: 3, Error: "ERROR_RESET_REQUIRED", UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
-			Serial:       "1652922000001",
-			NVLinkErrors: &NVLinkErrors{CRCFlit: 1, CRCData: 2, Replay: 3, Recovery: 4},
-			PCIeReplays:  ptr[uint64](7),
+			Serial:       "1650124031592",
 			PCIe:         &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
 			Fabric:       &Fabric{State: "COMPLETED", Status: "SUCCESS"},
 			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](2)},
@@ -269,6 +270,14 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 			NVLinks:      []NVLink{{Link: 0, Active: true}, {Link: 1}},
 			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 1200, ReservedMiB: 551},
 			Compute:      &Compute{Processes: []Process{{PID: 4242, UsedMiB: 1200, UID: 1000, User: "alice", Command: "python"}}},
+			NVLinkErrors: &NVLinkErrors{CRCFlit: 1, CRCData: 2, Replay: 3, Recovery: 4, Links: 18, Unread: []string{"crc_data"}},
+			PCIeReplays:  ptr[uint64](7),
+			ClockEvents:  NewClockEvents(ClockHWSlowdown | ClockHWPowerBrakeSlowdown),
+			Thermal: &Thermal{GPUC: 30, SlowdownC: 89, ShutdownC: 92, GPUMaxC: 87, MemoryC: 36, MemoryMaxC: 95,
+				MarginC: ptr(57), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-8), GPUMaxMarginC: ptr(0)},
+			Power:          &Power{EnforcedLimitW: 500, DefaultLimitW: 700, DrawW: 100.89},
+			Persistence:    ptr(false),
+			RecoveryAction: "GPU_RESET",
 		}}}
 	// nvmlRecord and gpuRecord embed GPUInventory and GPU: a field the JSON leaves out (a
 	// "-" tag, a record key that shadows it) would not be replayed. A field this test leaves

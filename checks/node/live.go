@@ -220,17 +220,24 @@ func listWithin[T any](ctx context.Context, dir string, list func() (T, error)) 
 	return v, err
 }
 
-// GPUs implements Facts through the GPUSource given with WithGPUSource; without one it
-// reports Init InitNotBuilt. The owner and command of each compute process NVML lists are
-// read from FS/proc and FS/etc/passwd (see fillProcessOwners).
+// GPUs implements Facts through the GPUSource given with WithGPUSource, reading every fact;
+// without one it reports Init InitNotBuilt. The owner and command of each compute process
+// NVML lists are read from FS/proc and FS/etc/passwd (see fillProcessOwners).
 func (l *Live) GPUs(ctx context.Context) (GPUInventory, error) {
+	return l.GPUsFields(ctx, AllGPUFields)
+}
+
+var _ GPUFieldsReader = (*Live)(nil)
+
+// GPUsFields implements GPUFieldsReader: GPUs for the facts in want only.
+func (l *Live) GPUsFields(ctx context.Context, want GPUFields) (GPUInventory, error) {
 	if err := ctx.Err(); err != nil {
 		return GPUInventory{}, fmt.Errorf("read NVML: %w", err)
 	}
 	if l.gpus == nil {
 		return GPUInventory{Init: InitNotBuilt}, nil
 	}
-	inv, err := l.gpus.GPUs(ctx)
+	inv, err := l.gpus.GPUs(ctx, want)
 	if err != nil {
 		return inv, err
 	}

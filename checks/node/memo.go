@@ -11,16 +11,31 @@ import (
 // three times. Single files, device nodes and commands pass through, unmemoized.
 type Memo struct {
 	Facts
-	pci  OnceValue[[]PCIDevice]
-	ib   OnceValue[[]IBPort]
-	gpus OnceValue[GPUInventory]
-	inv  OnceValue[Inventory]
+	gpuFields GPUFields // 0: every fact
+	pci       OnceValue[[]PCIDevice]
+	ib        OnceValue[[]IBPort]
+	gpus      OnceValue[GPUInventory]
+	inv       OnceValue[Inventory]
 }
 
 var _ Facts = (*Memo)(nil)
 
+// MemoOption changes one of Memo's defaults.
+type MemoOption func(*Memo)
+
+// WithGPUFields makes the one NVML reading of the run take only the facts in want, where f
+// can limit its reading (GPUFieldsReader: the live node); a snapshot answers with what it
+// recorded. 0, the default, reads every fact.
+func WithGPUFields(want GPUFields) MemoOption { return func(m *Memo) { m.gpuFields = want } }
+
 // NewMemo wraps f for one run.
-func NewMemo(f Facts) *Memo { return &Memo{Facts: f} }
+func NewMemo(f Facts, opts ...MemoOption) *Memo {
+	m := &Memo{Facts: f}
+	for _, o := range opts {
+		o(m)
+	}
+	return m
+}
 
 // PCIDevices is f.PCIDevices, read once. Callers share the slice and must not modify it.
 func (m *Memo) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
@@ -32,9 +47,14 @@ func (m *Memo) IBPorts(ctx context.Context) ([]IBPort, error) {
 	return m.ib.Get(ctx, m.Facts.IBPorts)
 }
 
-// GPUs is f.GPUs, read once. Callers share the devices and must not modify them.
+// GPUs is f.GPUs, read once, of the facts WithGPUFields named. Callers share the devices and
+// must not modify them.
 func (m *Memo) GPUs(ctx context.Context) (GPUInventory, error) {
-	return m.gpus.Get(ctx, m.Facts.GPUs)
+	r, ok := m.Facts.(GPUFieldsReader)
+	if !ok || m.gpuFields == 0 || m.gpuFields == AllGPUFields {
+		return m.gpus.Get(ctx, m.Facts.GPUs)
+	}
+	return m.gpus.Get(ctx, func(ctx context.Context) (GPUInventory, error) { return r.GPUsFields(ctx, m.gpuFields) })
 }
 
 // Inventory is f.Inventory, read once.

@@ -160,6 +160,7 @@ type smiParser struct {
 	cur          *smiGPU   // the open GPU block; nil at the top level
 	stack        []smiLine // open section headers inside the block
 	topSection   bool      // inside a top-level section that is not a GPU block
+	seen         GPUFields // the facts whose sections the capture prints
 }
 
 // smiGPU is one GPU block being read.
@@ -180,6 +181,8 @@ type smiGPU struct {
 	procs               []smiProc
 	ecc                 [3]smiSum // volatile uncorrected, volatile corrected, aggregate uncorrected
 	eccTotal            [3]smiSum // the same from the old layout's "Double Bit / Total", "Single Bit / Total"
+	sig                 smiSignals
+	seen                *GPUFields // the parser's
 }
 
 // smiSum adds counters; ok once one value was read.
@@ -236,7 +239,8 @@ func (p *smiParser) line(l smiLine) error {
 				if !smiBusID.MatchString(id) {
 					return smiErr(l.n, "GPU block %q: %q is not a PCI bus id (DOMAIN:BUS:DEVICE.FUNCTION)", smiCut(l.key, 80), smiCut(id, 40))
 				}
-				p.cur = &smiGPU{g: GPU{Index: len(p.gpus), MinorNumber: -1, PCIBusID: id}}
+				p.cur = &smiGPU{g: GPU{Index: len(p.gpus), MinorNumber: -1, PCIBusID: id}, seen: &p.seen}
+				p.seen |= GPUPCIBusID
 				p.gpus = append(p.gpus, p.cur)
 				return nil
 			}
@@ -276,10 +280,12 @@ func (p *smiParser) line(l smiLine) error {
 func (p *smiParser) header(l smiLine) error {
 	switch l.key {
 	case "Driver Version":
+		p.seen |= GPUDriverVersion
 		if !smiNA(l.val) {
 			p.inv.DriverVersion = l.val
 		}
 	case "CUDA Version":
+		p.seen |= GPUCUDAVersion
 		v, err := parseCUDAVersion(l.val)
 		if err != nil {
 			return smiErr(l.n, "CUDA Version %q: %v", l.val, err)
@@ -314,10 +320,19 @@ func parseCUDAVersion(s string) (int, error) {
 // key, "PCI/GPU Link Info/Link Width/Max". Keys this parser does not use are skipped.
 func (g *smiGPU) field(path string, l smiLine) error {
 	section, _, _ := strings.Cut(path, "/")
+	if bit, ok := smiSectionFacts[section]; ok {
+		*g.seen |= bit
+	}
 	switch section {
 	case "Product Name", "GPU UUID", "Minor Number":
 		return g.identityField(path, l)
 	case "PCI", "Fabric":
+		if path == "PCI/Replays Since Reset" {
+			return g.replayField(l, g.seen)
+		}
+		if strings.HasPrefix(path, "PCI/GPU Link Info/") {
+			*g.seen |= GPUPCIe
+		}
 		return g.linkField(path, l)
 	case "ECC Mode", "ECC Errors":
 		return g.eccField(path, l)
@@ -328,7 +343,7 @@ func (g *smiGPU) field(path string, l smiLine) error {
 	case "Processes":
 		return g.processField(path, l)
 	}
-	return nil
+	return g.signalField(path, l, g.seen)
 }
 
 // identityField reads the GPU's name, UUID and minor number.
@@ -619,6 +634,7 @@ func smiFabricStatus(s string) string {
 
 func (g *smiGPU) build() GPU {
 	out := g.g
+	g.buildSignals(&out)
 	if g.pcieAny {
 		p := g.pcie
 		out.PCIe = &p
@@ -678,6 +694,7 @@ func (p *smiParser) finish(last int) (GPUInventory, error) {
 	}
 	inv := p.inv
 	inv.Init = InitSuccess
+	inv.Fields = p.seen
 	for _, g := range p.gpus {
 		inv.Devices = append(inv.Devices, g.build())
 	}

@@ -190,5 +190,8 @@ func MergeNVLinks(inv GPUInventory, links map[string][]NVLink) (GPUInventory, er
 		}
 		return GPUInventory{}, fmt.Errorf("nvlink status names GPU %s%s, which the nvidia-smi -q capture does not list: not the same node", strings.Join(missing, ", "), more)
 	}
+	if out.Fields != 0 {
+		out.Fields |= GPUNVLinks
+	}
 	return out, nil
 }

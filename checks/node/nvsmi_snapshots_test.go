@@ -33,7 +33,10 @@ func readNVMLJSON(t *testing.T, snap string) (GPUInventory, []byte) {
 }
 
 // h100HealthyNVML is h100-healthy's nvml.json as its SOURCE says it was made: the importer on
-// the real 535.161.08 capture, plus the 18 active NVLinks per GPU written for the fixture.
+// the real 535.161.08 capture, plus the 18 active NVLinks per GPU written for the fixture,
+// with the facts nodecheck read when it was made (LegacyGPUFields): its nvml.json has no
+// "fields", and the signals of the capture (its HW power brake, see h100-power-brake) are
+// not in it.
 func h100HealthyNVML(t *testing.T) GPUInventory {
 	t.Helper()
 	inv, err := ParseNvidiaSMIQuery(openCapture(t, "gpud-q-h100x8-535.161.08.txt"))
@@ -48,7 +51,7 @@ func h100HealthyNVML(t *testing.T) GPUInventory {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return inv
+	return inv.Only(LegacyGPUFields)
 }
 
 func TestSnapshotH100HealthyIsTheCapture(t *testing.T) {
@@ -125,6 +128,51 @@ func TestSnapshotNVMLVariants(t *testing.T) {
 			tc.change(&want.Devices[tc.gpu])
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("%s against %s with its one change (-want +got):\n%s", tc.snap, tc.base, diff)
+			}
+		})
+	}
+}
+
+// TestSnapshotSignalVariants: each signal variant regen.sh makes is h100-healthy with the
+// signals its SOURCE names, from the captures it names, on every GPU.
+func TestSnapshotSignalVariants(t *testing.T) {
+	base, _ := readNVMLJSON(t, "h100-healthy")
+	signals565, err := ParseNvidiaSMIQuery(openCapture(t, "thamada-gls-h100sxm-x8-565.57.01-recovery-action-replays.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	own, err := ParseNvidiaSMIQuery(openCapture(t, "gpud-q-h100x8-535.161.08.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		snap   string
+		fields GPUFields
+		change func(i int, g *GPU)
+	}{
+		{"h100-signals", GPUSerial | GPUPCIeReplays | GPUClockEvents | GPUThermal | GPUPower | GPUPersistence | GPURecoveryAction,
+			func(i int, g *GPU) {
+				s := signals565.Devices[i]
+				g.Serial, g.PCIeReplays, g.ClockEvents, g.Thermal, g.Power, g.Persistence, g.RecoveryAction =
+					s.Serial, s.PCIeReplays, s.ClockEvents, s.Thermal, s.Power, s.Persistence, s.RecoveryAction
+			}},
+		{"h100-power-brake", GPUClockEvents, func(i int, g *GPU) { g.ClockEvents = own.Devices[i].ClockEvents }},
+		{"h100-recovery-reset", GPURecoveryAction, func(i int, g *GPU) {
+			g.RecoveryAction = "NONE"
+			if i == 3 {
+				g.RecoveryAction = "GPU_RESET"
+			}
+		}},
+	} {
+		t.Run(tc.snap, func(t *testing.T) {
+			got, _ := readNVMLJSON(t, tc.snap)
+			want := base.Clone()
+			want.Fields = LegacyGPUFields | tc.fields
+			for i := range want.Devices {
+				tc.change(i, &want.Devices[i])
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s against h100-healthy with its signals (-want +got):\n%s", tc.snap, diff)
 			}
 		})
 	}

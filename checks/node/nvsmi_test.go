@@ -281,6 +281,15 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			RemappedRows: &RemappedRows{},
 			Memory:       &Memory{TotalMiB: 81559, UsedMiB: 9221, ReservedMiB: 551},
 			Compute:      &Compute{Processes: []Process{{PID: 1002127, UsedMiB: 9212, UID: -1, Command: "python"}}},
+			// Signals as printed: "Serial Number : 1654922018857", "Replays Since Reset : 58",
+			// SW Power Cap, HW Power Brake Slowdown and SW Thermal Slowdown Active, T.Limit
+			// temperatures, "Power Draw : 118.01 W" against 700 W limits, Persistence Enabled.
+			Serial:      "1654922018857",
+			PCIeReplays: ptr[uint64](58),
+			ClockEvents: &ClockEvents{Mask: 0xa4, Reasons: []string{"sw_power_cap", "sw_thermal_slowdown", "hw_power_brake_slowdown"}},
+			Thermal:     &Thermal{GPUC: 39, MemoryC: 46, MarginC: ptr(47), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-8), GPUMaxMarginC: ptr(0)},
+			Power:       &Power{EnforcedLimitW: 700, DefaultLimitW: 700, DrawW: 118.01},
+			Persistence: ptr(true),
 		}},
 		{file: "gpud-q-rtx4090x8-535.154.05.txt", index: 5, want: GPU{
 			Index: 5, MinorNumber: 6, UUID: "GPU-63cdf48e-0e17-dc82-873d-e0af7f380d0b", Name: "NVIDIA GeForce RTX 4090",
@@ -290,6 +299,11 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			RemappedRows: &RemappedRows{},
 			Memory:       &Memory{TotalMiB: 24564, UsedMiB: 0, ReservedMiB: 346},
 			Compute:      &Compute{Processes: []Process{}},
+			PCIeReplays:  zero(), // "Serial Number : N/A" leaves Serial empty
+			ClockEvents:  NewClockEvents(ClockGPUIdle),
+			Thermal:      &Thermal{GPUC: 31, MarginC: ptr(52), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-7), GPUMaxMarginC: ptr(0)},
+			Power:        &Power{EnforcedLimitW: 450, DefaultLimitW: 450, DrawW: 17.62},
+			Persistence:  ptr(true),
 		}},
 		{file: "gpud-q-titanv-560.35.03.txt", index: 0, want: GPU{
 			Index: 0, MinorNumber: 0, UUID: "GPU-f4c353ff-b56c-c1de-bcb9-7dad861b589a", Name: "NVIDIA TITAN V",
@@ -297,6 +311,14 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			PCIe:     &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 1, MaxLinkGen: 3},
 			Memory:   &Memory{TotalMiB: 12288, UsedMiB: 290, ReservedMiB: 239},
 			Compute:  &Compute{Processes: []Process{}},
+			// Driver 560 prints absolute limits for Volta: 44 C, shutdown 100, slowdown 97,
+			// max operating 91, memory 41 of 95.
+			Serial:      "0334517001520",
+			PCIeReplays: zero(),
+			ClockEvents: NewClockEvents(ClockGPUIdle),
+			Thermal:     &Thermal{GPUC: 44, SlowdownC: 97, ShutdownC: 100, GPUMaxC: 91, MemoryC: 41, MemoryMaxC: 95},
+			Power:       &Power{EnforcedLimitW: 250, DefaultLimitW: 250, DrawW: 29.02},
+			Persistence: ptr(false),
 		}},
 		{file: "azurehpc-bad_nvsmi8_output.txt", index: 1, want: GPU{
 			Index: 1, MinorNumber: -1, PCIBusID: "00000002:00:00.0",

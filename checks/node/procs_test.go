@@ -15,7 +15,7 @@ import (
 // keeps its one reading would: fillProcessOwners must not write into it.
 type keptGPUs struct{ inv GPUInventory }
 
-func (k keptGPUs) GPUs(context.Context) (GPUInventory, error) { return k.inv, nil }
+func (k keptGPUs) GPUs(context.Context, GPUFields) (GPUInventory, error) { return k.inv, nil }
 
 func TestParseStatusUID(t *testing.T) {
 	tests := []struct {

@@ -322,7 +322,7 @@ func TestIsSecretPath(t *testing.T) {
 // blockingGPUs is a GPUSource whose reading never ends before ctx does.
 type blockingGPUs struct{}
 
-func (blockingGPUs) GPUs(ctx context.Context) (GPUInventory, error) {
+func (blockingGPUs) GPUs(ctx context.Context, _ GPUFields) (GPUInventory, error) {
 	<-ctx.Done()
 	return GPUInventory{}, ctx.Err()
 }

@@ -65,6 +65,9 @@ func nvmlInventory(r nvmlRecord) GPUInventory {
 
 func newNVMLRecord(inv GPUInventory) nvmlRecord {
 	r := nvmlRecord{GPUInventory: inv}
+	if r.Fields == LegacyGPUFields {
+		r.Fields = 0 // what a file without "fields" means: the files nodecheck wrote before
+	}
 	r.GPUInventory.Devices = nil
 	for _, g := range inv.Devices {
 		r.Devices = append(r.Devices, newGPURecord(g))

@@ -16,6 +16,7 @@ import (
 type importOpts struct {
 	query  string // nvidia-smi -q output; "-" is stdin
 	nvlink string // nvidia-smi nvlink --status output; "" for none
+	errs   string // nvidia-smi nvlink -e output; "" for none
 	out    string // nvml.json to write; "" is stdout
 }
 
@@ -25,7 +26,7 @@ const importInputMax = 16 << 20
 func newImportNvidiaSMICmd(g *globals) *cobra.Command {
 	var o importOpts
 	cmd := &cobra.Command{
-		Use:   "import-nvidia-smi --query FILE [--nvlink-status FILE] [--out nvml.json]",
+		Use:   "import-nvidia-smi --query FILE [--nvlink-status FILE] [--nvlink-errors FILE] [--out nvml.json]",
 		Short: "Turn nvidia-smi captures into a snapshot's nvml.json",
 		Long: `Turn the text of nvidia-smi -q (and, for NVLink state, of nvidia-smi nvlink --status)
 taken on a GPU node into the nvml.json of a node snapshot, so that a real capture can be
@@ -36,20 +37,23 @@ GPU blocks differs from "Attached GPUs", which is what a capture cut short looks
 Any -d selection is read (-q -d PAGE_RETIREMENT gives retired pages only). Values nvidia-smi
 prints as N/A are left out. Processes of type G (graphics) are left out, as NVML's list of
 compute processes leaves them out; process owners are unknown (uid -1). NVLink states come
-only from --nvlink-status, matched to the GPUs by UUID.
+only from --nvlink-status, and NVLink error counters only from --nvlink-errors (nvidia-smi
+nvlink -e, summed over the active links where --nvlink-status is given), matched to the
+GPUs by UUID. The nvml.json lists in "fields" the facts the captures printed: a check whose
+fact is not among them says it was not recorded.
 
 The result goes to --out, or to stdout. Errors name the file and line.
 Exit codes: 0 written, 2 unreadable or invalid input.`,
-		Example: `  nvidia-smi -q >q.txt; nvidia-smi nvlink --status >nvlink.txt
-  nodecheck import-nvidia-smi --query q.txt --nvlink-status nvlink.txt --out DIR/nvml.json
+		Example: `  nvidia-smi -q >q.txt; nvidia-smi nvlink --status >nvlink.txt; nvidia-smi nvlink -e >nvlink-e.txt
+  nodecheck import-nvidia-smi --query q.txt --nvlink-status nvlink.txt --nvlink-errors nvlink-e.txt --out DIR/nvml.json
   nvidia-smi -q | nodecheck import-nvidia-smi --query -`,
 		Args: cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			if o.query == "" {
 				return usageError(cmd, "--query FILE is required (the output of nvidia-smi -q; - for stdin)")
 			}
-			if o.nvlink == "-" && o.query == "-" {
-				return usageError(cmd, "--query and --nvlink-status cannot both read stdin")
+			if n := countStdin(o.query, o.nvlink, o.errs); n > 1 {
+				return usageError(cmd, "only one of --query, --nvlink-status and --nvlink-errors can read stdin")
 			}
 			if code := importNvidiaSMI(g, o); code != exitHealthy {
 				return exitError{code}
@@ -60,6 +64,7 @@ Exit codes: 0 written, 2 unreadable or invalid input.`,
 	f := cmd.Flags()
 	f.StringVar(&o.query, "query", "", "output of nvidia-smi -q (- for stdin)")
 	f.StringVar(&o.nvlink, "nvlink-status", "", "output of nvidia-smi nvlink --status, for the GPUs' NVLink states")
+	f.StringVar(&o.errs, "nvlink-errors", "", "output of nvidia-smi nvlink -e, for the GPUs' NVLink error counters")
 	f.StringVar(&o.out, "out", "", "nvml.json to write (default: stdout)")
 	return cmd
 }
@@ -89,6 +94,19 @@ func importNvidiaSMI(g *globals, o importOpts) int {
 		}
 		if inv, err = node.MergeNVLinks(inv, links); err != nil {
 			return fail(fmt.Errorf("%s: %w", o.nvlink, err))
+		}
+	}
+	if o.errs != "" {
+		b, err := readCapture(g, o.errs)
+		if err != nil {
+			return fail(err)
+		}
+		counters, err := node.ParseNvidiaSMINvLinkErrors(bytes.NewReader(b))
+		if err != nil {
+			return fail(captureError(o.errs, err))
+		}
+		if inv, err = node.MergeNVLinkErrors(inv, counters); err != nil {
+			return fail(fmt.Errorf("%s: %w", o.errs, err))
 		}
 	}
 	b, err := node.MarshalNVMLJSON(inv)
@@ -153,4 +171,15 @@ func displayName(name string) string {
 		return "<stdin>"
 	}
 	return name
+}
+
+// countStdin counts the flags that read stdin ("-").
+func countStdin(names ...string) int {
+	n := 0
+	for _, name := range names {
+		if name == "-" {
+			n++
+		}
+	}
+	return n
 }

@@ -28,7 +28,7 @@ import (
 // process lives on.
 func TestLibraryNotFound(t *testing.T) {
 	src := New(WithLibraryPath(filepath.Join(t.TempDir(), "libnvidia-ml.so.1")))
-	got, err := src.GPUs(context.Background())
+	got, err := src.GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -43,7 +43,7 @@ func TestDefaultLibrary(t *testing.T) {
 	if _, err := os.Stat("/dev/nvidiactl"); err == nil {
 		t.Skip("an NVIDIA driver is present: TestRealGPU covers this machine")
 	}
-	got, err := New().GPUs(context.Background())
+	got, err := New().GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -60,7 +60,7 @@ func TestRealGPU(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	got, err := New().GPUs(ctx)
+	got, err := New().GPUs(ctx, node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -161,7 +161,7 @@ func TestStubHelper(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	inv, err := New(WithLibraryPath(lib)).GPUs(ctx)
+	inv, err := New(WithLibraryPath(lib)).GPUs(ctx, node.AllGPUFields)
 	res := stubResult{Inv: inv}
 	if err != nil {
 		res.Err = err.Error()
@@ -187,31 +187,51 @@ func TestStubLibrary(t *testing.T) {
 			Fabric: f,
 			ECC: &node.ECC{Enabled: true, PendingEnabled: true,
 				VolatileUncorrected: new(uint64(0)), VolatileCorrected: new(uint64(0)), AggregateUncorrected: new(uint64(0))},
-			RemappedRows: &node.RemappedRows{},
-			NVLinks:      []node.NVLink{{Link: 0, Active: true}, {Link: 1, Active: true}, {Link: 2}, {Link: 3, Active: true}},
-			Memory:       &node.Memory{TotalMiB: 81920, UsedMiB: 1024, ReservedMiB: 512},
-			Compute:      &node.Compute{Processes: []node.Process{{PID: 4242, UsedMiB: 500, UID: -1}}},
+			RemappedRows:   &node.RemappedRows{},
+			NVLinks:        []node.NVLink{{Link: 0, Active: true}, {Link: 1, Active: true}, {Link: 2}, {Link: 3, Active: true}},
+			Memory:         &node.Memory{TotalMiB: 81920, UsedMiB: 1024, ReservedMiB: 512},
+			Compute:        &node.Compute{Processes: []node.Process{{PID: 4242, UsedMiB: 500, UID: -1}}},
+			Serial:         "1650124031592",
+			NVLinkErrors:   &node.NVLinkErrors{CRCFlit: 0 + 1 + 3, Replay: 3 * 2, Links: 3, Unread: []string{"crc_data"}},
+			PCIeReplays:    new(uint64(7)),
+			ClockEvents:    node.NewClockEvents(node.ClockGPUIdle),
+			Thermal:        &node.Thermal{GPUC: 30, SlowdownC: 89, ShutdownC: 92, GPUMaxC: 87, MemoryC: 36, MemoryMaxC: 95},
+			Power:          &node.Power{EnforcedLimitW: 700, DefaultLimitW: 700, DrawW: 100.89},
+			Persistence:    new(true),
+			RecoveryAction: "NONE",
 		}
 	}
 	old := func(g node.GPU) node.GPU {
 		g.RemappedRows = nil
 		g.Memory = &node.Memory{TotalMiB: 81920, UsedMiB: 512 + 1024}
+		g.RecoveryAction = ""
 		return g
 	}
 	lost := node.GPU{Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}
 	reads := []string{
 		"nvmlInit_v2", "nvmlSystemGetDriverVersion", "nvmlSystemGetCudaDriverVersion", "nvmlDeviceGetCount_v2",
 		"nvmlDeviceGetHandleByIndex_v2", "nvmlDeviceGetMinorNumber", "nvmlDeviceGetUUID", "nvmlDeviceGetName",
-		"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
+		"nvmlDeviceGetPciInfo_v3", "nvmlDeviceGetSerial", "nvmlDeviceGetCurrPcieLinkWidth", "nvmlDeviceGetMaxPcieLinkWidth",
 		"nvmlDeviceGetCurrPcieLinkGeneration", "nvmlDeviceGetMaxPcieLinkGeneration",
 	}
 	ecc := []string{"nvmlDeviceGetEccMode", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetTotalEccErrors", "nvmlDeviceGetTotalEccErrors"}
-	// Links 0-3 answer, link 4 is past the GPU's links and ends the walk.
-	links := slices.Repeat([]string{"nvmlDeviceGetNvLinkState"}, 5)
+	// Links 0-3 answer, link 4 is past the GPU's links and ends the walk. The error counters
+	// of the 3 active links: flow-control CRC, data CRC (not supported: asked once), replay,
+	// recovery.
+	links := slices.Concat(slices.Repeat([]string{"nvmlDeviceGetNvLinkState"}, 5),
+		slices.Repeat([]string{"nvmlDeviceGetNvLinkErrorCounter"}, 3+1+3+3))
+	signals := func(clocks string) []string {
+		return slices.Concat([]string{"nvmlDeviceGetPcieReplayCounter", clocks, "nvmlDeviceGetTemperature"},
+			slices.Repeat([]string{"nvmlDeviceGetTemperatureThreshold"}, 4),
+			[]string{"nvmlDeviceGetEnforcedPowerLimit", "nvmlDeviceGetPowerManagementDefaultLimit", "nvmlDeviceGetPowerUsage",
+				"nvmlDeviceGetPersistenceMode", "nvmlDeviceGetFieldValues"})
+	}
 	health := slices.Concat(ecc, []string{"nvmlDeviceGetRemappedRows", "nvmlDeviceGetRetiredPages"}, links,
-		[]string{"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses_v3"})
+		[]string{"nvmlDeviceGetMemoryInfo_v2", "nvmlDeviceGetComputeRunningProcesses_v3"}, signals("nvmlDeviceGetCurrentClocksEventReasons"))
+	// The old driver's library lacks nvmlDeviceGetCurrentClocksEventReasons: only its
+	// throttle-reasons name is called.
 	oldHealth := slices.Concat(ecc, []string{"nvmlDeviceGetRetiredPages"}, links,
-		[]string{"nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses"})
+		[]string{"nvmlDeviceGetMemoryInfo", "nvmlDeviceGetComputeRunningProcesses"}, signals("nvmlDeviceGetCurrentClocksThrottleReasons"))
 	calls := func(fabric, health []string) []string {
 		return slices.Concat(reads, fabric, health, []string{"nvmlDeviceGetHandleByIndex_v2", "nvmlShutdown"})
 	}
@@ -236,7 +256,7 @@ func TestStubLibrary(t *testing.T) {
 		{
 			name: "initialised, one GPU lost, no fabric functions",
 			init: "0",
-			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
 				Devices: []node.GPU{gpu0(nil), lost}},
 			wantCalls: calls(nil, health),
 		},
@@ -244,7 +264,7 @@ func TestStubLibrary(t *testing.T) {
 			name:  "versioned fabric call, v3 too new for the driver",
 			build: "-DNVMLSTUB_FABRIC_V",
 			init:  "0",
-			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
 				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS"}), lost}},
 			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfoV"}, health),
 		},
@@ -252,7 +272,7 @@ func TestStubLibrary(t *testing.T) {
 			name:  "unversioned fabric call only",
 			build: "-DNVMLSTUB_FABRIC_V1",
 			init:  "0",
-			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
 				Devices: []node.GPU{gpu0(&node.Fabric{State: "IN_PROGRESS", Status: "SUCCESS"}), lost}},
 			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfo"}, health),
 		},
@@ -260,7 +280,7 @@ func TestStubLibrary(t *testing.T) {
 			name:  "old driver: no remapped rows, memory v1, unversioned process call",
 			build: "-DNVMLSTUB_OLD",
 			init:  "0",
-			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2,
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
 				Devices: []node.GPU{old(gpu0(nil)), lost}},
 			wantCalls: calls(nil, oldHealth),
 		},

@@ -15,10 +15,11 @@ import (
 
 // Source reads the node's GPUs through NVML; it implements node.GPUSource.
 //
-// A Source reads NVML once, at the first call to GPUs, and answers every call from that
-// reading: the checks of one run see one consistent inventory, nvmlInit (which can take
-// seconds on a node without persistence mode) runs once, and a wedged NVML holds one
-// goroutine rather than one per check. Make a new Source for a fresh reading.
+// A Source reads NVML once, at the first call to GPUs, for the facts that call asks for, and
+// answers every call from that reading: the checks of one run see one consistent inventory,
+// nvmlInit (which can take seconds on a node without persistence mode) runs once, and a
+// wedged NVML holds one goroutine rather than one per check. Make a new Source for a fresh
+// reading.
 //
 // The reading (nvmlInit, the reads, nvmlShutdown) runs in a goroutine of its own. When a
 // caller's ctx ends first, GPUs returns ctx's error and the goroutine is abandoned, still
@@ -62,7 +63,10 @@ func New(opts ...Option) *Source {
 // its error name (ERROR_LIBRARY_NOT_FOUND where the driver is not installed,
 // ERROR_DRIVER_NOT_LOADED where its kernel module is not loaded). The error return is
 // for ctx ending before NVML answered, and for a device count NVML would not give.
-func (s *Source) GPUs(ctx context.Context) (node.GPUInventory, error) {
+//
+// Only the calls the facts in want need are made (see fieldCalls); the first call's want is
+// the reading's, and GPUInventory.Fields says what it was.
+func (s *Source) GPUs(ctx context.Context, want node.GPUFields) (node.GPUInventory, error) {
 	if err := ctx.Err(); err != nil {
 		return node.GPUInventory{}, fmt.Errorf("read NVML: %w", err)
 	}
@@ -76,7 +80,7 @@ func (s *Source) GPUs(ctx context.Context) (node.GPUInventory, error) {
 					s.inv, s.err = node.GPUInventory{}, fmt.Errorf("read NVML: panic: %v", p)
 				}
 			}()
-			s.inv, s.err = read(s.open())
+			s.inv, s.err = read(s.open(), want)
 		}()
 	})
 	select {
@@ -159,21 +163,25 @@ func (l *library) hasSymbol(name string) bool {
 	return l.Extensions().LookupSymbol(name) == nil
 }
 
-// read takes the whole inventory: Init, the reads, Shutdown. Nothing but Init is called
-// unless Init succeeded.
-func read(lib api) (node.GPUInventory, error) {
+// read takes the inventory of the facts in want: Init, the reads, Shutdown. Nothing but Init
+// is called unless Init succeeded.
+func read(lib api, want node.GPUFields) (node.GPUInventory, error) {
 	if ret := lib.Init(); ret != nvml.SUCCESS {
 		// After a failed Init every other call (Shutdown included) jumps into a library that
 		// is not loaded, which kills the process: stop here.
 		return node.GPUInventory{Init: returnName(ret)}, nil
 	}
 	defer lib.Shutdown() // its result changes nothing that was read
-	inv := node.GPUInventory{Init: node.InitSuccess}
-	if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
-		inv.DriverVersion = v
+	inv := node.GPUInventory{Init: node.InitSuccess, Fields: want}
+	if want.Has(node.GPUDriverVersion) {
+		if v, ret := lib.SystemGetDriverVersion(); ret == nvml.SUCCESS {
+			inv.DriverVersion = v
+		}
 	}
-	if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
-		inv.CUDADriverVersion = v
+	if want.Has(node.GPUCUDAVersion) {
+		if v, ret := lib.SystemGetCudaDriverVersion(); ret == nvml.SUCCESS {
+			inv.CUDADriverVersion = v
+		}
 	}
 	n, ret := lib.DeviceGetCount()
 	if ret != nvml.SUCCESS {
@@ -181,17 +189,17 @@ func read(lib api) (node.GPUInventory, error) {
 	}
 	inv.DeviceCount = n
 	for i := range n {
-		inv.Devices = append(inv.Devices, readDevice(lib, i))
+		inv.Devices = append(inv.Devices, readDevice(lib, i, want))
 	}
 	return inv, nil
 }
 
-// readDevice reads GPU i. A handle NVML will not give, or a read saying the GPU is gone
-// (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED), sets Error and ends the reading of this GPU:
-// every further call would fail the same way, each perhaps slowly. Any other failed read
-// (ERROR_NOT_SUPPORTED included) leaves its field at its zero (MinorNumber -1) or nil, as
-// node.GPU documents.
-func readDevice(lib api, i int) node.GPU {
+// readDevice reads the facts in want of GPU i. A handle NVML will not give, or a read saying
+// the GPU is gone (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED), sets Error and ends the reading
+// of this GPU: every further call would fail the same way, each perhaps slowly. Any other
+// failed read (ERROR_NOT_SUPPORTED included) leaves its field at its zero (MinorNumber -1) or
+// nil, as node.GPU documents; so does a fact not in want, which costs no call.
+func readDevice(lib api, i int, want node.GPUFields) node.GPU {
 	g := node.GPU{Index: i, MinorNumber: -1}
 	d, ret := lib.DeviceGetHandleByIndex(i)
 	if ret != nvml.SUCCESS {
@@ -209,53 +217,64 @@ func readDevice(lib api, i int) node.GPU {
 			return ret
 		}
 	}
-	reads := []func() nvml.Return{
-		func() nvml.Return {
+	reads := []deviceRead{
+		{node.GPUMinorNumber, func() nvml.Return {
 			v, ret := d.GetMinorNumber()
 			if ret == nvml.SUCCESS {
 				g.MinorNumber = v
 			}
 			return ret
-		},
-		func() nvml.Return {
+		}},
+		{node.GPUUUID, func() nvml.Return {
 			v, ret := d.GetUUID()
 			if ret == nvml.SUCCESS {
 				g.UUID = v
 			}
 			return ret
-		},
-		func() nvml.Return {
+		}},
+		{node.GPUName, func() nvml.Return {
 			v, ret := d.GetName()
 			if ret == nvml.SUCCESS {
 				g.Name = v
 			}
 			return ret
-		},
-		func() nvml.Return {
+		}},
+		{node.GPUPCIBusID, func() nvml.Return {
 			v, ret := d.GetPciInfo()
 			if ret == nvml.SUCCESS {
 				g.PCIBusID = busID(v.BusId)
 			}
 			return ret
-		},
-		link(d.GetCurrPcieLinkWidth, &pcie.CurLinkWidth),
-		link(d.GetMaxPcieLinkWidth, &pcie.MaxLinkWidth),
-		link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen),
-		link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen),
-		func() nvml.Return {
+		}},
+		{node.GPUSerial, func() nvml.Return {
+			v, ret := d.GetSerial()
+			if ret == nvml.SUCCESS {
+				g.Serial = v
+			}
+			return ret
+		}},
+		{node.GPUPCIe, link(d.GetCurrPcieLinkWidth, &pcie.CurLinkWidth)},
+		{node.GPUPCIe, link(d.GetMaxPcieLinkWidth, &pcie.MaxLinkWidth)},
+		{node.GPUPCIe, link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen)},
+		{node.GPUPCIe, link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen)},
+		{node.GPUFabric, func() nvml.Return {
 			state, status, ret := lib.fabric(d)
 			g.Fabric = fabricOf(state, status, ret)
 			return ret
-		},
-		func() nvml.Return { return readECC(d, &g) },
-		func() nvml.Return { return readRemappedRows(lib, d, &g) },
-		func() nvml.Return { return readRetiredPages(d, &g) },
-		func() nvml.Return { return readNVLinks(d, &g) },
-		func() nvml.Return { return readMemory(lib, d, &g) },
-		func() nvml.Return { return readCompute(lib, d, &g) },
+		}},
+		{node.GPUECC, func() nvml.Return { return readECC(d, &g) }},
+		{node.GPURemappedRows, func() nvml.Return { return readRemappedRows(lib, d, &g) }},
+		{node.GPURetiredPages, func() nvml.Return { return readRetiredPages(d, &g) }},
+		{node.GPUNVLinks | node.GPUNVLinkErrors, func() nvml.Return { return readNVLinks(lib, d, &g, want) }},
+		{node.GPUMemory, func() nvml.Return { return readMemory(lib, d, &g) }},
+		{node.GPUCompute, func() nvml.Return { return readCompute(lib, d, &g) }},
 	}
+	reads = append(reads, signalReads(lib, d, &g, want)...)
 	for _, r := range reads {
-		if ret := r(); gone(ret) {
+		if want&r.fields == 0 {
+			continue
+		}
+		if ret := r.read(); gone(ret) {
 			g.Error = returnName(ret)
 			break
 		}
@@ -264,6 +283,12 @@ func readDevice(lib api, i int) node.GPU {
 		g.PCIe = &pcie
 	}
 	return g
+}
+
+// deviceRead is one read of readDevice: made when want has any of fields.
+type deviceRead struct {
+	fields node.GPUFields
+	read   func() nvml.Return
 }
 
 // gone says whether ret means the GPU can no longer be read: it fell off the bus, or it
@@ -362,14 +387,15 @@ func readRetiredPages(d nvml.Device, g *node.GPU) nvml.Return {
 	return ret
 }
 
-// readNVLinks fills g.NVLinks with every link nvmlDeviceGetNvLinkState answers. NVML has
+// readNVLinks walks the link states (nvmlDeviceGetNvLinkState) and fills g.NVLinks where
+// want has them, and g.NVLinkErrors over the active links where want has those. NVML has
 // no call for a GPU's link count that a mock can fake (nvmlDeviceGetNvLinkInfo goes through
 // a handler, see api), so every index up to NVML_NVLINK_MAX_LINKS is asked:
 // ERROR_INVALID_ARGUMENT means the index is past the GPU's links and ends the walk (every
 // later index is invalid too); ERROR_NOT_SUPPORTED (a GPU without NVLink, or a link the
 // board does not wire) and other failures leave that one link out. A GPU gone halfway
 // leaves NVLinks nil rather than a list a check would take for missing links.
-func readNVLinks(d nvml.Device, g *node.GPU) nvml.Return {
+func readNVLinks(lib api, d nvml.Device, g *node.GPU, want node.GPUFields) nvml.Return {
 	var links []node.NVLink
 	for link := range nvml.NVLINK_MAX_LINKS {
 		state, ret := d.GetNvLinkState(link)
@@ -383,7 +409,12 @@ func readNVLinks(d nvml.Device, g *node.GPU) nvml.Return {
 			links = append(links, node.NVLink{Link: link, Active: state == nvml.FEATURE_ENABLED})
 		}
 	}
-	g.NVLinks = links
+	if want.Has(node.GPUNVLinks) {
+		g.NVLinks = links
+	}
+	if want.Has(node.GPUNVLinkErrors) {
+		return readNVLinkErrors(lib, d, g, links)
+	}
 	return nvml.SUCCESS
 }
 

@@ -133,17 +133,18 @@ func fabricCompleted(*server.Device) (uint8, uint32, nvml.Return) {
 	return nvml.GPU_FABRIC_STATE_COMPLETED, uint32(nvml.SUCCESS), nvml.SUCCESS
 }
 
-// newH100 is dgxh100 with withLinks and withHealth.
+// newH100 is dgxh100 with withLinks, withHealth and withSignals.
 func newH100() *server.Server {
 	s := dgxh100.New()
 	withLinks(s)
 	withHealth(s)
+	withSignals(s)
 	return s
 }
 
 // wantH100 is what Source should make of newH100 with a completed fabric.
 func wantH100(s *server.Server) node.GPUInventory {
-	inv := node.GPUInventory{Init: "SUCCESS", DriverVersion: "550.54.15", CUDADriverVersion: 12040, DeviceCount: 8}
+	inv := node.GPUInventory{Init: "SUCCESS", DriverVersion: "550.54.15", CUDADriverVersion: 12040, DeviceCount: 8, Fields: node.AllGPUFields}
 	for i, d := range s.Devices {
 		g := node.GPU{
 			Index: i, MinorNumber: i, UUID: d.(*server.Device).UUID, Name: "NVIDIA H100 80GB HBM3",
@@ -152,6 +153,7 @@ func wantH100(s *server.Server) node.GPUInventory {
 			Fabric:   &node.Fabric{State: "COMPLETED", Status: "SUCCESS"},
 		}
 		healthyH100(&g)
+		healthySignals(&g, i)
 		inv.Devices = append(inv.Devices, g)
 	}
 	return inv
@@ -162,7 +164,7 @@ func TestGPUsH100(t *testing.T) {
 	var shutdowns atomic.Int32
 	s.ShutdownFunc = func() nvml.Return { shutdowns.Add(1); return nvml.SUCCESS }
 	src := New(withAPI(mockAPI{s, fabricCompleted}))
-	got, err := src.GPUs(context.Background())
+	got, err := src.GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -177,7 +179,7 @@ func TestGPUsH100(t *testing.T) {
 	*got.Devices[0].ECC.VolatileCorrected = 1
 	got.Devices[0].NVLinks[0].Active = false
 	got.Devices[0].Memory.UsedMiB = 1 << 10
-	again, err := src.GPUs(context.Background())
+	again, err := src.GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -227,7 +229,7 @@ func TestGPUsDegraded(t *testing.T) {
 		return fabricCompleted(d)
 	}
 
-	got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background())
+	got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -254,6 +256,7 @@ func TestGPUsDegraded(t *testing.T) {
 func TestGPUsA100(t *testing.T) {
 	s := dgxa100.New()
 	withHealth(s)
+	withSignals(s)
 	for _, d := range s.Devices {
 		dev := d.(*server.Device)
 		notSupported := func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
@@ -268,7 +271,7 @@ func TestGPUsA100(t *testing.T) {
 		},
 	}
 	fabric := func(d *server.Device) (uint8, uint32, nvml.Return) { return states[d.Index%len(states)]() }
-	got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background())
+	got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -544,7 +547,8 @@ func TestReadDeviceHealth(t *testing.T) {
 				d.GetRetiredPagesFunc = func(nvml.PageRetirementCause) ([]uint64, nvml.Return) { return nil, nvml.ERROR_GPU_IS_LOST }
 			},
 			want: func(g *node.GPU) {
-				g.NVLinks, g.Memory, g.Compute = nil, nil, nil
+				g.NVLinks, g.Memory, g.Compute, g.NVLinkErrors = nil, nil, nil, nil
+				noSignals(g)
 				g.Error = "ERROR_GPU_IS_LOST"
 			},
 			calls: func(c map[string]int) {
@@ -563,7 +567,8 @@ func TestReadDeviceHealth(t *testing.T) {
 			},
 			want: func(g *node.GPU) {
 				g.ECC = &node.ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: new(uint64(1)), VolatileCorrected: new(uint64(1))}
-				g.RemappedRows, g.NVLinks, g.Memory, g.Compute = nil, nil, nil, nil
+				g.RemappedRows, g.NVLinks, g.Memory, g.Compute, g.NVLinkErrors = nil, nil, nil, nil, nil
+				noSignals(g)
 				g.Error = "ERROR_GPU_IS_LOST"
 			},
 			calls: func(c map[string]int) {
@@ -576,7 +581,8 @@ func TestReadDeviceHealth(t *testing.T) {
 				d.GetNvLinkStateFunc = nvLinks(up, up, up, answer{0, nvml.ERROR_RESET_REQUIRED}, up)
 			},
 			want: func(g *node.GPU) {
-				g.NVLinks, g.Memory, g.Compute = nil, nil, nil
+				g.NVLinks, g.Memory, g.Compute, g.NVLinkErrors = nil, nil, nil, nil
+				noSignals(g)
 				g.Error = "ERROR_RESET_REQUIRED"
 			},
 			calls: func(c map[string]int) {
@@ -590,6 +596,7 @@ func TestReadDeviceHealth(t *testing.T) {
 			},
 			want: func(g *node.GPU) {
 				g.Memory, g.Compute = nil, nil
+				noSignals(g)
 				g.Error = "ERROR_GPU_IS_LOST"
 			},
 			calls: func(c map[string]int) { c["GetComputeRunningProcesses"] = 0 },
@@ -606,6 +613,17 @@ func TestReadDeviceHealth(t *testing.T) {
 			if tc.want != nil {
 				tc.want(&want)
 			}
+			// The NVLink error counters cover the active links read.
+			want.NVLinkErrors = nil
+			if active := slices.IndexFunc(want.NVLinks, func(l node.NVLink) bool { return l.Active }); active >= 0 {
+				n := 0
+				for _, l := range want.NVLinks {
+					if l.Active {
+						n++
+					}
+				}
+				want.NVLinkErrors = &node.NVLinkErrors{Links: n}
+			}
 			wantCalls := map[string]int{
 				"GetEccMode": 1, "GetTotalEccErrors": 3, "GetRemappedRows": 1, "GetRetiredPages": 1,
 				"GetRetiredPagesPendingStatus": 0, "GetNvLinkState": h100Links + 1, "GetMemoryInfo_v2": 1,
@@ -614,7 +632,7 @@ func TestReadDeviceHealth(t *testing.T) {
 			if tc.calls != nil {
 				tc.calls(wantCalls)
 			}
-			got := readDevice(mockAPI{s, fabricCompleted}, 0)
+			got := readDevice(mockAPI{s, fabricCompleted}, 0, node.AllGPUFields)
 			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("readDevice (-want +got):\n%s", diff)
 			}
@@ -640,7 +658,7 @@ func TestGPUsInitFails(t *testing.T) {
 			s.DeviceGetHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { called("DeviceGetHandleByIndex"); return nil, nvml.SUCCESS }
 			s.LookupSymbolFunc = func(string) error { called("LookupSymbol"); return nil }
 			fabric := func(*server.Device) (uint8, uint32, nvml.Return) { called("fabric"); return 0, 0, nvml.SUCCESS }
-			got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background())
+			got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background(), node.AllGPUFields)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -656,7 +674,7 @@ func TestGPUsCountFails(t *testing.T) {
 	s.DeviceGetCountFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_UNKNOWN }
 	var shutdowns atomic.Int32
 	s.ShutdownFunc = func() nvml.Return { shutdowns.Add(1); return nvml.SUCCESS }
-	got, err := New(withAPI(mockAPI{s, fabricCompleted})).GPUs(context.Background())
+	got, err := New(withAPI(mockAPI{s, fabricCompleted})).GPUs(context.Background(), node.AllGPUFields)
 	if err == nil || !strings.Contains(err.Error(), "count GPUs: nvmlDeviceGetCount: ERROR_UNKNOWN") {
 		t.Errorf("GPUs error = %v, want one naming nvmlDeviceGetCount", err)
 	}
@@ -683,7 +701,7 @@ func TestGPUsDeadline(t *testing.T) {
 	for i := range 2 {
 		ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 		start := time.Now()
-		_, err := src.GPUs(ctx)
+		_, err := src.GPUs(ctx, node.AllGPUFields)
 		cancel()
 		if !errors.Is(err, context.DeadlineExceeded) || !strings.Contains(err.Error(), "wedged GPU") {
 			t.Errorf("call %d: GPUs = %v, want context.DeadlineExceeded saying why", i, err)
@@ -696,7 +714,7 @@ func TestGPUsDeadline(t *testing.T) {
 		t.Errorf("nvmlInit ran %d times, want 1", n)
 	}
 	close(release) // the wedge clears: the reading finishes, and the next call gets it
-	got, err := src.GPUs(context.Background())
+	got, err := src.GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -705,7 +723,7 @@ func TestGPUsDeadline(t *testing.T) {
 	}
 	cancelled, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := src.GPUs(cancelled); !errors.Is(err, context.Canceled) {
+	if _, err := src.GPUs(cancelled, node.AllGPUFields); !errors.Is(err, context.Canceled) {
 		t.Errorf("GPUs with a cancelled context = %v, want context.Canceled", err)
 	}
 }
@@ -714,7 +732,7 @@ func TestGPUsDeadline(t *testing.T) {
 // becomes an error rather than killing a process whose goroutine may have been abandoned.
 func TestGPUsPanic(t *testing.T) {
 	s := dgxh100.New() // GetCurrPcieLinkWidthFunc unset: the mock panics
-	_, err := New(withAPI(mockAPI{s, fabricCompleted})).GPUs(context.Background())
+	_, err := New(withAPI(mockAPI{s, fabricCompleted})).GPUs(context.Background(), node.AllGPUFields)
 	if err == nil || !strings.Contains(err.Error(), "read NVML: panic:") {
 		t.Errorf("GPUs = %v, want the panic as an error", err)
 	}

@@ -13,10 +13,19 @@
  * NVML_ERROR_INVALID_ARGUMENT), 80 GiB of framebuffer with 512 MiB reserved and 1 GiB used,
  * and one compute process, PID 4242, holding 500 MiB.
  *
+ * GPU 0's signals: serial 1650124031592, persistence mode on, 7 PCIe replays, idle clocks,
+ * 30 C with the absolute thresholds of an H100 (shutdown 92, slowdown 89, GPU max 87, memory
+ * max 95) and HBM at 36 C (field NVML_FI_DEV_MEMORY_TEMP), power limit 700 W (its default)
+ * drawing 100.89 W, recovery action NONE (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION), and on
+ * each active NVLink l: l flow-control CRC errors, 2 replays, 0 recoveries, and no data CRC
+ * counter (NVML_ERROR_NOT_SUPPORTED).
+ *
  * Built with -DNVMLSTUB_OLD it is a driver from before Ampere support (R450): no
- * nvmlDeviceGetRemappedRows, no nvmlDeviceGetMemoryInfo_v2, and only the unversioned
- * nvmlDeviceGetComputeRunningProcesses with the v1 struct. A caller that calls a missing
- * function dies in the dynamic linker.
+ * nvmlDeviceGetRemappedRows, no nvmlDeviceGetMemoryInfo_v2, only the unversioned
+ * nvmlDeviceGetComputeRunningProcesses with the v1 struct, only the throttle-reasons name
+ * of the clocks call (nvmlDeviceGetCurrentClocksEventReasons came with 535), and no GPU
+ * recovery action field (550): the field answers NVML_ERROR_NOT_SUPPORTED. A caller that
+ * calls a missing function dies in the dynamic linker.
  *
  * By default it has no fabric functions, as drivers before them: a caller that calls one
  * anyway dies in the dynamic linker, which is the failure the adapter must avoid. Built
@@ -336,3 +345,125 @@ nvmlReturn_t nvmlDeviceGetComputeRunningProcesses(nvmlDevice_t d, unsigned int *
 	return 0;
 }
 #endif
+
+/* Signals (issue 14). */
+
+nvmlReturn_t nvmlDeviceGetSerial(nvmlDevice_t d, char *serial, unsigned int length) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetSerial");
+	return copystr(serial, length, "1650124031592");
+}
+
+nvmlReturn_t nvmlDeviceGetPersistenceMode(nvmlDevice_t d, nvmlEnableState_t *mode) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetPersistenceMode");
+	*mode = 1;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetPcieReplayCounter(nvmlDevice_t d, unsigned int *value) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetPcieReplayCounter");
+	*value = 7;
+	return 0;
+}
+
+#define CLOCKS_IDLE 0x1ull
+
+#ifndef NVMLSTUB_OLD
+nvmlReturn_t nvmlDeviceGetCurrentClocksEventReasons(nvmlDevice_t d, unsigned long long *reasons) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetCurrentClocksEventReasons");
+	*reasons = CLOCKS_IDLE;
+	return 0;
+}
+#endif
+
+nvmlReturn_t nvmlDeviceGetCurrentClocksThrottleReasons(nvmlDevice_t d, unsigned long long *reasons) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetCurrentClocksThrottleReasons");
+	*reasons = CLOCKS_IDLE;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperature(nvmlDevice_t d, int sensor, unsigned int *temp) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetTemperature");
+	if (sensor != 0) return 2; /* NVML_TEMPERATURE_GPU only */
+	*temp = 30;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetTemperatureThreshold(nvmlDevice_t d, int kind, unsigned int *temp) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetTemperatureThreshold");
+	static const unsigned int thresholds[] = {92, 89, 95, 87}; /* SHUTDOWN, SLOWDOWN, MEM_MAX, GPU_MAX */
+	if (kind < 0 || kind > 3) return 3; /* NVML_ERROR_NOT_SUPPORTED */
+	*temp = thresholds[kind];
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetEnforcedPowerLimit(nvmlDevice_t d, unsigned int *mw) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetEnforcedPowerLimit");
+	*mw = 700000;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerManagementDefaultLimit(nvmlDevice_t d, unsigned int *mw) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetPowerManagementDefaultLimit");
+	*mw = 700000;
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetPowerUsage(nvmlDevice_t d, unsigned int *mw) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetPowerUsage");
+	*mw = 100890;
+	return 0;
+}
+
+/* nvmlFieldValue_t */
+typedef struct {
+	unsigned int fieldId, scopeId;
+	long long timestamp, latencyUsec;
+	int valueType;
+	nvmlReturn_t nvmlReturn;
+	union { double d; unsigned int ui; unsigned long ul; unsigned long long ull; long long sll; int si; unsigned short us; } value;
+} fieldValue;
+
+nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, fieldValue *values) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetFieldValues");
+	for (int i = 0; i < count; i++) {
+		fieldValue *v = &values[i];
+		v->valueType = 1; /* NVML_VALUE_TYPE_UNSIGNED_INT */
+		v->nvmlReturn = 0;
+		switch (v->fieldId) {
+		case 82: /* NVML_FI_DEV_MEMORY_TEMP */
+			v->value.ui = 36;
+			break;
+#ifndef NVMLSTUB_OLD
+		case 230: /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION */
+			v->value.ui = 0; /* NVML_GPU_RECOVERY_ACTION_NONE */
+			break;
+#endif
+		default:
+			v->nvmlReturn = 3; /* NVML_ERROR_NOT_SUPPORTED */
+		}
+	}
+	return 0;
+}
+
+nvmlReturn_t nvmlDeviceGetNvLinkErrorCounter(nvmlDevice_t d, unsigned int link, int counter, unsigned long long *value) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetNvLinkErrorCounter");
+	if (link >= 4) return 2;
+	switch (counter) {
+	case 0: *value = 2; return 0;    /* NVML_NVLINK_ERROR_DL_REPLAY */
+	case 1: *value = 0; return 0;    /* NVML_NVLINK_ERROR_DL_RECOVERY */
+	case 2: *value = link; return 0; /* NVML_NVLINK_ERROR_DL_CRC_FLIT */
+	}
+	return 3; /* NVML_ERROR_NOT_SUPPORTED: no data CRC counter */
+}
