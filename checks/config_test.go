@@ -319,8 +319,12 @@ func TestParseConfigErrors(t *testing.T) {
 				`nodecheck.toml: checks.gpu_count.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.pcie_link.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.fabric_manager.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.imex.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.gpu_memory_errors.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.gpu_recovery_action.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.nvlink.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.gpu_clocks.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.gpu_thermal.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.ib_ports.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.job_leftovers.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.gpu_models.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes`,

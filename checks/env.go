@@ -47,6 +47,12 @@ type EnvOptions struct {
 	DryRun bool
 	// GPUSource is the live node's NVML (the cgo adapter); nil reports NVML as not built in.
 	GPUSource node.GPUSource
+	// Checks are the checks the run will run (a --check selection); nil is All(). With the
+	// mode and the node's config they decide which GPU facts NVML is asked for (GPUFieldsFor).
+	Checks []Check
+	// GPUFields, when not 0, is what NVML is asked for instead: node.AllGPUFields for
+	// `nodecheck snapshot`, which records every fact whatever its checks judge.
+	GPUFields node.GPUFields
 	// Wrap, when set, wraps the facts before anything reads them (node.NewRecorder for
 	// `nodecheck snapshot`).
 	Wrap func(node.Facts) node.Facts
@@ -162,8 +168,19 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	if budget.Run > 0 {
 		budget.Deadline = setup.StartedAt.Add(budget.Run)
 	}
+	gpuFields := o.GPUFields
+	if gpuFields == 0 {
+		list := o.Checks
+		if list == nil {
+			list = ordered
+		}
+		gpuFields = GPUFieldsFor(list, eff, mode)
+	}
 	env := &Env{
-		Facts: facts, Config: eff, Mode: mode, Node: name, Target: target, Slurm: slurmFiles, Budget: budget,
+		// One reading per run of each whole-node listing, NVML limited to what the checks of
+		// this mode judge.
+		Facts:  node.NewMemo(facts, node.WithGPUFields(gpuFields)),
+		Config: eff, Mode: mode, Node: name, Target: target, Slurm: slurmFiles, Budget: budget,
 		Job: Job{
 			ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS"),
 			UID: getenv("SLURM_JOB_UID"), User: getenv("SLURM_JOB_USER"),
@@ -184,8 +201,8 @@ func (e *Env) RunOptions() RunOptions {
 	}
 }
 
-// openFacts gives the live node, or the recorded one at o.SnapshotDir, wrapped as o says and
-// memoized for one run.
+// openFacts gives the live node, or the recorded one at o.SnapshotDir, wrapped as o says.
+// NewEnv memoizes it for the run once it knows which GPU facts the run's checks judge.
 func openFacts(ctx context.Context, o EnvOptions) (node.Facts, *node.Snapshot, error) {
 	var (
 		facts node.Facts
@@ -212,7 +229,7 @@ func openFacts(ctx context.Context, o EnvOptions) (node.Facts, *node.Snapshot, e
 	if o.Wrap != nil {
 		facts = o.Wrap(facts)
 	}
-	return node.NewMemo(facts), snap, nil
+	return facts, snap, nil
 }
 
 // LoadRunConfig reads nodecheck.toml for a run: path when it is set (it must exist), else

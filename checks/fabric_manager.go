@@ -46,6 +46,11 @@ func (fabricManager) Description() string {
 	return "on NVSwitch nodes: Fabric Manager version = driver version, service active, GPU fabric COMPLETED/SUCCESS"
 }
 
+// GPUFields implements gpuFactsUser: the driver version, and each GPU's model (traits), bus id and fabric state.
+func (fabricManager) GPUFields() node.GPUFields {
+	return node.GPUDriverVersion | node.GPUName | node.GPUPCIBusID | node.GPUFabric
+}
+
 // fabricManagerConfig is [checks.fabric_manager].
 type fabricManagerConfig struct {
 	config.CheckCommon
@@ -88,18 +93,36 @@ func (fabricManager) Run(ctx context.Context, env *Env) Result {
 	if err != nil && (!cfg.Force || ctx.Err() != nil) {
 		return factsError(ctx, "list PCI devices", err)
 	}
-	switches := 0
+	switches, gpus := 0, 0
 	for _, d := range pci {
-		if isNVSwitch(d) {
+		switch {
+		case isNVSwitch(d):
 			switches++
+		case isNVIDIAGPU(d):
+			gpus++
 		}
 	}
-	if switches == 0 && !cfg.Force {
-		return Result{Status: StatusSkip, Summary: "no NVSwitch on the PCI bus"}
+	if switches == 0 && gpus == 0 && !cfg.Force {
+		return Result{Status: StatusSkip, Summary: "no NVSwitch and no NVIDIA GPU on the PCI bus"}
 	}
-	inv, err := env.Facts.GPUs(ctx)
-	if err != nil {
-		return factsError(ctx, "query NVML", err)
+	var inv node.GPUInventory
+	if switches == 0 || cfg.Force {
+		// Without NVSwitches the GPUs may still be on an NVLink fabric: a multi-node NVLink
+		// compute tray (GB200, GB300 NVL), whose switches sit in other trays.
+		if inv, err = env.Facts.GPUs(ctx); err != nil && ctx.Err() != nil {
+			return factsError(ctx, "query NVML", err)
+		}
+		if err == nil && switches == 0 && !cfg.Force && fabricWithoutNVSwitch(inv) {
+			return runFabricWithoutNVSwitch(ctx, env, cfg, inv)
+		}
+		if switches == 0 && !cfg.Force {
+			return Result{Status: StatusSkip, Summary: "no NVSwitch on the PCI bus" + noFabricWhy(inv, err)}
+		}
+	}
+	if inv.Init == "" {
+		if inv, err = env.Facts.GPUs(ctx); err != nil {
+			return factsError(ctx, "query NVML", err)
+		}
 	}
 	where := countNoun(switches, "NVSwitch", "NVSwitches")
 	if switches == 0 {
@@ -349,12 +372,19 @@ func parseFabricManagerVersion(out string) (string, error) {
 // fmService asks systemd whether the Fabric Manager unit is active: `systemctl is-active`
 // prints the state and exits 0 only for "active" (3 for inactive, failed or unknown units).
 func fmService(ctx context.Context, env *Env, systemctl, service string) Detail {
+	return serviceActive(ctx, env, systemctl, service, idFabricManager)
+}
+
+// serviceActive asks systemd whether service is active, for the check id (whose section
+// has the systemctl key): ok when it is, fail when systemd says another state, error when
+// systemd cannot be asked.
+func serviceActive(ctx context.Context, env *Env, systemctl, service, id string) Detail {
 	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active"}
 	out, err := env.Facts.Exec(ctx, []string{systemctl, "is-active", service})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		d.Status = StatusError
-		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s not found; set systemctl in [checks.fabric_manager]", service, systemctl)
+		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s not found; set systemctl in [checks.%s]", service, systemctl, id)
 		return d
 	case err != nil:
 		d.Status, d.Message = StatusError, fmt.Sprintf("run %s is-active %s: %v", systemctl, service, err)

@@ -68,6 +68,17 @@ func TestFabricManager(t *testing.T) {
 		inv.Devices[4] = node.GPU{Index: 4, Error: "ERROR_GPU_IS_LOST"}
 		return inv
 	}
+	// gb200 is a GB200 compute tray's 4 GPUs (bus ids of a GB200 tray as dcgm-exporter
+	// printed them, NVIDIA/dcgm-exporter#581), each changed by change.
+	gb200 := func(change func(g *node.GPU)) node.GPUInventory {
+		inv := node.GPUInventory{Init: node.InitSuccess, DriverVersion: "570.133.20", DeviceCount: 4}
+		for i, bus := range []string{"00000008:01:00.0", "00000009:01:00.0", "00000018:01:00.0", "00000019:01:00.0"} {
+			g := node.GPU{Index: i, MinorNumber: i, Name: "NVIDIA GB200", PCIBusID: bus, Fabric: &node.Fabric{State: "COMPLETED", Status: "SUCCESS"}}
+			change(&g)
+			inv.Devices = append(inv.Devices, g)
+		}
+		return inv
+	}
 	var noSwitch []node.PCIDevice
 	for _, d := range h100PCI() {
 		if !isNVSwitch(d) {
@@ -89,7 +100,27 @@ func TestFabricManager(t *testing.T) {
 			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, fabric COMPLETED on 8 GPUs (4 NVSwitches)"},
 		{"A100: no fabric state is fine", h100PCI(), a100(), nil, h100Commands(), false, StatusOK,
 			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, no GPU reports fabric state (before Hopper) (4 NVSwitches)"},
-		{"no NVSwitch", noSwitch, h100NVML(), nil, nil, false, StatusSkip, "no NVSwitch on the PCI bus"},
+		// Without NVSwitches on the bus, GPUs on a fabric (a VM whose host keeps the NVSwitches,
+		// a GB200 tray) have their registration judged, and Fabric Manager is expected off.
+		{"no NVSwitch, GPUs on a fabric, systemctl absent", noSwitch, h100NVML(), nil, map[string]node.CmdResult{}, false, StatusOK,
+			"NVLink fabric without NVSwitch on this node: fabric COMPLETED on 8 GPUs, Fabric Manager not running here (it runs where the NVSwitches are)"},
+		{"no NVSwitch, GPUs on a fabric, FM inactive", noSwitch, h100NVML(), nil, with(fmActiveCmd, node.CmdResult{Stdout: "inactive\n", ExitCode: 3}), false, StatusOK,
+			"NVLink fabric without NVSwitch on this node: fabric COMPLETED on 8 GPUs, Fabric Manager not running here (it runs where the NVSwitches are)"},
+		{"no NVSwitch, GPUs on a fabric, FM active", noSwitch, h100NVML(), nil, h100Commands(), false, StatusWarn,
+			"nvidia-fabricmanager active on a node without NVSwitch: Fabric Manager runs where the NVSwitches are (NVLink switch trays, or the VM's host); systemctl disable --now nvidia-fabricmanager"},
+		// The Fabric block of a GB200 tray quoted in Azure/azhpc-images#506 (corpus:
+		// gb200/azhpcimages-506-fabric-insufficient-resources-clique0.txt): "State : Completed",
+		// "Status : Insufficient Resources", as import-nvidia-smi records them.
+		{"GB200 tray, fabric completed with insufficient resources", noSwitch, gb200(func(g *node.GPU) {
+			g.Fabric = &node.Fabric{State: "COMPLETED", Status: "Insufficient Resources"}
+		}), nil, with(fmActiveCmd, node.CmdResult{Stdout: "inactive\n", ExitCode: 3}), false, StatusFail,
+			"fabric registration failed or not completed on 4 of 4 GPUs: gpu 0 (0008:01:00.0) COMPLETED with Insufficient Resources, gpu 1 (0009:01:00.0) COMPLETED with Insufficient Resources (+2 more)"},
+		{"no NVSwitch, no fabric state", noSwitch, fabric("NOT_SUPPORTED", "SUCCESS", all...), nil, nil, false, StatusSkip,
+			"no NVSwitch on the PCI bus, and no GPU reports an NVLink fabric state"},
+		{"no NVSwitch, NVML unavailable", noSwitch, node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, nil, nil, false, StatusSkip,
+			"no NVSwitch on the PCI bus, and NVML is unavailable (ERROR_DRIVER_NOT_LOADED) to tell GPUs on an NVLink fabric"},
+		{"no NVSwitch, no GPU", nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, nil, nil, false, StatusSkip,
+			"no NVSwitch and no NVIDIA GPU on the PCI bus"},
 		{"no NVSwitch, forced", noSwitch, h100NVML(), nil, h100Commands(), true, StatusOK,
 			"driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, fabric COMPLETED on 8 GPUs (no NVSwitch on the PCI bus, forced by config)"},
 		{"version mismatch", h100PCI(), h100NVML(), nil, with(fmVersionCmd, node.CmdResult{Stdout: "\n\n\n\tFabric Manager version is : 535.154.05\n\n"}), false, StatusFail,

@@ -55,7 +55,7 @@ func TestGPUChecksOnSnapshots(t *testing.T) {
 		{"cpu-node-no-gpu-no-ib", []brief{
 			{"gpu_count", "skip", "no GPU Gres for cpu-01 in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: ERROR_LIBRARY_NOT_FOUND)"},
 			{"pcie_link", "skip", "no GPU, NVSwitch or Mellanox InfiniBand/Ethernet HCA on the PCI bus"},
-			{"fabric_manager", "skip", "no NVSwitch on the PCI bus"}}},
+			{"fabric_manager", "skip", "no NVSwitch and no NVIDIA GPU on the PCI bus"}}},
 		{"h100-gpu-lost", []brief{
 			{"gpu_count", "fail", "7/8 GPUs in NVML, 8 on PCI: 0000:9b:00.0 missing, gpu 4 ERROR_GPU_IS_LOST"},
 			{"pcie_link", "ok", healthyPCIe},

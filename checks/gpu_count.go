@@ -29,6 +29,11 @@ func (gpuCount) Description() string {
 	return "GPUs in slurm.conf Gres= for this node = GPUs NVML sees = NVIDIA GPUs on the PCI bus; Gres type names the NVML model"
 }
 
+// GPUFields implements gpuFactsUser: names and bus ids, to match NVML with the PCI bus.
+func (gpuCount) GPUFields() node.GPUFields {
+	return node.GPUName | node.GPUPCIBusID
+}
+
 // gpuCountConfig is [checks.gpu_count]: no keys of its own, slurm.conf is the expectation.
 type gpuCountConfig struct {
 	config.CheckCommon

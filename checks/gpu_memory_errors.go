@@ -63,6 +63,11 @@ func (gpuMemoryErrors) Description() string {
 	return "each GPU: ECC on, no uncorrectable ECC error since driver load, no row remapping or page retirement pending or failed, retired pages under NVIDIA's limit"
 }
 
+// GPUFields implements gpuFactsUser: each GPU's model (traits), bus id, ECC, remapped rows and retired pages.
+func (gpuMemoryErrors) GPUFields() node.GPUFields {
+	return node.GPUName | node.GPUPCIBusID | node.GPUECC | node.GPURemappedRows | node.GPURetiredPages
+}
+
 // gpuMemoryErrorsConfig is [checks.gpu_memory_errors].
 type gpuMemoryErrorsConfig struct {
 	config.CheckCommon

@@ -29,6 +29,11 @@ func (gpuModels) Description() string {
 	return "the node's GPUs are one model, and slurm.conf Feature= and Gres types that name a GPU model name that one"
 }
 
+// GPUFields implements gpuFactsUser: each GPU's model and bus id.
+func (gpuModels) GPUFields() node.GPUFields {
+	return node.GPUName | node.GPUPCIBusID
+}
+
 // gpuModelsConfig is [checks.gpu_models].
 type gpuModelsConfig struct {
 	config.CheckCommon
@@ -82,7 +87,7 @@ func parseGPUModelRule(s string) (words []string, token string, err error) {
 // them: "NVIDIA H100 80GB HBM3", "NVIDIA H100 PCIe", "NVIDIA A100-SXM4-80GB",
 // "NVIDIA GeForce RTX 4090", "NVIDIA A10", "Tesla V100-SXM2-32GB", "NVIDIA TITAN V".
 var builtinGPUModels = []string{
-	"gb200=gb200", "b200=b200", "b100=b100",
+	"gb300=gb300", "gb200=gb200", "b300=b300", "b200=b200", "b100=b100",
 	"gh200=gh200", "h200=h200", "h100=h100", "h800=h800", "h20=h20",
 	"a100=a100", "a800=a800", "a40=a40", "a30=a30", "a16=a16", "a10g=a10g", "a10=a10", "a2=a2",
 	"l40s=l40s", "l40=l40", "l20=l20", "l4=l4",

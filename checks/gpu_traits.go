@@ -12,6 +12,12 @@ type gpuTraits struct {
 	rowRemapping   bool // nvmlDeviceGetRemappedRows: Ampere data-centre GPUs and later
 	pageRetirement bool // nvmlDeviceGetRetiredPages: data-centre GPUs before Ampere
 	fabric         bool // nvmlDeviceGetGpuFabricInfoV, on a node with NVSwitches: Hopper and later
+	// sensors: clocks event reasons, temperature and its thresholds, power limits and
+	// persistence mode (gpu_clocks, gpu_thermal, gpu_power_limit, gpu_persistence).
+	sensors bool
+	// mnnvl: built for multi-node NVLink racks (GB200, GB300 NVL), whose GPUs reach the
+	// rack's NVLink switch trays and share memory across trays through IMEX.
+	mnnvl bool
 }
 
 // gpuTraitsByModel holds the traits of the models nodecheck knows them for, by the token the
@@ -28,30 +34,38 @@ type gpuTraits struct {
 //   - Fabric: nvml.h documents nvmlDeviceGetGpuFabricInfo "for Hopper or newer fully
 //     supported devices"; the H100 and H200 captures read "Fabric State Completed". A100
 //     registers with Fabric Manager without a fabric state NVML can report.
+//   - Sensors: nvml.h documents the clocks event reasons "for all fully supported products",
+//     the temperature thresholds and power limits "for Kepler or newer fully supported
+//     devices" (the data-centre line), persistence mode "for all products" on Linux; the A40,
+//     H100 and H200 captures under shared/corpus (nvsmi-q) print every one of them.
+//   - MNNVL: the Grace-Blackwell superchips of NVIDIA's multi-node NVLink racks, "18x compute
+//     trays, each with 2 Grace CPUs and 4 Blackwell GPUs" (MNNVL user guide, overview); NVML
+//     names them "NVIDIA GB200" (nvidia-smi nvlink -s of a GB200 tray, NVIDIA/k8s-test-infra#371).
 var gpuTraitsByModel = map[string]gpuTraits{
-	"gb200": {ecc: true, rowRemapping: true, fabric: true},
-	"b200":  {ecc: true, rowRemapping: true, fabric: true},
-	"b100":  {ecc: true, rowRemapping: true, fabric: true},
-	"gh200": {ecc: true, rowRemapping: true, fabric: true},
-	"h200":  {ecc: true, rowRemapping: true, fabric: true},
-	"h100":  {ecc: true, rowRemapping: true, fabric: true},
-	"h800":  {ecc: true, rowRemapping: true, fabric: true},
-	"h20":   {ecc: true, rowRemapping: true, fabric: true},
-	"a100":  {ecc: true, rowRemapping: true},
-	"a800":  {ecc: true, rowRemapping: true},
-	"a40":   {ecc: true, rowRemapping: true},
-	"a30":   {ecc: true, rowRemapping: true},
-	"a16":   {ecc: true, rowRemapping: true},
-	"a10g":  {ecc: true, rowRemapping: true},
-	"a10":   {ecc: true, rowRemapping: true},
-	"a2":    {ecc: true, rowRemapping: true},
-	"l40s":  {ecc: true, rowRemapping: true},
-	"l40":   {ecc: true, rowRemapping: true},
-	"l20":   {ecc: true, rowRemapping: true},
-	"l4":    {ecc: true, rowRemapping: true},
-	"v100":  {ecc: true, pageRetirement: true},
-	"p100":  {ecc: true, pageRetirement: true},
-	"t4":    {ecc: true, pageRetirement: true},
+	"gb300": {ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
+	"gb200": {ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
+	"b200":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"b100":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"gh200": {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h200":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h100":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h800":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h20":   {ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"a100":  {ecc: true, rowRemapping: true, sensors: true},
+	"a800":  {ecc: true, rowRemapping: true, sensors: true},
+	"a40":   {ecc: true, rowRemapping: true, sensors: true},
+	"a30":   {ecc: true, rowRemapping: true, sensors: true},
+	"a16":   {ecc: true, rowRemapping: true, sensors: true},
+	"a10g":  {ecc: true, rowRemapping: true, sensors: true},
+	"a10":   {ecc: true, rowRemapping: true, sensors: true},
+	"a2":    {ecc: true, rowRemapping: true, sensors: true},
+	"l40s":  {ecc: true, rowRemapping: true, sensors: true},
+	"l40":   {ecc: true, rowRemapping: true, sensors: true},
+	"l20":   {ecc: true, rowRemapping: true, sensors: true},
+	"l4":    {ecc: true, rowRemapping: true, sensors: true},
+	"v100":  {ecc: true, pageRetirement: true, sensors: true},
+	"p100":  {ecc: true, pageRetirement: true, sensors: true},
+	"t4":    {ecc: true, pageRetirement: true, sensors: true},
 }
 
 // traitsOf returns the traits of the GPU model an NVML name names, and the model's token

@@ -51,6 +51,11 @@ func (jobLeftovers) Description() string {
 	return "the job's GPUs (SLURM_JOB_GPUS) carry no compute process and no held memory: after the job in the epilog, before it in the prolog"
 }
 
+// GPUFields implements gpuFactsUser: the job's GPUs by minor number, their bus ids, memory and processes.
+func (jobLeftovers) GPUFields() node.GPUFields {
+	return node.GPUMinorNumber | node.GPUName | node.GPUPCIBusID | node.GPUMemory | node.GPUCompute
+}
+
 // jobLeftoversConfig is [checks.job_leftovers].
 type jobLeftoversConfig struct {
 	config.CheckCommon

@@ -56,6 +56,11 @@ func (ncclAllReduce) Description() string {
 	return "nccl-tests all_reduce_perf over all GPUs: busbw at 1 GiB and more at least min_busbw_gbps (or the built-in table), no wrong data"
 }
 
+// GPUFields implements gpuFactsUser: the GPU count and model (the busbw table).
+func (ncclAllReduce) GPUFields() node.GPUFields {
+	return node.GPUName
+}
+
 func (c ncclAllReduce) clock() time.Time {
 	if c.now != nil {
 		return c.now()

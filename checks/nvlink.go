@@ -30,6 +30,11 @@ func (nvLink) Description() string {
 	return "every NVLink of every GPU is active, and each GPU reports as many NVLinks as its model has (expected_links)"
 }
 
+// GPUFields implements gpuFactsUser: each GPU's model (the link table), bus id and link states.
+func (nvLink) GPUFields() node.GPUFields {
+	return node.GPUName | node.GPUPCIBusID | node.GPUNVLinks
+}
+
 // nvLinkConfig is [checks.nvlink].
 type nvLinkConfig struct {
 	config.CheckCommon

@@ -33,6 +33,11 @@ func (pcieLink) Description() string {
 	return "GPUs, NVSwitches and Mellanox HCAs run their PCIe link at max width (or min_width); speed is only noted"
 }
 
+// GPUFields implements gpuFactsUser: each GPU's bus id and PCIe link.
+func (pcieLink) GPUFields() node.GPUFields {
+	return node.GPUPCIBusID | node.GPUPCIe
+}
+
 // pcieLinkConfig is [checks.pcie_link].
 type pcieLinkConfig struct {
 	config.CheckCommon

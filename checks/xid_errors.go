@@ -39,6 +39,11 @@ func (xidErrors) Description() string {
 	return "no NVIDIA XID in the kernel log since boot that needs a GPU reset or reboot (fail_xids); other XIDs warn"
 }
 
+// GPUFields implements gpuFactsUser: the GPUs' bus ids, to name the GPU of each XID.
+func (xidErrors) GPUFields() node.GPUFields {
+	return node.GPUPCIBusID
+}
+
 // xidErrorsConfig is [checks.xid_errors]. An XID is judged by the list it is in: an XID in
 // a list the admin set (one that is not its built-in default) is taken out of the lists
 // left at their defaults, so that `ignore_xids = [13]` alone ignores XID 13 although the

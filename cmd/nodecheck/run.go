@@ -118,7 +118,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	g.watch.Arm(mode, config.DefaultBudget().For(mode), false)
 	env, setup, err := checks.NewEnv(ctx, checks.EnvOptions{
 		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
-		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(),
+		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(), Checks: list,
 		StateDir: o.stateDir,
 	})
 	var cfgErr *checks.ConfigError

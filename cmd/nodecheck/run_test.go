@@ -102,6 +102,10 @@ var snapshotExitCodes = map[string]int{
 	"a100-nvlink-all-inactive":    1,
 	// job_leftovers judges only in a prolog or epilog: TestRunEpilogLeftovers.
 	"h100-leftover-process": 0,
+	// The NVML signals (issue 14).
+	"h100-signals":        0,
+	"h100-power-brake":    1,
+	"h100-recovery-reset": 1,
 }
 
 // TestRunSnapshots replays every recorded node through the binary's entry point and checks the

@@ -102,7 +102,9 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 	env, _, err := checks.NewEnv(ctx, checks.EnvOptions{
 		Mode: config.ModeManual, ConfigPath: o.configPath, SnapshotDir: o.from, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(),
-		Wrap: func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
+		// Every fact, whatever the checks judge: a snapshot serves checks added later.
+		GPUFields: node.AllGPUFields,
+		Wrap:      func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },
 		// A recording reads the node, it does not change its state: the history is the
 		// node's own runs'. What the history reads is recorded below.
 		NoHistory: true,

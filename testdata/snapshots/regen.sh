@@ -485,6 +485,92 @@ including 2): gpu 2 (0000:4c:00.0): 1 process left: pid 1002127 (alice, python);
 --all\`, the goldens) it skips, as it needs a job; a job without GPU 2 is not judged on it.
 Every other check as in h100-healthy."
 
+# --- NVML signals (issue 14) ----------------------------------------------------------------------
+# h100-healthy was recorded before nodecheck read the signals: its nvml.json has no "fields", so
+# the signal checks skip it ("not recorded"). Each variant below adds signals to every GPU and
+# says so in "fields" (the facts h100-healthy has, and the ones added).
+
+# fields KEYS: the "fields" line of a variant: h100-healthy's facts and KEYS (quoted, comma-separated).
+fields() {
+	edit $n nvml.json '/^  "device_count": 8,$/a\
+  "fields": ["driver_version", "cuda_driver_version", "minor_number", "uuid", "name", "pci_bus_id", "pcie", "fabric", "ecc", "remapped_rows", "retired_pages", "nvlinks", "memory", "compute", '"$1"'],
+'
+}
+
+# after_bus GPU-INDEX TEXT: add the line TEXT after device GPU-INDEX's pci_bus_id ("all" for every device).
+after_bus() {
+	if [ "$1" = all ]; then
+		edit $n nvml.json '/^      "pci_bus_id": /a\
+      '"$2"'
+'
+	else
+		edit $n nvml.json "$(gpu "$1")"'{
+/^      "pci_bus_id": /a\
+      '"$2"'
+}'
+	fi
+}
+
+# --- every signal, healthy ---------------------------------------------------------------------
+n=h100-signals
+new $n
+fields '"serial", "pcie_replay_counter", "clock_event_reasons", "temperature", "power", "persistence_mode", "recovery_action"'
+# signals GPU-INDEX SERIAL REPLAYS GPU_C MEMORY_C MARGIN DRAW_W: GPU GPU-INDEX of the 565.57.01 capture.
+signals() {
+	after_bus "$1" '"serial": "'"$2"'", "pcie_replay_counter": '"$3"', "clock_event_reasons": {"mask": 1, "reasons": ["gpu_idle"]}, "temperature": {"gpu_c": '"$4"', "memory_c": '"$5"', "tlimit_margin_c": '"$6"', "slowdown_tlimit_c": -2, "shutdown_tlimit_c": -8, "gpu_max_tlimit_c": 0}, "power": {"enforced_limit_w": 700, "default_limit_w": 700, "draw_w": '"$7"'}, "persistence_mode": true, "recovery_action": "NONE",'
+}
+signals 0 1654423001593 7 30 36 57 100.89
+signals 1 1654223054577 0 30 36 57 82.81
+signals 2 1654423003947 0 31 38 56 85.98
+signals 3 1654223056472 0 29 37 58 85.48
+signals 4 1654423003267 0 28 36 59 84.94
+signals 5 1654323021387 4 30 38 57 85.27
+signals 6 1654423003872 15 29 37 54 86.05
+signals 7 1654223055370 0 29 36 58 75.09
+source_note $n "Change: nvml.json lists its facts (\"fields\": h100-healthy's and serial, pcie_replay_counter,
+clock_event_reasons, temperature, power, persistence_mode, recovery_action), and each GPU carries those
+signals as import-nvidia-smi reads them from GPU i (same index) of another real 8x H100 80GB HBM3 node:
+thamada/gls gls/H100SXMx8_smi.py @ e20f22d0eec076b6eeed628fdb1312d84a6fb663 (corpus:
+nvsmi-q/thamada-gls-h100sxm-x8-565.57.01-recovery-action-replays.txt, driver 565.57.01): its serial numbers,
+\"Replays Since Reset\" (7, 4 and 15 on GPUs 0, 5 and 6), idle clocks, temperatures in the T.Limit form
+(\"GPU T.Limit Temp : 57 C\", \"GPU Slowdown T.Limit Temp : -2 C\", \"GPU Shutdown T.Limit Temp : -8 C\",
+\"GPU Max Operating T.Limit Temp : 0 C\", \"Memory Current Temp\"), 700 W limits and the power draw,
+\"Persistence Mode : Enabled\" and \"GPU Recovery Action : None\". Its driver is newer than h100-healthy's
+535.161.08, whose own capture prints no recovery action: the join is of two nodes, as h100-healthy is.
+Expected: healthy, as h100-healthy; gpu_clocks, gpu_thermal, gpu_power_limit, gpu_persistence and
+gpu_recovery_action ok on 8 GPUs instead of skipping."
+
+# --- HW power brake on every GPU: h100-healthy's own capture --------------------------------------
+n=h100-power-brake
+new $n
+fields '"clock_event_reasons"'
+after_bus all '"clock_event_reasons": {"mask": 136, "reasons": ["hw_slowdown", "hw_power_brake_slowdown"]},'
+source_note $n "Change: nvml.json lists clock_event_reasons among its facts, and each GPU carries the clocks event reasons
+the capture behind h100-healthy prints for it: leptonai/gpud pkg/nvidia-query/testdata/
+nvidia-smi-query.535.161.08.out.0.valid @ 2175d7d3671ccde724a6145ddbb87aa3f36e2cbd (corpus:
+nvsmi/gpud-q-h100x8-535.161.08.txt), \"Clocks Event Reasons\": \"HW Slowdown : Active\" and \"HW Power
+Brake Slowdown : Active\" on all 8 GPUs (mask 0x88), every other reason Not Active. h100-healthy leaves
+them out (it was made before nodecheck read them); this variant is that node as nodecheck now reads it.
+Expected: gpu_clocks fails: gpu 0 (0000:19:00.0): HW slowdown: clocks cut by half or more; HW power
+brake: asserted from outside the GPU, such as by the power supply (clocks event reasons 0x88) (+7 more);
+every other check as in h100-healthy."
+
+# --- the driver asks for a GPU reset -------------------------------------------------------------
+n=h100-recovery-reset
+new $n
+fields '"recovery_action"'
+after_bus all '"recovery_action": "NONE",'
+edit $n nvml.json "$(gpu 3)"'s/"recovery_action": "NONE"/"recovery_action": "GPU_RESET"/'
+source_note $n "Change: nvml.json lists recovery_action among its facts; every GPU's is NONE but device 3's
+(00000000:5D:00.0), which is GPU_RESET (NVML_GPU_RECOVERY_ACTION_GPU_RESET, what a driver of 550 or later
+reports after a fault that \"requires a reset to recover\",
+https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html; nvidia-smi
+-q prints it as \"GPU Recovery Action\"). NONE is what the real 565.57.01 H100 capture prints for every GPU
+(nvsmi-q/thamada-gls-h100sxm-x8-565.57.01-recovery-action-replays.txt); GPU_RESET on GPU 3 is written for
+the fixture: no capture in the corpus shows an action other than None.
+Expected: gpu_recovery_action fails in every mode: gpu 3 (0000:5d:00.0): driver asks for recovery action
+GPU_RESET: reset the GPU (nvidia-smi -r); every other check as in h100-healthy."
+
 # --- A100: every NVLink of one GPU inactive -------------------------------------------------------
 # a100-nvlink-all-inactive is a100-healthy with one change (not h100-healthy).
 base=a100-healthy
@@ -505,4 +591,4 @@ a100-healthy."
 base=h100-healthy
 # ---- >8 ----
 
-echo "regen.sh: rebuilt 24 snapshots from h100-healthy and 1 from a100-healthy"
+echo "regen.sh: rebuilt 27 snapshots from h100-healthy and 1 from a100-healthy"

@@ -1,0 +1,127 @@
+package checks
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+)
+
+func TestJudgeGPUPower(t *testing.T) {
+	power := func(enforced, def, draw float64) node.GPU {
+		return sigGPU(func(g *node.GPU) { g.Power = &node.Power{EnforcedLimitW: enforced, DefaultLimitW: def, DrawW: draw} })
+	}
+	for _, tc := range []struct {
+		name string
+		g    node.GPU
+		want brief
+	}{
+		{"at the default", power(700, 700, 100.89), brief{"", "ok", "1 GPU at or above their default power limit"}},
+		{"raised above the default", power(750, 700, 0), brief{"", "ok", "1 GPU at or above their default power limit"}},
+		// Written for the test (no capture of a capped GPU in the corpus): 500 W on a 700 W H100.
+		{"capped", power(500, 700, 431.5), brief{"", "warn", "gpu 0 (0000:19:00.0): power limit 500 W, below its default 700 W: someone capped it (nvidia-smi -pl), drawing 431.5 W"}},
+		{"a milliwatt under is the default", power(699.9995, 700, 0), brief{"", "ok", "1 GPU at or above their default power limit"}},
+		{"H100 without limits", sigGPU(func(g *node.GPU) { g.Power = &node.Power{DrawW: 70} }),
+			brief{"", "error", "gpu 0 (0000:19:00.0): power limits not reported by NVML (h100 GPUs report them): not judged"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUPower([]node.GPU{tc.g})
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		file string
+		want brief
+	}{
+		{capH100_565, brief{"", "ok", "8 GPUs at or above their default power limit"}},
+		{capA40, brief{"", "ok", "10 GPUs at or above their default power limit"}},
+		{capRTX5090, brief{"", "ok", "1 GPU at or above their default power limit"}},
+		{capGTX680, brief{"", "skip", "gpu 0 (0000:08:00.0): no power limits reported (NVIDIA GeForce GTX 680)"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got := judgeGPUPower(captureInv(t, tc.file).Devices)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestJudgeGPUPersistence(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		gpus []node.GPU
+		want brief
+	}{
+		{"on", []node.GPU{sigGPU(func(g *node.GPU) { g.Persistence = new(true) })}, brief{"", "ok", "persistence mode on on 1 GPU"}},
+		{"off", []node.GPU{sigGPU(func(g *node.GPU) { g.Persistence = new(false) })},
+			brief{"", "warn", "gpu 0 (0000:19:00.0): persistence mode off: every NVML and CUDA start pays the driver's initialisation (run nvidia-persistenced)"}},
+		{"H100 without a mode", []node.GPU{sigGPU(func(*node.GPU) {})},
+			brief{"", "error", "gpu 0 (0000:19:00.0): persistence mode not reported by NVML (h100 GPUs report them): not judged"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUPersistence(tc.gpus)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		file string
+		want brief
+	}{
+		{capRTX4060, brief{"", "warn", "gpu 0 (0000:03:00.0): persistence mode off: every NVML and CUDA start pays the driver's initialisation (run nvidia-persistenced) (+1 more)"}},
+		{capH100_565, brief{"", "ok", "persistence mode on on 8 GPUs"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got := judgeGPUPersistence(captureInv(t, tc.file).Devices)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+func TestJudgeGPURecovery(t *testing.T) {
+	action := func(a string) []node.GPU { return []node.GPU{sigGPU(func(g *node.GPU) { g.RecoveryAction = a })} }
+	for _, tc := range []struct {
+		action string
+		want   brief
+	}{
+		{"NONE", brief{"", "ok", "no recovery action needed on 1 GPU"}},
+		{"GPU_RESET", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action GPU_RESET: reset the GPU (nvidia-smi -r)"}},
+		{"NODE_REBOOT", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action NODE_REBOOT: reboot the node"}},
+		{"DRAIN_P2P", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action DRAIN_P2P: end the jobs using peer-to-peer traffic on it, then read the action again"}},
+		{"DRAIN_AND_RESET", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action DRAIN_AND_RESET: drain peer-to-peer traffic, then reset the GPU"}},
+		{"RECOVER_IMEX_DOMAIN", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action RECOVER_IMEX_DOMAIN: recover the IMEX domain"}},
+		{"BUS_RESET", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action BUS_RESET: reset the GPU's PCIe bus"}},
+		{"SYSTEM_REBOOT", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action SYSTEM_REBOOT: reboot the system"}},
+		{"ACTION_9", brief{"", "fail", "gpu 0 (0000:19:00.0): driver asks for recovery action ACTION_9: an action nodecheck does not know: see the driver's documentation"}},
+		{"", brief{"", "skip", "gpu 0 (0000:19:00.0): the driver reports no recovery action (drivers before 550)"}},
+	} {
+		t.Run(tc.action, func(t *testing.T) {
+			got := judgeGPURecovery(action(tc.action))
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		file string
+		want brief
+	}{
+		{capH100_565, brief{"", "ok", "no recovery action needed on 8 GPUs"}},
+		{capRTX5090, brief{"", "ok", "no recovery action needed on 1 GPU"}},
+		{capH200, brief{"", "skip", "gpu 0 (0000:03:00.0): the driver reports no recovery action (drivers before 550)"}},
+	} {
+		t.Run(tc.file, func(t *testing.T) {
+			got := judgeGPURecovery(captureInv(t, tc.file).Devices)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}

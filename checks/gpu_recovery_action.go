@@ -1,0 +1,119 @@
+package checks
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+)
+
+const idGPURecoveryAction = "gpu_recovery_action"
+
+// gpuRecoveryAction reads what the driver (550 and later) says a GPU needs before it can be
+// used again: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, nvmlDeviceGpuRecoveryAction_t. NVIDIA's
+// memory error management guide
+// (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html)
+// says what each asks:
+//
+//   - NONE: "No recovery action is needed. The GPU can be immediately used again": ok.
+//   - GPU_RESET: "a fault that requires a reset to recover. Terminate all GPU processes,
+//     reset the GPU": fail, reset the GPU.
+//   - NODE_REBOOT: "a fault [that] may have left the OS in an inconsistent state. Reboot":
+//     fail, reboot.
+//   - DRAIN_P2P: "a fault that requires all peer-to-peer traffic to be quiesced. Terminate
+//     all GPU processes that conduct peer-to-peer traffic and disable UVM persistence mode.
+//     Once all peer-to-peer traffic are drained, query ... again, which will return one of
+//     the other actions": fail. The GPU must take no new job, which would start peer-to-peer
+//     traffic again; a Slurm drain does exactly that while the running jobs end, after which
+//     the driver names the real action.
+//   - DRAIN_AND_RESET: drain peer-to-peer traffic and reset the GPU: fail.
+//   - RECOVER_IMEX_DOMAIN, BUS_RESET, SYSTEM_REBOOT (nvml.h, newer drivers): fail, naming
+//     the action; so does a value newer than nodecheck's table (ACTION_n): the driver asks
+//     for something other than NONE.
+//
+// It runs in every mode: one field value per GPU, and a GPU in this state must not start a
+// job.
+type gpuRecoveryAction struct{}
+
+func (gpuRecoveryAction) ID() string { return idGPURecoveryAction }
+
+func (gpuRecoveryAction) Description() string {
+	return "each GPU: the driver's recovery action (driver 550 and later) is NONE; a reset, reboot or drain it asks for fails"
+}
+
+// GPUFields implements gpuFactsUser: each GPU's recovery action and bus id.
+func (gpuRecoveryAction) GPUFields() node.GPUFields {
+	return node.GPURecoveryAction | node.GPUPCIBusID
+}
+
+// gpuRecoveryActionConfig is [checks.gpu_recovery_action]: the common keys only.
+type gpuRecoveryActionConfig struct {
+	config.CheckCommon
+}
+
+func (gpuRecoveryAction) Section() config.Section {
+	return &gpuRecoveryActionConfig{config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: config.ModeNames()}}
+}
+
+func (gpuRecoveryAction) Run(ctx context.Context, env *Env) Result {
+	return runGPUSignal(ctx, env, recoverySignal)
+}
+
+// recoverySignal is gpu_recovery_action's judge.
+var recoverySignal = gpuSignal{fact: node.GPURecoveryAction, what: "recovery action",
+	judge: judgeGPURecoveryOne,
+	ok: func(n int) string {
+		return fmt.Sprintf("no recovery action needed on %s", countNoun(n, "GPU", "GPUs"))
+	},
+}
+
+// judgeGPURecovery judges every GPU's recovery action.
+func judgeGPURecovery(gpus []node.GPU) Result { return judgeGPUSignal(gpus, recoverySignal) }
+
+// recoveryWhat says what each action asks of the admin.
+var recoveryWhat = map[string]string{
+	"GPU_RESET":           "reset the GPU (nvidia-smi -r)",
+	"NODE_REBOOT":         "reboot the node",
+	"DRAIN_P2P":           "end the jobs using peer-to-peer traffic on it, then read the action again",
+	"DRAIN_AND_RESET":     "drain peer-to-peer traffic, then reset the GPU",
+	"RECOVER_IMEX_DOMAIN": "recover the IMEX domain",
+	"BUS_RESET":           "reset the GPU's PCIe bus",
+	"SYSTEM_REBOOT":       "reboot the system",
+}
+
+func judgeGPURecoveryOne(g node.GPU) Detail {
+	switch a := g.RecoveryAction; a {
+	case "":
+		return Detail{Status: StatusSkip, Message: "the driver reports no recovery action (drivers before 550)"}
+	case "NONE":
+		return Detail{Status: StatusOK, Observed: a, Expected: "NONE", Message: "no recovery action needed"}
+	default:
+		what, ok := recoveryWhat[a]
+		if !ok {
+			what = "an action nodecheck does not know: see the driver's documentation"
+		}
+		return Detail{Status: StatusFail, Observed: a, Expected: "NONE",
+			Message: fmt.Sprintf("driver asks for recovery action %s: %s", a, what)}
+	}
+}
+
+// Explain is what `nodecheck explain gpu_recovery_action` says.
+func (gpuRecoveryAction) Explain() Explanation {
+	return Explanation{
+		Reads: []string{
+			"NVML, for each GPU: the driver's recovery action (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, driver 550 and later) and bus id.",
+			"The PCI bus, only when NVML is unavailable or lists no GPU.",
+		},
+		Passes: "Every GPU's recovery action is NONE: \"the GPU can be immediately used again\" (NVIDIA).",
+		Fails:  "A GPU's recovery action is GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET, RECOVER_IMEX_DOMAIN, BUS_RESET, SYSTEM_REBOOT or a newer one: the driver says the GPU needs it before it can be used again (DRAIN_P2P: no new job may start peer-to-peer traffic there; once the running ones end, the driver names the real action).",
+		Skips:  "NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus; the driver reports no recovery action (before 550); a snapshot recorded before nodecheck read it.",
+		Errors: "NVML is unavailable on a node with NVIDIA GPUs, or NVML lost a GPU.",
+		Fix: []string{
+			"nvidia-smi --query-gpu=index,pci.bus_id,gpu_recovery_action --format=csv (or nvidia-smi -q, \"GPU Recovery Action\") shows the action per GPU; dmesg | grep -i xid shows the fault behind it.",
+			"GPU_RESET, DRAIN_AND_RESET: once no job uses the GPU, nvidia-smi -r -i N (stop nvidia-persistenced, DCGM and Fabric Manager first where they hold it). NODE_REBOOT, SYSTEM_REBOOT: scontrol reboot ASAP nextstate=RESUME NODE. DRAIN_P2P: let the running jobs end, run nodecheck again and follow the action it then names.",
+			"If the action comes back after the reset or reboot, run dcgmi diag -r 3 and open a case with the vendor (RMA, with nvidia-bug-report.sh).",
+		},
+	}
+}
