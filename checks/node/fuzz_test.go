@@ -129,6 +129,7 @@ func FuzzSnapshotJSON(f *testing.F) {
 		`[{"argv": ["/usr/bin/nv-fabricmanager", "--version"], "stdout": "x", "stderr": "", "exit_code": 0, "duration_ms": 12}]`,
 		`{"init": "SUCCESS", "devices": [{"index": 0, "delay_ms": 5}]}`,
 		`{"timed_out": true}`, `{"init": "ERROR_LIBRARY_NOT_FOUND"}`, `{"init": "SUCCESS", "delay_ms": -1}`,
+		`{"init": "SUCCESS", "fields": ["serial", "clock_event_reasons"], "devices": [{"index": 0, "clock_event_reasons": {"reasons": ["hw_slowdown"]}, "temperature": {"gpu_c": 30, "tlimit_margin_c": -2}, "recovery_action": "GPU_RESET"}]}`,
 		"[\n{\"path\": 1}]", `{"format": "1"}`, `[{"argv": []}]`, "",
 	} {
 		f.Add([]byte(s))
@@ -163,8 +164,13 @@ func FuzzSnapshotJSON(f *testing.F) {
 			}
 		}
 		if r, err := parseNVML(b); err == nil {
-			if r.Init == "" && !r.TimedOut || r.DelayMS < 0 || r.DeviceCount < 0 {
+			if r.Init == "" && !r.TimedOut || r.DelayMS < 0 || r.DeviceCount < 0 || r.Fields&^AllGPUFields != 0 {
 				t.Fatalf("parseNVML accepted %+v", r)
+			}
+			for _, d := range r.Devices {
+				if c := d.ClockEvents; c != nil && !slices.Equal(c.Reasons, ClockEventReasonNames(c.Mask)) {
+					t.Fatalf("clock event reasons %v do not name mask 0x%x", c.Reasons, c.Mask)
+				}
 			}
 		}
 	})

@@ -99,6 +99,9 @@ func FuzzParseNvidiaSMIQuery(f *testing.F) {
 		if err := json.Unmarshal(b, &back); err != nil {
 			t.Fatal(err)
 		}
+		// A reading of exactly the legacy facts is written without "fields", which reads
+		// back as those facts.
+		inv.Fields, back.Fields = inv.Read(), back.Read()
 		if reflect.DeepEqual(inv, back) {
 			return
 		}
@@ -129,6 +132,40 @@ func FuzzParseNvidiaSMINvLinkStatus(f *testing.F) {
 				if l.Link < 0 || l.Link >= smiMaxLinks || i > 0 && ls[i-1].Link >= l.Link {
 					t.Fatalf("%s: links %v not sorted, distinct and in range", uuid, ls)
 				}
+			}
+		}
+	})
+}
+
+// FuzzParseNvidiaSMINvLinkErrors: no panic, line-numbered errors only, and only the counters
+// NVLinkErrors keeps, on links in range.
+func FuzzParseNvidiaSMINvLinkErrors(f *testing.F) {
+	addCaptures(f,
+		"GPU 0: X (UUID: GPU-0)\n\t Link 0: Replay Errors: 3\n\t Link 0: CRC Errors: 1\n\n\t Link 17: Recovery Errors: 0\n",
+		"GPU 0: X (UUID: GPU-0)\n Link 1: Rx remote Errors: 9\n Link 1: CRC Data Errors: 2\n",
+	)
+	f.Fuzz(func(t *testing.T, in string) {
+		got, err := ParseNvidiaSMINvLinkErrors(strings.NewReader(in))
+		if err != nil {
+			checkSMIError(t, in, err)
+			return
+		}
+		for uuid, links := range got {
+			if uuid == "" {
+				t.Fatal("empty UUID key")
+			}
+			for l, c := range links {
+				if l < 0 || l >= smiMaxLinks {
+					t.Fatalf("%s: link %d out of range", uuid, l)
+				}
+				for name := range c {
+					if name != "replay" && name != "recovery" && name != "crc_flit" && name != "crc_data" {
+						t.Fatalf("%s link %d: counter %q", uuid, l, name)
+					}
+				}
+			}
+			if e := sumLinkCounters(links, nil); e != nil && e.Links != len(links) {
+				t.Fatalf("%s: %d links summed of %d", uuid, e.Links, len(links))
 			}
 		}
 	})

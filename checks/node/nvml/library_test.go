@@ -101,8 +101,26 @@ func TestRealGPU(t *testing.T) {
 			if g.RetiredPages != nil {
 				t.Errorf("GPU %d (%s): retired pages %+v, want none (Hopper remaps rows)", g.Index, g.Name, g.RetiredPages)
 			}
+			// The signals every data-centre GPU reports (checks/gpu_traits.go, sensors); the
+			// recovery action needs driver 550 or later, and is only logged.
+			th := g.Thermal
+			if g.Serial == "" || g.ClockEvents == nil || g.Power == nil || g.Power.EnforcedLimitW == 0 || g.Persistence == nil ||
+				th == nil || th.GPUC == 0 || (th.SlowdownC == 0 && th.SlowdownMarginC == nil) {
+				t.Errorf("GPU %d (%s): serial %q, clocks %+v, power %+v, persistence %v, thermal %+v: want all read",
+					g.Index, g.Name, g.Serial, g.ClockEvents, g.Power, g.Persistence, th)
+			}
 		}
+		t.Logf("GPU %d signals: serial %q, replays %v, clocks %+v, thermal %+v, power %+v, persistence %v, recovery %q, nvlink errors %+v",
+			g.Index, g.Serial, deref(g.PCIeReplays), g.ClockEvents, g.Thermal, g.Power, deref(g.Persistence), g.RecoveryAction, g.NVLinkErrors)
 	}
+}
+
+// deref prints what p points to, "-" for nil.
+func deref[T any](p *T) string {
+	if p == nil {
+		return "-"
+	}
+	return fmt.Sprint(*p)
 }
 
 // eccString prints e with its counters' values rather than their addresses.
