@@ -372,13 +372,13 @@ func parseFabricManagerVersion(out string) (string, error) {
 // fmService asks systemd whether the Fabric Manager unit is active: `systemctl is-active`
 // prints the state and exits 0 only for "active" (3 for inactive, failed or unknown units).
 func fmService(ctx context.Context, env *Env, systemctl, service string) Detail {
-	return serviceActive(ctx, env, systemctl, service, idFabricManager)
+	return serviceActive(ctx, env, systemctl, service, idFabricManager, faultFMService)
 }
 
 // serviceActive asks systemd whether service is active, for the check id (whose section
-// has the systemctl key): ok when it is, fail when systemd says another state, error when
-// systemd cannot be asked.
-func serviceActive(ctx context.Context, env *Env, systemctl, service, id string) Detail {
+// has the systemctl key): ok when it is, fail with inactive's remedy when systemd says
+// another state, error when systemd cannot be asked.
+func serviceActive(ctx context.Context, env *Env, systemctl, service, id string, inactive fault) Detail {
 	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active"}
 	out, err := env.Facts.Exec(ctx, []string{systemctl, "is-active", service})
 	switch {
@@ -404,7 +404,7 @@ func serviceActive(ctx context.Context, env *Env, systemctl, service, id string)
 		d.Message = fmt.Sprintf("cannot ask systemd whether %s runs: %s is-active exited %d: %s", service, systemctl, out.ExitCode, text.OneLine(out.Stderr, 60))
 		return d
 	}
-	failDetail(&d, faultFMService)
+	failDetail(&d, inactive)
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
 	return d
 }

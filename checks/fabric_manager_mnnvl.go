@@ -69,7 +69,7 @@ func noFabricWhy(inv node.GPUInventory, err error) string {
 func runFabricWithoutNVSwitch(ctx context.Context, env *Env, cfg *fabricManagerConfig, inv node.GPUInventory) Result {
 	svc := fmService(ctx, env, cfg.Systemctl, cfg.Service)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 	}
 	return judgeFabricWithoutNVSwitch(inv, fmNotHere(svc, cfg.Service))
 }
@@ -81,7 +81,7 @@ func runFabricWithoutNVSwitch(ctx context.Context, env *Env, cfg *fabricManagerC
 // either way).
 func fmNotHere(svc Detail, service string) Detail {
 	d := svc
-	d.Expected = "not active"
+	d.Expected, d.Remedy = "not active", "" // a warn or an ok: no remedy
 	switch svc.Status {
 	case StatusOK:
 		d.Status = StatusWarn

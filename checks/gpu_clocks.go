@@ -166,7 +166,7 @@ func judgeGPUClocksOne(g node.GPU, fail, warn uint64) Detail {
 	}
 	switch {
 	case mask&fail != 0:
-		d.Status = StatusFail
+		failDetail(&d, clocksFault(mask&fail))
 		d.Message = describe(mask&fail) + " (clocks event reasons 0x" + fmt.Sprintf("%x", mask) + ")"
 	case mask&warn != 0:
 		d.Status = StatusWarn
@@ -180,6 +180,18 @@ func judgeGPUClocksOne(g node.GPU, fail, warn uint64) Detail {
 		d.Message = "normal: " + describe(mask)
 	}
 	return d
+}
+
+// clocksFault is the fault of the failing reasons: a power brake is the power supply's, HW
+// slowdown and the thermal reasons the cooling's, any other a reason the site chose to fail.
+func clocksFault(failing uint64) fault {
+	switch {
+	case failing&node.ClockHWPowerBrakeSlowdown != 0:
+		return faultClocksPowerBrake
+	case failing&(node.ClockHWSlowdown|node.ClockHWThermalSlowdown|node.ClockSWThermalSlowdown) != 0:
+		return faultClocksThermal
+	}
+	return faultClocksConfigured
 }
 
 // clockObserved is the reasons of mask as a detail shows them: "hw_slowdown, hw_power_brake_slowdown".

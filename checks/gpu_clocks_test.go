@@ -88,6 +88,7 @@ func TestJudgeGPUClocks(t *testing.T) {
 				}
 			}
 			got := judgeGPUClocks(tc.gpus, cfg)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -121,6 +122,7 @@ func TestGPUClocksCaptures(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := judgeGPUClocks(captureInv(t, tc.file).Devices, cfg)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

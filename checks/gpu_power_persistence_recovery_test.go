@@ -27,6 +27,7 @@ func TestJudgeGPUPower(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeGPUPower([]node.GPU{tc.g})
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -64,6 +65,7 @@ func TestJudgeGPUPersistence(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeGPUPersistence(tc.gpus)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -104,6 +106,7 @@ func TestJudgeGPURecovery(t *testing.T) {
 	} {
 		t.Run(tc.action, func(t *testing.T) {
 			got := judgeGPURecovery(action(tc.action))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
@@ -119,6 +122,7 @@ func TestJudgeGPURecovery(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := judgeGPURecovery(captureInv(t, tc.file).Devices)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

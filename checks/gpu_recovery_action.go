@@ -94,9 +94,21 @@ func judgeGPURecoveryOne(g node.GPU) Detail {
 		if !ok {
 			what = "an action nodecheck does not know: see the driver's documentation"
 		}
-		return Detail{Status: StatusFail, Observed: a, Expected: "NONE",
-			Message: fmt.Sprintf("driver asks for recovery action %s: %s", a, what)}
+		d := Detail{Observed: a, Expected: "NONE", Message: fmt.Sprintf("driver asks for recovery action %s: %s", a, what)}
+		failDetail(&d, recoveryFault(a))
+		return d
 	}
+}
+
+// recoveryFault is the fault of a recovery action other than NONE.
+func recoveryFault(action string) fault {
+	switch action {
+	case "GPU_RESET", "DRAIN_AND_RESET", "DRAIN_P2P":
+		return faultRecoveryReset
+	case "RECOVER_IMEX_DOMAIN":
+		return faultRecoveryIMEX
+	}
+	return faultRecoveryReboot
 }
 
 // Explain is what `nodecheck explain gpu_recovery_action` says.

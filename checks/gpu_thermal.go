@@ -176,6 +176,9 @@ func judgeGPUThermalOne(g node.GPU, atSlowdown Status) Detail {
 		return d
 	}
 	d.Status, d.Message = worst, strings.Join(findings, "; ")
+	if worst == StatusFail {
+		failDetail(&d, faultThermalHot)
+	}
 	return d
 }
 

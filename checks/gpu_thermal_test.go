@@ -51,6 +51,7 @@ func TestJudgeGPUThermal(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got := judgeGPUThermal([]node.GPU{tc.g}, tc.cfg)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\ndetails: %+v", diff, got.Details)
 			}
@@ -73,6 +74,7 @@ func TestGPUThermalCaptures(t *testing.T) {
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			got := judgeGPUThermal(captureInv(t, tc.file).Devices, cfg)
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)
 			}

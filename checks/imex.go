@@ -111,9 +111,9 @@ func (imex) Run(ctx context.Context, env *Env) Result {
 			return Result{Status: StatusSkip, Summary: "GPUs on an NVLink fabric without NVSwitch here, but not of a multi-node NVLink model (GB200, GB300): a VM whose host manages the NVSwitches, no IMEX"}
 		}
 	}
-	svc := serviceActive(ctx, env, cfg.Systemctl, cfg.Service, idIMEX)
+	svc := serviceActive(ctx, env, cfg.Systemctl, cfg.Service, idIMEX, faultIMEXService)
 	if ctx.Err() != nil {
-		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err()}
+		return Result{Status: StatusFail, Summary: "timed out asking systemd for " + cfg.Service, Err: ctx.Err(), Remedy: remedyOf(faultTimeout)}
 	}
 	perJob := ""
 	if env.Slurm != nil {
@@ -148,10 +148,12 @@ func judgeIMEX(svc Detail, channels []node.DevNode, perJob string) Result {
 		d := Detail{Device: c.Path, Status: StatusOK, Observed: "char", Expected: "char device"}
 		switch {
 		case c.Missing:
-			d.Status, d.Observed = StatusFail, "missing"
+			failDetail(&d, faultIMEXChannel)
+			d.Observed = "missing"
 			d.Message = c.Path + " missing: load the driver with NVreg_CreateImexChannel0=1 (or nvidia-modprobe -i 0), or set channels in [checks.imex]"
 		case c.Type != "char":
-			d.Status, d.Observed = StatusFail, c.Type
+			failDetail(&d, faultIMEXChannel)
+			d.Observed = c.Type
 			d.Message = fmt.Sprintf("%s is a %s, not a character device", c.Path, c.Type)
 		default:
 			d.Message = c.Path + " present"

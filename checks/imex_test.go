@@ -62,6 +62,7 @@ func TestIMEX(t *testing.T) {
 			}
 			f := &execFacts{fakeFacts: &fakeFacts{pci: tc.pci, gpus: tc.gpus, devs: tc.devs, files: files}, cmds: tc.cmds}
 			got := imex{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", config.Default(Schema())))
+			assertRemedies(t, got)
 			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s\nran: %q details: %+v", diff, f.ran, got.Details)
 			}

@@ -108,6 +108,18 @@ const (
 
 	faultNVLinkDown fault = "nvlink/inactive"
 
+	faultRecoveryReset  fault = "gpu_recovery_action/reset"
+	faultRecoveryReboot fault = "gpu_recovery_action/reboot"
+	faultRecoveryIMEX   fault = "gpu_recovery_action/recover_imex"
+
+	faultClocksThermal    fault = "gpu_clocks/thermal"
+	faultClocksPowerBrake fault = "gpu_clocks/power_brake"
+	faultClocksConfigured fault = "gpu_clocks/configured"
+	faultThermalHot       fault = "gpu_thermal/hot"
+
+	faultIMEXService fault = "imex/service"
+	faultIMEXChannel fault = "imex/channel"
+
 	faultIBNoLink   fault = "ib_ports/no_link"
 	faultIBDisabled fault = "ib_ports/disabled"
 	faultIBNotSM    fault = "ib_ports/not_active"
@@ -212,6 +224,27 @@ var remedyTable = []remedyRow{
 
 	{faultNVLinkDown, []string{idNVLink}, "an NVLink inactive, or fewer NVLinks than the GPU's model has", RemedyResetGPU,
 		"XID 74 in the catalog: \"A GPU reset or node reboot is needed to clear this error\", and a vendor case only if that fails; DCGM_FR_NVLINK_DOWN_NEXT: reset the GPU, rerun diagnostics"},
+
+	{faultRecoveryReset, []string{idGPURecoveryAction}, "the driver's recovery action is GPU_RESET, DRAIN_AND_RESET or DRAIN_P2P", RemedyResetGPU,
+		"NVIDIA's recovery action flag (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html): GPU_RESET \"requires a reset to recover\"; DRAIN_P2P asks to quiesce peer-to-peer traffic, then names another action, and a drained GPU's reset is what the repair flow takes first; as XID 154 of the same actions"},
+	{faultRecoveryReboot, []string{idGPURecoveryAction}, "the driver's recovery action is NODE_REBOOT, SYSTEM_REBOOT, BUS_RESET, or one nodecheck does not know", RemedyReboot,
+		"NVIDIA's recovery action flag: NODE_REBOOT, a fault that \"may have left the OS in an inconsistent state\"; nvml.h (NVML 615) SYSTEM_REBOOT \"Reboot the system\" and BUS_RESET \"Reset the GPU's PCIe bus\", more than the GPU reset reset_gpu names, which a reboot does; a reboot also clears an action nodecheck cannot read"},
+	{faultRecoveryIMEX, []string{idGPURecoveryAction}, "the driver's recovery action is RECOVER_IMEX_DOMAIN", RemedyAdmin,
+		"nvml.h NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN: the IMEX domain, a service across the NVLink domain's nodes, is recovered by a person (nvidia-imex on every node of the domain), not by this node's reset or reboot"},
+
+	{faultClocksThermal, []string{idGPUClocks}, "a GPU in HW slowdown or HW thermal slowdown (or a thermal reason the site fails)", RemedyService,
+		"DCGM_FR_CLOCK_THROTTLE_THERMAL_NEXT (DEBUG_COOLING_MSG): verify the cooling, including fans, thermal interface material and airflow; nvml.h lists temperature first among HW slowdown's causes"},
+	{faultClocksPowerBrake, []string{idGPUClocks}, "a GPU in HW power brake slowdown", RemedyService,
+		"nvml.h: \"External Power Brake Assertion being triggered (e.g. by the system power supply)\": a power supply or the board's power delivery to check and replace"},
+	{faultClocksConfigured, []string{idGPUClocks}, "a GPU with a clocks event reason the site put in fail (a software or policy reason)", RemedyAdmin,
+		"a reason that is the GPU's own power management (power cap, application clocks, sync boost) fails only by the site's choice, and a setting changes it"},
+	{faultThermalHot, []string{idGPUThermal}, "a GPU at or over its slowdown or shutdown temperature", RemedyService,
+		"DCGM_FR_CLOCK_THROTTLE_THERMAL_NEXT (DEBUG_COOLING_MSG): verify the cooling; a GPU over its own slowdown threshold is its heatsink, fans, coolant or airflow"},
+
+	{faultIMEXService, []string{idIMEX}, "the IMEX service is not active on a multi-node NVLink tray", RemedyAdmin,
+		"NVIDIA's MNNVL user guide, IMEX: the service runs on every node of the NVLink domain from its configuration (nodes_config.cfg): a person checks the configuration and the domain's nodes, then restarts it"},
+	{faultIMEXChannel, []string{idIMEX}, "an IMEX channel device is missing or not a character device", RemedyAdmin,
+		"the driver makes channel 0 only when loaded with NVreg_CreateImexChannel0=1 (or nvidia-modprobe -i 0 makes it): configuration, or Slurm's switch/nvidia_imex plugin"},
 
 	{faultIBNoLink, []string{idIBPorts}, "a port without a physical link: phys_state Polling or any other but LinkUp, and Disabled on a RoCE (Ethernet) port", RemedyService,
 		srcIBSysfs + ": Polling is a port seeking a peer; the RoCE drivers report Disabled for a netdev without carrier (drivers/infiniband/hw/mlx5/main.c, mlx5_query_port_roce; ip link tells one set down by hand): reseat or replace the cable or transceiver, or fix the switch port"},

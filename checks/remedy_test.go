@@ -262,6 +262,7 @@ func TestRemedyMapping(t *testing.T) {
 	cases = append(cases, deviceRemedyCases()...)
 	cases = append(cases, linkRemedyCases()...)
 	cases = append(cases, jobRemedyCases()...)
+	cases = append(cases, signalRemedyCases()...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			assertRemedies(t, tc.res)

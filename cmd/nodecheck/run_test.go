@@ -167,6 +167,8 @@ var snapshotRemedies = map[string]map[string]checks.Remedy{
 	"h100-remap-failed":           {"gpu_memory_errors": checks.RemedyService},
 	"h100-nvlink-down":            {"nvlink": checks.RemedyResetGPU},
 	"a100-nvlink-all-inactive":    {"nvlink": checks.RemedyResetGPU},
+	"h100-power-brake":            {"gpu_clocks": checks.RemedyService},           // the power supply asserts the brake
+	"h100-recovery-reset":         {"gpu_recovery_action": checks.RemedyResetGPU}, // the driver asks for GPU_RESET
 }
 
 // checkSnapshotRemedies holds a snapshot's JSON report to snapshotRemedies: each failing
