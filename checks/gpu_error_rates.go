@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 )
 
@@ -28,6 +29,12 @@ func (gpuErrorRates) Description() string {
 }
 
 func (gpuErrorRates) judgesOverTime() {}
+
+// GPUFields implements gpuFactsUser: what the history step records of each GPU for the rates,
+// its identity and its counters (historyGPUFields).
+func (gpuErrorRates) GPUFields() node.GPUFields {
+	return historyGPUIdentity | historyGPUCounters
+}
 
 // gpuErrorRatesConfig is [checks.gpu_error_rates]: a warn and a fail rate per hour for each
 // counter (0 turns a level off), the least time between the two readings of a rate, and how

@@ -20,6 +20,10 @@ func TestGPUFieldsFor(t *testing.T) {
 	always := ident | node.GPUDriverVersion | node.GPUPCIe | node.GPUFabric | node.GPUECC | node.GPURemappedRows |
 		node.GPURetiredPages | node.GPUNVLinks | node.GPURecoveryAction
 	jobs := node.GPUMinorNumber | node.GPUMemory | node.GPUCompute
+	// xid_errors and gpu_error_rates (health, manual): the GPUs' identity the history keeps
+	// them by, and the counters whose rates it judges.
+	overTime := node.GPUUUID | node.GPUSerial | node.GPUECC | node.GPUNVLinkErrors | node.GPUPCIeReplays
+	signals := node.GPUClockEvents | node.GPUThermal | node.GPUPower | node.GPUPersistence
 	cfg := config.Default(Schema())
 	for _, tc := range []struct {
 		mode config.Mode
@@ -27,8 +31,8 @@ func TestGPUFieldsFor(t *testing.T) {
 	}{
 		{config.ModeProlog, always | jobs},
 		{config.ModeEpilog, always | jobs | node.GPUClockEvents | node.GPUThermal},
-		{config.ModeHealth, always | node.GPUClockEvents | node.GPUThermal | node.GPUPower | node.GPUPersistence},
-		{config.ModeManual, always | node.GPUClockEvents | node.GPUThermal | node.GPUPower | node.GPUPersistence},
+		{config.ModeHealth, always | signals | overTime},
+		{config.ModeManual, always | signals | overTime},
 	} {
 		if got := GPUFieldsFor(All(), cfg, tc.mode); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.mode, got, tc.want)

@@ -127,9 +127,19 @@ func parseUptime(s string) (time.Duration, error) {
 	return time.Duration(v * float64(time.Second)), nil
 }
 
+// The GPU facts gpuObservations records: a run whose checks keep history asks NVML for them
+// (xid_errors and gpu_error_rates name them in GPUFields). Every such run reads the identity,
+// so that a GPU's record is found by UUID and serial in every mode; the counters are read
+// where gpu_error_rates runs.
+const (
+	historyGPUIdentity = node.GPUUUID | node.GPUSerial | node.GPUPCIBusID | node.GPUName
+	historyGPUCounters = node.GPUECC | node.GPUNVLinkErrors | node.GPUPCIeReplays
+)
+
 // gpuObservations are NVML's GPUs with their identity and the counters the rate rules read.
 // A GPU NVML lost still names its UUID and bus, so its record goes on; counters it did not
-// read are left unread.
+// read are left unread, and so is an NVLink counter some active link would not give
+// (NVLinkErrors.Unread: its sum is 0, not a reading).
 func gpuObservations(inv node.GPUInventory) []history.GPUObs {
 	var out []history.GPUObs
 	for _, g := range inv.Devices {
@@ -138,9 +148,18 @@ func gpuObservations(inv node.GPUInventory) []history.GPUObs {
 			o.Counters[history.ECCCorrected] = history.Read(*g.ECC.VolatileCorrected)
 		}
 		if e := g.NVLinkErrors; e != nil {
-			o.Counters[history.NVLinkCRC] = history.Read(e.CRCFlit + e.CRCData)
-			o.Counters[history.NVLinkReplay] = history.Read(e.Replay)
-			o.Counters[history.NVLinkRecovery] = history.Read(e.Recovery)
+			read := func(names ...string) bool {
+				return !slices.ContainsFunc(names, func(n string) bool { return slices.Contains(e.Unread, n) })
+			}
+			if read("crc_flit", "crc_data") {
+				o.Counters[history.NVLinkCRC] = history.Read(e.CRCFlit + e.CRCData)
+			}
+			if read("replay") {
+				o.Counters[history.NVLinkReplay] = history.Read(e.Replay)
+			}
+			if read("recovery") {
+				o.Counters[history.NVLinkRecovery] = history.Read(e.Recovery)
+			}
 		}
 		if g.PCIeReplays != nil {
 			o.Counters[history.PCIeReplay] = history.Read(*g.PCIeReplays)

@@ -63,14 +63,21 @@ func TestGPUObservations(t *testing.T) {
 			ECC:          &node.ECC{Enabled: true, VolatileCorrected: ptr(12)},
 			NVLinkErrors: &node.NVLinkErrors{CRCFlit: 1, CRCData: 2, Replay: 3, Recovery: 4}, PCIeReplays: ptr(7)},
 		{Index: 1, UUID: "GPU-b", PCIBusID: "00000000:3B:00.0", Error: "ERROR_GPU_IS_LOST"},
+		// Some link would not give CRC data or recovery counts (Hopper answers some
+		// ERROR_NOT_SUPPORTED): their sums are 0, not readings.
+		{Index: 2, UUID: "GPU-c", PCIBusID: "00000000:4C:00.0",
+			NVLinkErrors: &node.NVLinkErrors{CRCFlit: 5, Replay: 6, Links: 18, Unread: []string{"crc_data", "recovery"}}},
 	}}
 	var full [history.NumCounters]history.Reading
 	full[history.ECCCorrected], full[history.NVLinkCRC], full[history.NVLinkReplay] = history.Read(12), history.Read(3), history.Read(3)
 	full[history.NVLinkRecovery], full[history.PCIeReplay] = history.Read(4), history.Read(7)
+	var partial [history.NumCounters]history.Reading
+	partial[history.NVLinkReplay] = history.Read(6)
 	want := []history.GPUObs{
 		{UUID: "GPU-a", Serial: "1652922000001", Bus: "00000000:19:00.0", Index: 0, Name: "NVIDIA H100 80GB HBM3", Counters: full},
 		// A lost GPU keeps its identity; its counters are not read.
 		{UUID: "GPU-b", Bus: "00000000:3B:00.0", Index: 1},
+		{UUID: "GPU-c", Bus: "00000000:4C:00.0", Index: 2, Counters: partial},
 	}
 	if diff := cmp.Diff(want, gpuObservations(inv)); diff != "" {
 		t.Errorf("(-want +got)\n%s", diff)
@@ -317,5 +324,49 @@ func TestDmesgKernelTimes(t *testing.T) {
 			t.Errorf("line %d of %d has no kernel time: %q", i+1, len(lines), l)
 			break
 		}
+	}
+}
+
+// TestHistoryReadsModeFacts: the history step of a health run records each GPU's identity
+// and counters from the reading the run makes, which asks NVML for the mode's facts only
+// (GPUFieldsFor): xid_errors and gpu_error_rates name what it records. With gpu_error_rates
+// off, the identity is still read (a GPU's record is found by UUID in every run) and the
+// NVLink and PCIe counters are not.
+func TestHistoryReadsModeFacts(t *testing.T) {
+	full := node.GPU{Index: 0, UUID: "GPU-a", Serial: "1652922000001", PCIBusID: "00000000:19:00.0", Name: "NVIDIA H100 80GB HBM3",
+		ECC:          &node.ECC{Enabled: true, VolatileCorrected: new(uint64(12))},
+		NVLinkErrors: &node.NVLinkErrors{CRCFlit: 1, CRCData: 2, Replay: 3, Recovery: 4, Links: 18}, PCIeReplays: new(uint64(7))}
+	for _, tc := range []struct {
+		name, toml string
+		want       [history.NumCounters]int64
+	}{
+		{"defaults", "", [history.NumCounters]int64{12, 3, 3, 4, 7}},
+		// gpu_memory_errors still reads ECC in health mode, so its counter comes along.
+		{"gpu_error_rates off", "[checks.gpu_error_rates]\nenabled = false\n", [history.NumCounters]int64{12, -1, -1, -1, -1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
+			if err != nil {
+				t.Fatal(err)
+			}
+			f := historyFacts("")
+			f.gpus.Devices = []node.GPU{full}
+			dir := t.TempDir()
+			env := historyEnv(onlyFacts{Facts: f, only: GPUFieldsFor(All(), cfg, config.ModeHealth)}, config.ModeHealth, dir)
+			env.Config = cfg
+			if r := loadRunHistory(context.Background(), env, All()); r.Err != nil || !r.Saved {
+				t.Fatalf("history step: %+v", r.RunHistory)
+			}
+			h, _, err := ReadHistory(dir, "gpu01", historyNow)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(h.GPUs) != 1 || h.GPUs[0].UUID != "GPU-a" || h.GPUs[0].Serial != "1652922000001" || h.GPUs[0].Name == "" {
+				t.Fatalf("GPU records: %+v", h.GPUs)
+			}
+			if s := h.GPUs[0].Samples; len(s) != 1 || s[0].C != tc.want {
+				t.Errorf("samples %+v, want counters %v", s, tc.want)
+			}
+		})
 	}
 }

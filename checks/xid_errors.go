@@ -39,9 +39,11 @@ func (xidErrors) Description() string {
 	return "no NVIDIA XID in the kernel log since boot that needs a GPU reset or reboot (fail_xids); other XIDs warn"
 }
 
-// GPUFields implements gpuFactsUser: the GPUs' bus ids, to name the GPU of each XID.
+// GPUFields implements gpuFactsUser: the GPUs' bus ids, to name the GPU of each XID, and
+// the identity the history step records them under (UUID and serial: a GPU moved or
+// replaced is not confused with its slot).
 func (xidErrors) GPUFields() node.GPUFields {
-	return node.GPUPCIBusID
+	return node.GPUPCIBusID | historyGPUIdentity
 }
 
 // xidErrorsConfig is [checks.xid_errors]. An XID is judged by the list it is in: an XID in
