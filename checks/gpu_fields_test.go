@@ -22,7 +22,7 @@ func TestGPUFieldsFor(t *testing.T) {
 	jobs := node.GPUMinorNumber | node.GPUMemory | node.GPUCompute
 	// xid_errors and gpu_error_rates (health, manual): the GPUs' identity the history keeps
 	// them by, and the counters whose rates it judges.
-	overTime := node.GPUUUID | node.GPUSerial | node.GPUECC | node.GPUNVLinkErrors | node.GPUPCIeReplays
+	overTime := node.GPUUUID | node.GPUSerial | node.GPUECCCorrected | node.GPUNVLinkErrors | node.GPUPCIeReplays
 	signals := node.GPUClockEvents | node.GPUThermal | node.GPUPower | node.GPUPersistence
 	cfg := config.Default(Schema())
 	for _, tc := range []struct {

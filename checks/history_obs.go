@@ -133,7 +133,7 @@ func parseUptime(s string) (time.Duration, error) {
 // where gpu_error_rates runs.
 const (
 	historyGPUIdentity = node.GPUUUID | node.GPUSerial | node.GPUPCIBusID | node.GPUName
-	historyGPUCounters = node.GPUECC | node.GPUNVLinkErrors | node.GPUPCIeReplays
+	historyGPUCounters = node.GPUECCCorrected | node.GPUNVLinkErrors | node.GPUPCIeReplays
 )
 
 // gpuObservations are NVML's GPUs with their identity and the counters the rate rules read.

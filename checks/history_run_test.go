@@ -330,8 +330,8 @@ func TestDmesgKernelTimes(t *testing.T) {
 // TestHistoryReadsModeFacts: the history step of a health run records each GPU's identity
 // and counters from the reading the run makes, which asks NVML for the mode's facts only
 // (GPUFieldsFor): xid_errors and gpu_error_rates name what it records. With gpu_error_rates
-// off, the identity is still read (a GPU's record is found by UUID in every run) and the
-// NVLink and PCIe counters are not.
+// off, the identity is still read (a GPU's record is found by UUID in every run) and no
+// counter is: no sample.
 func TestHistoryReadsModeFacts(t *testing.T) {
 	full := node.GPU{Index: 0, UUID: "GPU-a", Serial: "1652922000001", PCIBusID: "00000000:19:00.0", Name: "NVIDIA H100 80GB HBM3",
 		ECC:          &node.ECC{Enabled: true, VolatileCorrected: new(uint64(12))},
@@ -341,8 +341,7 @@ func TestHistoryReadsModeFacts(t *testing.T) {
 		want       [history.NumCounters]int64
 	}{
 		{"defaults", "", [history.NumCounters]int64{12, 3, 3, 4, 7}},
-		// gpu_memory_errors still reads ECC in health mode, so its counter comes along.
-		{"gpu_error_rates off", "[checks.gpu_error_rates]\nenabled = false\n", [history.NumCounters]int64{12, -1, -1, -1, -1}},
+		{"gpu_error_rates off", "[checks.gpu_error_rates]\nenabled = false\n", [history.NumCounters]int64{-1, -1, -1, -1, -1}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
@@ -364,7 +363,11 @@ func TestHistoryReadsModeFacts(t *testing.T) {
 			if len(h.GPUs) != 1 || h.GPUs[0].UUID != "GPU-a" || h.GPUs[0].Serial != "1652922000001" || h.GPUs[0].Name == "" {
 				t.Fatalf("GPU records: %+v", h.GPUs)
 			}
-			if s := h.GPUs[0].Samples; len(s) != 1 || s[0].C != tc.want {
+			s := h.GPUs[0].Samples
+			if tc.want == [history.NumCounters]int64{-1, -1, -1, -1, -1} && len(s) == 0 {
+				return // nothing read, nothing sampled
+			}
+			if len(s) != 1 || s[0].C != tc.want {
 				t.Errorf("samples %+v, want counters %v", s, tc.want)
 			}
 		})

@@ -26,7 +26,7 @@ const (
 	GPUSerial                               // GPU.Serial
 	GPUPCIe                                 // GPU.PCIe
 	GPUFabric                               // GPU.Fabric
-	GPUECC                                  // GPU.ECC
+	GPUECC                                  // GPU.ECC: the mode and the uncorrectable counts
 	GPURemappedRows                         // GPU.RemappedRows
 	GPURetiredPages                         // GPU.RetiredPages
 	GPUNVLinks                              // GPU.NVLinks
@@ -39,6 +39,10 @@ const (
 	GPUPower                                // GPU.Power
 	GPUPersistence                          // GPU.Persistence
 	GPURecoveryAction                       // GPU.RecoveryAction
+	// GPUECCCorrected is GPU.ECC.VolatileCorrected (with the ECC mode, which says whether
+	// there is a count): the correctable errors whose rate the history judges, a call per GPU
+	// that no other check needs.
+	GPUECCCorrected
 
 	gpuFieldsEnd // keep last
 )
@@ -49,14 +53,15 @@ const AllGPUFields = gpuFieldsEnd - 1
 // LegacyGPUFields are the facts nodecheck read before readings listed theirs: what an
 // nvml.json without "fields" holds.
 const LegacyGPUFields = GPUDriverVersion | GPUCUDAVersion | GPUMinorNumber | GPUUUID | GPUName | GPUPCIBusID |
-	GPUPCIe | GPUFabric | GPUECC | GPURemappedRows | GPURetiredPages | GPUNVLinks | GPUMemory | GPUCompute
+	GPUPCIe | GPUFabric | GPUECC | GPURemappedRows | GPURetiredPages | GPUNVLinks | GPUMemory | GPUCompute |
+	GPUECCCorrected
 
 // gpuFieldKeys are the facts' nvml.json keys, in bit order.
 var gpuFieldKeys = []string{
 	"driver_version", "cuda_driver_version", "minor_number", "uuid", "name", "pci_bus_id", "serial",
 	"pcie", "fabric", "ecc", "remapped_rows", "retired_pages", "nvlinks", "nvlink_errors",
 	"pcie_replay_counter", "memory", "compute", "clock_event_reasons", "temperature", "power",
-	"persistence_mode", "recovery_action",
+	"persistence_mode", "recovery_action", "ecc_corrected",
 }
 
 // Has reports whether f holds every fact of g.
@@ -150,7 +155,6 @@ func (g GPU) only(f GPUFields) GPU {
 		{GPUSerial, func() { keep.Serial = g.Serial }},
 		{GPUPCIe, func() { keep.PCIe = g.PCIe }},
 		{GPUFabric, func() { keep.Fabric = g.Fabric }},
-		{GPUECC, func() { keep.ECC = g.ECC }},
 		{GPURemappedRows, func() { keep.RemappedRows = g.RemappedRows }},
 		{GPURetiredPages, func() { keep.RetiredPages = g.RetiredPages }},
 		{GPUNVLinks, func() { keep.NVLinks = g.NVLinks }},
@@ -168,5 +172,22 @@ func (g GPU) only(f GPUFields) GPU {
 			c.copy()
 		}
 	}
+	keep.ECC = g.ECC.only(f)
 	return keep
+}
+
+// only is the part of e a reading of f takes: the mode with either ECC fact, the
+// uncorrectable counts with GPUECC, the correctable one with GPUECCCorrected.
+func (e *ECC) only(f GPUFields) *ECC {
+	if e == nil || f&(GPUECC|GPUECCCorrected) == 0 {
+		return nil
+	}
+	out := *e
+	if !f.Has(GPUECC) {
+		out.VolatileUncorrected, out.AggregateUncorrected = nil, nil
+	}
+	if !f.Has(GPUECCCorrected) {
+		out.VolatileCorrected = nil
+	}
+	return &out
 }

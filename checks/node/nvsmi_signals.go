@@ -236,7 +236,7 @@ func (g *smiGPU) buildSignals(out *GPU) {
 // signal sections say theirs in signalField, the PCI replays in replayField.
 var smiSectionFacts = map[string]GPUFields{
 	"Product Name": GPUName, "GPU UUID": GPUUUID, "Minor Number": GPUMinorNumber,
-	"Fabric": GPUFabric, "ECC Mode": GPUECC, "ECC Errors": GPUECC,
+	"Fabric": GPUFabric, "ECC Mode": GPUECC | GPUECCCorrected, "ECC Errors": GPUECC | GPUECCCorrected,
 	"Remapped Rows": GPURemappedRows, "Retired Pages": GPURetiredPages,
 	"FB Memory Usage": GPUMemory, "Processes": GPUCompute,
 }

@@ -97,7 +97,7 @@ func TestParseNvidiaSMISignals(t *testing.T) {
 				t.Errorf("GPU %d signals (-want +got):\n%s", tc.index, diff)
 			}
 			want := GPUDriverVersion | GPUCUDAVersion | GPUMinorNumber | GPUUUID | GPUName | GPUPCIBusID | GPUSerial |
-				GPUPCIe | GPUECC | GPURetiredPages | GPURemappedRows | GPUMemory | GPUCompute | GPUPCIeReplays |
+				GPUPCIe | GPUECC | GPUECCCorrected | GPURetiredPages | GPURemappedRows | GPUMemory | GPUCompute | GPUPCIeReplays |
 				GPUClockEvents | GPUThermal | GPUPower | GPUPersistence | tc.wantFields
 			if got := inv.Fields &^ GPUFabric; got != want {
 				t.Errorf("Fields = %s, want %s", got, want)

@@ -493,7 +493,7 @@ Every other check as in h100-healthy."
 # fields KEYS: the "fields" line of a variant: h100-healthy's facts and KEYS (quoted, comma-separated).
 fields() {
 	edit $n nvml.json '/^  "device_count": 8,$/a\
-  "fields": ["driver_version", "cuda_driver_version", "minor_number", "uuid", "name", "pci_bus_id", "pcie", "fabric", "ecc", "remapped_rows", "retired_pages", "nvlinks", "memory", "compute", '"$1"'],
+  "fields": ["driver_version", "cuda_driver_version", "minor_number", "uuid", "name", "pci_bus_id", "pcie", "fabric", "ecc", "remapped_rows", "retired_pages", "nvlinks", "memory", "compute", "ecc_corrected", '"$1"'],
 '
 }
 

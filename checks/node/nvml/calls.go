@@ -30,6 +30,7 @@ var fieldCalls = map[string][]string{
 	"power":               {"GetEnforcedPowerLimit", "GetPowerManagementDefaultLimit", "GetPowerUsage"},
 	"persistence_mode":    {"GetPersistenceMode"},
 	"recovery_action":     {"GetFieldValues"},
+	"ecc_corrected":       {"GetEccMode", "GetTotalEccErrors"},
 }
 
 // readingCalls are made by every reading that initialises NVML, whatever it asks for:

@@ -190,3 +190,23 @@ func BenchmarkNVMLCalls(b *testing.B) {
 		}
 	}
 }
+
+// TestECCCounterCalls: the correctable count is its own fact (the history's, health and
+// manual), so that a prolog reads only the two uncorrectable counts gpu_memory_errors judges.
+func TestECCCounterCalls(t *testing.T) {
+	for _, tc := range []struct {
+		want node.GPUFields
+		n    int // GetTotalEccErrors calls per GPU
+	}{
+		{node.GPUECC, 2},
+		{node.GPUECCCorrected, 1},
+		{node.GPUECC | node.GPUECCCorrected, 3},
+		{modeFields(config.ModeProlog), 2},
+		{modeFields(config.ModeHealth), 3},
+	} {
+		got := readCounting(t, newH100(), tc.want)
+		if n := got["GetTotalEccErrors"]; n != tc.n*len(h100Bus) || got["GetEccMode"] != len(h100Bus) {
+			t.Errorf("%s: %d GetTotalEccErrors and %d GetEccMode calls, want %d and %d", tc.want, n, got["GetEccMode"], tc.n*len(h100Bus), len(h100Bus))
+		}
+	}
+}

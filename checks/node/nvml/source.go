@@ -262,7 +262,7 @@ func readDevice(lib api, i int, want node.GPUFields) node.GPU {
 			g.Fabric = fabricOf(state, status, ret)
 			return ret
 		}},
-		{node.GPUECC, func() nvml.Return { return readECC(d, &g) }},
+		{node.GPUECC | node.GPUECCCorrected, func() nvml.Return { return readECC(d, &g, want) }},
 		{node.GPURemappedRows, func() nvml.Return { return readRemappedRows(lib, d, &g) }},
 		{node.GPURetiredPages, func() nvml.Return { return readRetiredPages(d, &g) }},
 		{node.GPUNVLinks | node.GPUNVLinkErrors, func() nvml.Return { return readNVLinks(lib, d, &g, want) }},
@@ -321,9 +321,11 @@ func gone(ret nvml.Return) bool {
 
 // readECC fills g.ECC from nvmlDeviceGetEccMode; nil where the GPU has no ECC
 // (ERROR_NOT_SUPPORTED) or the mode cannot be read. The counters are read only with ECC
-// on: nvml.h says nvmlDeviceGetTotalEccErrors "requires ECC Mode to be enabled". A counter
-// that cannot be read stays nil, so that 0 always means a read zero.
-func readECC(d nvml.Device, g *node.GPU) nvml.Return {
+// on: nvml.h says nvmlDeviceGetTotalEccErrors "requires ECC Mode to be enabled", and only
+// those of want: the uncorrectable ones with GPUECC, the correctable one with
+// GPUECCCorrected. A counter that cannot be read stays nil, so that 0 always means a read
+// zero.
+func readECC(d nvml.Device, g *node.GPU, want node.GPUFields) nvml.Return {
 	current, pending, ret := d.GetEccMode()
 	if ret != nvml.SUCCESS {
 		return ret
@@ -334,14 +336,18 @@ func readECC(d nvml.Device, g *node.GPU) nvml.Return {
 		return ret
 	}
 	for _, c := range []struct {
+		fact    node.GPUFields
 		dst     **uint64
 		errType nvml.MemoryErrorType
 		counter nvml.EccCounterType
 	}{
-		{&e.VolatileUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC},
-		{&e.VolatileCorrected, nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC},
-		{&e.AggregateUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC},
+		{node.GPUECC, &e.VolatileUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.VOLATILE_ECC},
+		{node.GPUECCCorrected, &e.VolatileCorrected, nvml.MEMORY_ERROR_TYPE_CORRECTED, nvml.VOLATILE_ECC},
+		{node.GPUECC, &e.AggregateUncorrected, nvml.MEMORY_ERROR_TYPE_UNCORRECTED, nvml.AGGREGATE_ECC},
 	} {
+		if !want.Has(c.fact) {
+			continue
+		}
 		n, ret := d.GetTotalEccErrors(c.errType, c.counter)
 		if gone(ret) {
 			return ret
