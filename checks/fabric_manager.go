@@ -93,15 +93,7 @@ func (fabricManager) Run(ctx context.Context, env *Env) Result {
 	if err != nil && (!cfg.Force || ctx.Err() != nil) {
 		return factsError(ctx, "list PCI devices", err)
 	}
-	switches, gpus := 0, 0
-	for _, d := range pci {
-		switch {
-		case isNVSwitch(d):
-			switches++
-		case isNVIDIAGPU(d):
-			gpus++
-		}
-	}
+	switches, gpus := countNVSwitchesGPUs(pci)
 	if switches == 0 && gpus == 0 && !cfg.Force {
 		return Result{Status: StatusSkip, Summary: "no NVSwitch and no NVIDIA GPU on the PCI bus"}
 	}

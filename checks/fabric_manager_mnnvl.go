@@ -2,6 +2,7 @@ package checks
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -108,18 +109,37 @@ func judgeFabricWithoutNVSwitch(inv node.GPUInventory, fm Detail) Result {
 		bad = append(bad, fm)
 	}
 	if len(bad) > 0 {
-		worst := bad[0]
-		for _, b := range bad[1:] {
-			if b.Status.Worse(worst.Status) {
-				worst = b
-			}
-		}
-		res.Status, res.Summary = worst.Status, worst.Message+moreSuffix(len(bad)-1)
-		if res.Status == StatusError {
-			res.Err = fmt.Errorf("%s", res.Summary)
-		}
+		summarizeWorst(&res, bad)
 		return res
 	}
 	res.Summary = fmt.Sprintf("NVLink fabric without NVSwitch on this node: fabric COMPLETED on %s, Fabric Manager not running here (it runs where the NVSwitches are)", countNoun(withFabric, "GPU", "GPUs"))
 	return res
+}
+
+// countNVSwitchesGPUs counts the NVSwitches and the NVIDIA GPUs among the PCI functions.
+func countNVSwitchesGPUs(pci []node.PCIDevice) (switches, gpus int) {
+	for _, d := range pci {
+		switch {
+		case isNVSwitch(d):
+			switches++
+		case isNVIDIAGPU(d):
+			gpus++
+		}
+	}
+	return switches, gpus
+}
+
+// summarizeWorst makes res the verdict of its worst problem (the first of that status): its
+// status and message, the count of the others, and an error for an error.
+func summarizeWorst(res *Result, problems []Detail) {
+	worst := problems[0]
+	for _, b := range problems[1:] {
+		if b.Status.Worse(worst.Status) {
+			worst = b
+		}
+	}
+	res.Status, res.Summary = worst.Status, worst.Message+moreSuffix(len(problems)-1)
+	if res.Status == StatusError {
+		res.Err = errors.New(res.Summary)
+	}
 }

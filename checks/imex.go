@@ -85,15 +85,7 @@ func (imex) Run(ctx context.Context, env *Env) Result {
 	if err != nil && ctx.Err() != nil {
 		return factsError(ctx, "list PCI devices", err)
 	}
-	switches, gpus := 0, 0
-	for _, d := range pci {
-		switch {
-		case isNVSwitch(d):
-			switches++
-		case isNVIDIAGPU(d):
-			gpus++
-		}
-	}
+	switches, gpus := countNVSwitchesGPUs(pci)
 	if switches == 0 && gpus == 0 && !cfg.Force {
 		return Result{Status: StatusSkip, Summary: "no NVSwitch and no NVIDIA GPU on the PCI bus"}
 	}
@@ -165,16 +157,7 @@ func judgeIMEX(svc Detail, channels []node.DevNode, perJob string) Result {
 	}
 	res.Observed = "service " + orUnknown(svc.Observed)
 	if len(bad) > 0 {
-		worst := bad[0]
-		for _, b := range bad[1:] {
-			if b.Status.Worse(worst.Status) {
-				worst = b
-			}
-		}
-		res.Status, res.Summary = worst.Status, worst.Message+moreSuffix(len(bad)-1)
-		if res.Status == StatusError {
-			res.Err = fmt.Errorf("%s", res.Summary)
-		}
+		summarizeWorst(&res, bad)
 		return res
 	}
 	switch {
