@@ -3,8 +3,10 @@
 #                 scripts/package.sh --print-version     (the package version only; no build)
 #
 # Builds the binary with cgo (the NVML adapter needs it), generates its man pages and shell
-# completions with the hidden `nodecheck gen-docs`, and packs them with nfpm (scripts/nfpm.yaml)
-# into dist/. Needs go and gcc; nfpm is installed with `go install` on first use.
+# completions with a build of it that has the hidden `gen-docs` verb (the gendocs build tag,
+# scripts/gendocs; the shipped binary leaves the man-page renderer out, README "Speed"), and
+# packs them with nfpm (scripts/nfpm.yaml) into dist/. Needs go and gcc; nfpm is installed with
+# `go install` on first use.
 #
 # Environment:
 #   VERSION        what `nodecheck version` prints (default: git describe --tags --always --dirty)
@@ -119,8 +121,16 @@ if [ "$(printf '%s\n%s\n' "$glibc" "$GLIBC_FLOOR" | sort -V | tail -n1)" != "$GL
 fi
 echo "package.sh: the binary needs glibc >= $glibc (declared: >= $GLIBC_FLOOR)"
 
-# Man pages and completions, from the command definitions.
-"$NODECHECK_STAGE/nodecheck" gen-docs --man "$NODECHECK_STAGE/man" --completions "$NODECHECK_STAGE/completions"
+# Man pages and completions, from the command definitions: the same commands with the hidden
+# gen-docs verb added (-tags gendocs), built without cgo (the command tree does not depend on
+# it), run once and not packaged.
+gendocs="$NODECHECK_STAGE/gendocs/nodecheck"
+if ! out=$(CGO_ENABLED=0 go build -tags gendocs -trimpath -ldflags "-X main.version=$VERSION" -o "$gendocs" ./cmd/nodecheck 2>&1); then
+	printf '%s\n' "$out" >&2
+	die "go build -tags gendocs failed"
+fi
+"$gendocs" gen-docs --man "$NODECHECK_STAGE/man" --completions "$NODECHECK_STAGE/completions"
+rm -r "$NODECHECK_STAGE/gendocs"
 gzip -9n "$NODECHECK_STAGE"/man/*.1
 
 if [ -n "${NFPM:-}" ]; then

@@ -1,20 +1,26 @@
 package main
 
 import (
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodecheck/nodecheck/scripts/gendocs"
 )
 
+// TestGenDocs writes the man pages and completions of the real command tree, as the gendocs
+// build that scripts/package.sh runs does (TestPackage checks they are in the packages).
 func TestGenDocs(t *testing.T) {
 	dir := t.TempDir()
 	man, compl := filepath.Join(dir, "man"), filepath.Join(dir, "completions")
-	if _, stderr, code := run(t, nil, "gen-docs", "--man", man, "--completions", compl); code != exitHealthy {
-		t.Fatalf("gen-docs: exit %d, stderr:\n%s", code, stderr)
+	root := newRootCmd(&globals{argv0: "nodecheck", stdin: strings.NewReader(""), stdout: io.Discard, stderr: io.Discard, getenv: os.Getenv})
+	if err := gendocs.Write(root, gendocs.Options{ManDir: man, CompletionsDir: compl, Source: "nodecheck " + versionString()}); err != nil {
+		t.Fatal(err)
 	}
 
-	// One page per visible verb, none for the hidden gen-docs itself.
+	// One page per visible verb.
 	for _, name := range []string{"nodecheck.1", "nodecheck-run.1", "nodecheck-lint.1", "nodecheck-snapshot.1", "nodecheck-version.1", "nodecheck-config-check.1"} {
 		b, err := os.ReadFile(filepath.Join(man, name))
 		if err != nil {
@@ -28,14 +34,10 @@ func TestGenDocs(t *testing.T) {
 			t.Errorf("%s carries cobra's dated auto-generated tag", name)
 		}
 	}
-	if _, err := os.Stat(filepath.Join(man, "nodecheck-gen-docs.1")); err == nil {
-		t.Error("the hidden gen-docs verb got a man page")
-	}
-
 	for _, tc := range []struct{ file, first string }{
-		{completionBash, "# bash completion V2 for nodecheck"},
-		{completionZsh, "#compdef nodecheck"},
-		{completionFish, "# fish completion for nodecheck"},
+		{gendocs.CompletionBash, "# bash completion V2 for nodecheck"},
+		{gendocs.CompletionZsh, "#compdef nodecheck"},
+		{gendocs.CompletionFish, "# fish completion for nodecheck"},
 	} {
 		b, err := os.ReadFile(filepath.Join(compl, tc.file))
 		if err != nil {
@@ -47,9 +49,10 @@ func TestGenDocs(t *testing.T) {
 	}
 }
 
-func TestGenDocsNeedsADirectory(t *testing.T) {
-	_, stderr, code := run(t, nil, "gen-docs")
-	if code != exitCannotRun || !strings.Contains(stderr, "--man DIR") {
-		t.Errorf("gen-docs without flags: exit %d, stderr %q; want %d and a usage message", code, stderr, exitCannotRun)
+// TestNoGenDocsVerb: the shipped binary (built without the gendocs tag) has no gen-docs verb.
+func TestNoGenDocsVerb(t *testing.T) {
+	_, stderr, code := run(t, nil, "gen-docs", "--man", t.TempDir())
+	if code != exitCannotRun || !strings.Contains(stderr, "unknown command") {
+		t.Errorf("gen-docs: exit %d, stderr %q; want %d and unknown command", code, stderr, exitCannotRun)
 	}
 }

@@ -94,7 +94,8 @@ The admin's guide is README.md, installed as /usr/share/doc/nodecheck/README.md.
 		SilenceErrors: true,
 	}
 	root.SetVersionTemplate(versionLine() + "\n")
-	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g), newGenDocsCmd())
+	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g))
+	root.AddCommand(buildTimeCommands()...)
 	root.AddCommand(newImportNvidiaSMICmd(g))
 	root.AddCommand(newTopologyCmd(g))
 	root.AddCommand(newHistoryCmd(g))
