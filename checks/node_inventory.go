@@ -147,7 +147,7 @@ func inventoryItems(inv node.Inventory, nl slurm.NodeLine) []inventoryItem {
 	return items
 }
 
-// judgeInventoryItem is the verdict on one key. A zero on the node side means ghw could not
+// judgeInventoryItem is the verdict on one key. A zero on the node side means the node could not
 // tell, which is not evidence of missing hardware.
 func judgeInventoryItem(it inventoryItem) Detail {
 	have := strconv.FormatUint(it.have, 10) + it.unit
@@ -199,7 +199,7 @@ func memoryShortFault(have, want uint64) fault {
 func (nodeInventory) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
-			"The CPU topology and memory through github.com/jaypipes/ghw: /proc/cpuinfo and /sys/devices/system/cpu (online logical CPUs, their physical package and core) and /proc/meminfo (MemTotal, the usable memory, in MiB).",
+			"The CPU topology and memory: /sys/devices/system/cpu (online logical CPUs, their physical package and core, counted as github.com/jaypipes/ghw counts them) and /proc/meminfo (MemTotal, the usable memory, in MiB).",
 			"slurm.conf: the node's NodeName line, only the keys it sets among CPUs, Sockets (or Boards and SocketsPerBoard), CoresPerSocket, ThreadsPerCore and RealMemory.",
 		},
 		Passes: "Every key the NodeName line sets matches the node, and the usable memory is at least RealMemory.",

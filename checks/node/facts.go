@@ -48,13 +48,14 @@ type Facts interface {
 	// not be made at all: ctx ending first (a wedged GPU can block NVML for minutes), or a
 	// snapshot without nvml.json (an error wrapping fs.ErrNotExist: no NVML facts recorded).
 	GPUs(ctx context.Context) (GPUInventory, error)
-	// Inventory is the node's CPU topology and usable memory as ghw reads them from /proc and
-	// /sys. A snapshot without inventory.json gives an error wrapping fs.ErrNotExist.
+	// Inventory is the node's CPU topology and usable memory as /sys/devices/system/cpu and
+	// /proc/meminfo give them. A snapshot without inventory.json gives an error wrapping
+	// fs.ErrNotExist.
 	Inventory(ctx context.Context) (Inventory, error)
 }
 
 // Inventory is the node's CPUs and memory, in slurm.conf's terms; its JSON form is a
-// snapshot's inventory.json. A zero means ghw could not tell.
+// snapshot's inventory.json. A zero means the node could not tell.
 type Inventory struct {
 	Sockets         int    `json:"sockets"`           // physical packages
 	CoresPerSocket  int    `json:"cores_per_socket"`  // cores of all sockets / sockets
