@@ -66,11 +66,16 @@ type EnvOptions struct {
 	// NoHistory keeps no history at all (nodecheck snapshot records facts, not judgements
 	// over time).
 	NoHistory bool
+	// Start is when the run began: the process's creation, as Slurm counts a hook's timeout
+	// and as the CLI's watchdog counts (cmd/nodecheck passes the watchdog's start), so that the
+	// budget and the watchdog count from one moment. Zero is Now() at NewEnv's start.
+	Start time.Time
 }
 
 // Setup says how NewEnv built the environment.
 type Setup struct {
-	// StartedAt is when NewEnv began: the budget counts from here.
+	// StartedAt is when the run began (EnvOptions.Start, else NewEnv's start): the budget
+	// counts from here.
 	StartedAt time.Time
 	// Snapshot is the replayed snapshot; nil on the live node.
 	Snapshot *node.Snapshot
@@ -104,7 +109,7 @@ const setupTimeout = 30 * time.Second
 // cannot be used (see ConfigErrorExitCode), and any other error when nodecheck cannot run
 // at all (a usage error, a named path that does not exist, a snapshot that cannot be read):
 // each names what it is about. Everything read before the checks runs within the mode's
-// budget, which counts from NewEnv's start (Env.Budget.Deadline).
+// budget, which counts from the run's start (EnvOptions.Start; Env.Budget.Deadline).
 func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	now := o.Now
 	if now == nil {
@@ -114,7 +119,10 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	if getenv == nil {
 		getenv = func(string) string { return "" }
 	}
-	setup := Setup{StartedAt: now()}
+	setup := Setup{StartedAt: o.Start}
+	if setup.StartedAt.IsZero() {
+		setup.StartedAt = now()
+	}
 	mode := o.Mode
 	if mode == "" {
 		mode = DetectMode(getenv, o.Argv0)

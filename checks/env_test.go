@@ -290,3 +290,32 @@ func BenchmarkNewEnvReplay(b *testing.B) {
 		}
 	}
 }
+
+// TestNewEnvStart: the budget counts from EnvOptions.Start (the process's creation, from
+// which the CLI's watchdog counts too), and from NewEnv's own start without one.
+func TestNewEnvStart(t *testing.T) {
+	healthy := filepath.Join(snapshotsDir, "h100-healthy")
+	now := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	clock := func() time.Time { return now }
+	for _, tc := range []struct {
+		name  string
+		start time.Time
+		want  time.Time
+	}{
+		{"process start", now.Add(-30 * time.Millisecond), now.Add(-30 * time.Millisecond)},
+		{"none given", time.Time{}, now},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env, setup, err := NewEnv(context.Background(), EnvOptions{Mode: config.ModeProlog, SnapshotDir: healthy, Now: clock, Start: tc.start})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !setup.StartedAt.Equal(tc.want) {
+				t.Errorf("StartedAt = %s, want %s", setup.StartedAt, tc.want)
+			}
+			if want := tc.want.Add(env.Budget.Run); env.Budget.Run <= 0 || !env.Budget.Deadline.Equal(want) {
+				t.Errorf("Budget = %+v, want a deadline of %s (the run's start + %s)", env.Budget, want, env.Budget.Run)
+			}
+		})
+	}
+}

@@ -120,6 +120,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(), Checks: list,
 		StateDir: o.stateDir,
+		Start:    g.watch.Start(), // the process's creation: the budget and the watchdog count from one moment
 	})
 	var cfgErr *checks.ConfigError
 	if errors.As(err, &cfgErr) {

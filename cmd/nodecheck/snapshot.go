@@ -101,7 +101,7 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 	var rec *node.Recorder
 	env, _, err := checks.NewEnv(ctx, checks.EnvOptions{
 		Mode: config.ModeManual, ConfigPath: o.configPath, SnapshotDir: o.from, NodeName: o.nodeName,
-		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(),
+		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(), Start: g.watch.Start(),
 		// Every fact, whatever the checks judge: a snapshot serves checks added later.
 		GPUFields: node.AllGPUFields,
 		Wrap:      func(f node.Facts) node.Facts { rec = node.NewRecorder(f); return rec },

@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // startupForbidden are packages that must not be linked into the shipped binary: Go runs
@@ -48,5 +52,32 @@ func TestStartupDeps(t *testing.T) {
 				}
 			}
 		}
+	}
+}
+
+// TestRunCountsFromProcessStart: the run's budget counts from the watchdog's start (the
+// process's creation), not from when the run got going. A prolog whose process was created
+// more than its 5 s budget ago has no time left for any check, so the run is undecided
+// (exit 0 in a prolog) where the same replay started now is healthy.
+func TestRunCountsFromProcessStart(t *testing.T) {
+	dir := filepath.Join(repoRoot, "testdata", "snapshots", "h100-healthy")
+	getenv := func(k string) string { return map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd"}[k] }
+	for _, tc := range []struct {
+		name    string
+		age     time.Duration
+		verdict string
+	}{
+		{"started now", 0, `"verdict": "healthy"`},
+		{"started 5s ago", 5 * time.Second, `"verdict": "undecided"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wd, _, _, _ := newTestWatchdog(time.Now().Add(-tc.age))
+			defer wd.finish()
+			var out, errb bytes.Buffer
+			code := executeWith(context.Background(), wd, []string{"nodecheck", "run", "--snapshot", dir, "--format", "json"}, strings.NewReader(""), &out, &errb, getenv)
+			if code != exitHealthy || !strings.Contains(out.String(), tc.verdict) {
+				t.Errorf("exit %d, want 0 and %s; stdout:\n%s\nstderr:\n%s", code, tc.verdict, out.String(), errb.String())
+			}
+		})
 	}
 }

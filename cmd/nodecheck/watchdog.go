@@ -67,6 +67,16 @@ func newWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel conte
 	return &watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
 }
 
+// Start is the process's creation, which the watchdog counts from and the run's budget too
+// (checks.EnvOptions.Start); the zero time on a nil watchdog (tests), where the run counts
+// from its own start.
+func (w *watchdog) Start() time.Time {
+	if w == nil {
+		return time.Time{}
+	}
+	return w.start
+}
+
 // Arm sets the watchdog for a run in mode with the mode's budget (0: none, and the watchdog
 // is disarmed) and the config's fail_closed; it fires at start + budget + watchdogMargin. A
 // later call replaces the earlier one: the run arms it first with the default budget, then
