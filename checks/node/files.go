@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/nodecheck/nodecheck/config/files"
@@ -87,13 +88,44 @@ type boundedFS struct {
 	fsys    fs.FS
 	read    func(name string, limit int64) ([]byte, error)
 	readDir func(name string) ([]fs.DirEntry, error)
+	// close releases what the tree opened while it was read (rootTree's directories); nil
+	// when there is nothing to release.
+	release func()
+	// dir, when set, answers isDir and ReadLink from the tree's open directories.
+	dir *rootDirs
+}
+
+// isDir reports whether name in fsys is a directory, following symlinks as fsys does.
+func isDir(fsys fs.FS, name string) bool {
+	if b, ok := fsys.(boundedFS); ok && b.dir != nil {
+		return b.dir.get(path.Join(b.dir.sub, name)) != nil
+	}
+	fi, err := fs.Stat(fsys, name)
+	return err == nil && fi.IsDir()
+}
+
+// close releases what b opened; the tree must not be read afterwards.
+func (b boundedFS) close() {
+	if b.release != nil {
+		b.release()
+	}
 }
 
 func (b boundedFS) Open(name string) (fs.File, error)          { return b.fsys.Open(name) }
 func (b boundedFS) ReadDir(name string) ([]fs.DirEntry, error) { return b.readDir(name) }
 func (b boundedFS) Stat(name string) (fs.FileInfo, error)      { return fs.Stat(b.fsys, name) }
 func (b boundedFS) Lstat(name string) (fs.FileInfo, error)     { return fs.Lstat(b.fsys, name) }
-func (b boundedFS) ReadLink(name string) (string, error)       { return fs.ReadLink(b.fsys, name) }
+func (b boundedFS) ReadLink(name string) (string, error) {
+	if b.dir != nil && fs.ValidPath(name) && name != "." {
+		full := path.Join(b.dir.sub, name)
+		if d := b.dir.get(path.Dir(full)); d != nil {
+			if target, err := d.Readlink(path.Base(full)); err == nil {
+				return target, nil
+			}
+		}
+	}
+	return fs.ReadLink(b.fsys, name)
+}
 
 // validName refuses what fs.FS refuses: a name that is not unrooted and clean.
 func validName(op, name string) error {
@@ -119,19 +151,33 @@ func dirTree(dir string) boundedFS {
 }
 
 // rootTree is the tree under sub inside root (a snapshot's fs/ and "sys"): links are
-// followed only inside root.
+// followed only inside root. The caller closes it once the listing is done.
+//
+// The IB and PCI listings read a few attributes in each of many deep directories
+// (devices/pci0000:15/0000:15:01.0/.../0000:19:00.0/current_link_width). os.Root resolves a
+// name component by component, an openat each, and files.ReadIn resolves it twice (stat,
+// then open): read so, a replay of an 8-GPU node made about 2,000 openat calls. So the tree
+// keeps the directories it reads in open, each as a root of its own (rootDirs), and reads a
+// file from its directory, one component. See rootDirs for why that answers as root does.
 func rootTree(root *os.Root, sub string) (boundedFS, error) {
 	fsys, err := fs.Sub(root.FS(), sub)
 	if err != nil {
 		return boundedFS{}, err
 	}
+	dirs := &rootDirs{root: root, sub: sub, open: map[string]*os.Root{}}
 	return boundedFS{
 		fsys: fsys,
 		read: func(name string, limit int64) ([]byte, error) {
 			if err := validName("read", name); err != nil {
 				return nil, err
 			}
-			return files.ReadIn(context.Background(), root, path.Join(sub, name), liveLimits(limit))
+			full := path.Join(sub, name)
+			if d := dirs.get(path.Dir(full)); d != nil {
+				if b, err := files.ReadIn(context.Background(), d, path.Base(full), liveLimits(limit)); err == nil {
+					return b, nil
+				}
+			}
+			return files.ReadIn(context.Background(), root, full, liveLimits(limit))
 		},
 		readDir: func(name string) ([]fs.DirEntry, error) {
 			if err := validName("readdir", name); err != nil {
@@ -146,7 +192,89 @@ func rootTree(root *os.Root, sub string) (boundedFS, error) {
 			slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
 			return ents, err
 		},
+		release: dirs.close,
+		dir:     dirs,
 	}, nil
+}
+
+// maxOpenDirs bounds the directories one rootTree keeps open; past it, files are read
+// through the snapshot's root as before (slower, the same answers).
+const maxOpenDirs = 512
+
+// rootDirs are directories of a snapshot's tree held open as roots of their own, by their
+// name in root (nil for one that is not a directory or could not be opened).
+//
+// A directory is opened from its parent's open root, one component, instead of from root,
+// component by component; a file is read from its directory's root. A root opened so is
+// narrower than root: a symlink that leads out of the directory (sysfs' class/infiniband/
+// mlx5_0 -> ../../devices/...) fails in it even where root, which follows links as long as
+// they stay inside it, would follow it. Every such failure, and every other one, is answered
+// again through root, and root's answer (content or error) is the one given. So an open
+// directory only ever gives what root gives for the same name, and the confinement is
+// root's: nothing outside the snapshot is reached.
+type rootDirs struct {
+	root *os.Root
+	sub  string // the tree's directory in root
+	mu   sync.Mutex
+	open map[string]*os.Root
+}
+
+// get returns dir (a name in root) opened as a root, opening it and its parents on first
+// use; nil when it is not a directory, or cannot be opened. Each is stat'ed before it is
+// opened: os.Root.OpenRoot opens without O_NONBLOCK or O_DIRECTORY, and would block on a
+// FIFO (or act on a device) recorded where a directory belongs. Only one swapped in between
+// the two calls gets that far, and then only the listing's goroutine waits, which the
+// listing's deadline abandons (listWithin).
+func (d *rootDirs) get(dir string) *os.Root {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.getLocked(dir)
+}
+
+func (d *rootDirs) getLocked(dir string) *os.Root {
+	if dir == "." {
+		return d.root
+	}
+	if r, ok := d.open[dir]; ok {
+		return r
+	}
+	if len(d.open) >= maxOpenDirs {
+		return nil
+	}
+	var r *os.Root
+	if parent := d.getLocked(path.Dir(dir)); parent != nil {
+		r = openDir(parent, path.Base(dir))
+	}
+	if r == nil {
+		r = openDir(d.root, dir) // a symlink out of the parent, or no parent: from root
+	}
+	d.open[dir] = r
+	return r
+}
+
+// openDir opens name in r as a root when it is a directory; nil otherwise.
+func openDir(r *os.Root, name string) *os.Root {
+	fi, err := r.Stat(name)
+	if err != nil || !fi.IsDir() {
+		return nil
+	}
+	sub, err := r.OpenRoot(name)
+	if err != nil {
+		return nil
+	}
+	return sub
+}
+
+// close closes the open directories (never root itself).
+func (d *rootDirs) close() {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	for name, r := range d.open {
+		if r != nil {
+			r.Close()
+		}
+		delete(d.open, name)
+	}
 }
 
 // bare strips an *fs.PathError down to its cause, so that an error built as

@@ -76,7 +76,7 @@ func readPCIDevice(sys fs.FS, addr string) (PCIDevice, error) {
 			// Read the attributes at the link's target: resolving the link once instead of
 			// for every attribute matters in a replay, where os.Root resolves each link
 			// itself, component by component.
-			if fi, err := fs.Stat(sys, p); err == nil && fi.IsDir() {
+			if isDir(sys, p) {
 				entry = p
 			}
 		}

@@ -14,6 +14,7 @@ import (
 	"reflect"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/files"
@@ -68,6 +69,7 @@ var ErrNotRecorded = fmt.Errorf("not recorded in the snapshot: %w", fs.ErrNotExi
 // It is safe for concurrent use.
 type Snapshot struct {
 	dir      string
+	fsRoot   func() (*os.Root, error) // <dir>/fs, opened once (openFS)
 	meta     Meta
 	delays   []delayRule
 	devices  map[string]deviceRecord
@@ -109,6 +111,7 @@ func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
 	}
 	defer root.Close()
 	s := &Snapshot{dir: abs}
+	s.fsRoot = sync.OnceValues(s.openFS)
 
 	read := func(name string) ([]byte, error) {
 		b, err := files.ReadIn(ctx, root, name, files.Limits{MaxBytes: snapshotJSONLimit, FollowSymlinks: true})
@@ -191,11 +194,10 @@ func (s *Snapshot) ReadFile(ctx context.Context, path string) ([]byte, error) {
 		name = "."
 	}
 	b, err := files.Await(ctx, func() ([]byte, error) {
-		root, err := s.openFS()
+		root, err := s.fsRoot()
 		if err != nil {
 			return nil, err
 		}
-		defer root.Close()
 		return files.ReadIn(context.Background(), root, name, liveLimits(DefaultMaxFileSize))
 	})
 	if err != nil {
@@ -247,21 +249,22 @@ func (s *Snapshot) PCIDevices(ctx context.Context) ([]PCIDevice, error) {
 }
 
 // withSysTree runs list on the snapshot's fs/sys; a snapshot without fs/ has nothing there,
-// and wrap names the listing in any other error of opening the tree.
+// and wrap names the listing in any other error of opening the tree. The directories the
+// listing opens to read in (rootTree) are closed when it returns.
 func withSysTree[T any](s *Snapshot, list func(fs.FS) (T, error), wrap func(error) error) (T, error) {
 	var zero T
-	root, err := s.openFS()
+	root, err := s.fsRoot()
 	if errors.Is(err, fs.ErrNotExist) {
 		return zero, nil
 	}
 	if err != nil {
 		return zero, wrap(err)
 	}
-	defer root.Close()
 	sys, err := rootTree(root, "sys")
 	if err != nil {
 		return zero, wrap(err)
 	}
+	defer sys.close()
 	return list(sys)
 }
 
@@ -355,8 +358,11 @@ func (s *Snapshot) Hostname(ctx context.Context) (string, error) {
 	return h, nil
 }
 
-// openFS opens <dir>/fs as a root confined to it, which the caller closes. It is opened
-// through a root at dir, so that fs/ itself being a symlink out of dir is refused too.
+// openFS opens <dir>/fs as a root confined to it. It is opened through a root at dir, so that
+// fs/ itself being a symlink out of dir is refused too. Snapshot.fsRoot calls it once and
+// keeps the root for the snapshot's life: every read of the replay starts from it, instead
+// of opening dir and fs/ again for each file (os.Root is safe for concurrent use, and the
+// runtime closes it with the snapshot).
 func (s *Snapshot) openFS() (*os.Root, error) {
 	top, err := os.OpenRoot(s.dir)
 	if err != nil {
