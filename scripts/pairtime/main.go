@@ -109,6 +109,18 @@ func summary(names []string, times [][]time.Duration) string {
 		}
 		fmt.Fprintf(&b, "%-50s %7.2fms %7.2fms %7.2fms %7.2fms   %s\n", name, q[0], q[1], q[2], q[3], ratio)
 	}
+	// Every later command against every other but the baseline: the ratio that compares two
+	// programs (NHC against nodecheck), per round.
+	for i := 1; i < len(times); i++ {
+		for j := i + 1; j < len(times); j++ {
+			rs := make([]float64, len(times[i]))
+			for r := range rs {
+				rs[r] = float64(times[i][r]) / float64(times[j][r])
+			}
+			q := quartiles(rs, func(f float64) float64 { return f })
+			fmt.Fprintf(&b, "command %d / command %d per round: p25 %.1fx, median %.1fx, p75 %.1fx\n", i+1, j+1, q[1], q[2], q[3])
+		}
+	}
 	return b.String()
 }
 
