@@ -8,6 +8,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -332,7 +333,7 @@ func parsePackageQuery(out string) (pkg, version string, ok bool) {
 		if i := strings.LastIndexByte(v, '-'); i > 0 {
 			v = v[:i]
 		}
-		if v == "" || versionRE.FindString(v) != v {
+		if v == "" || versionRE().FindString(v) != v {
 			continue
 		}
 		return strings.TrimSpace(f[1]), v, true
@@ -341,10 +342,12 @@ func parsePackageQuery(out string) (pkg, version string, ok bool) {
 }
 
 // versionRE is a driver-style version: "535.161.08", "550.54.15", "570.86.15".
-var versionRE = regexp.MustCompile(`[0-9]+(\.[0-9]+)+`)
+var versionRE = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`[0-9]+(\.[0-9]+)+`) })
 
 // fmVersionLine finds "Fabric Manager version" and what follows it.
-var fmVersionLine = regexp.MustCompile(`(?i)fabric\s*manager\s+version\b\s*(?:is\b)?\s*:?\s*([0-9]+(?:\.[0-9]+)+)`)
+var fmVersionLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`(?i)fabric\s*manager\s+version\b\s*(?:is\b)?\s*:?\s*([0-9]+(?:\.[0-9]+)+)`)
+})
 
 // parseFabricManagerVersion reads the version from `nv-fabricmanager --version`, which prints
 // blank lines, a TAB and "Fabric Manager version is : 535.161.08" (gpud's capture, corpus
@@ -352,10 +355,10 @@ var fmVersionLine = regexp.MustCompile(`(?i)fabric\s*manager\s+version\b\s*(?:is
 // Fabric Manager's log ("Fabric Manager version 535.161.08 is running ..."), a colon without
 // "is", and output that is nothing but a version.
 func parseFabricManagerVersion(out string) (string, error) {
-	if m := fmVersionLine.FindStringSubmatch(out); m != nil {
+	if m := fmVersionLine().FindStringSubmatch(out); m != nil {
 		return m[1], nil
 	}
-	if t := strings.TrimSpace(out); t != "" && versionRE.FindString(t) == t {
+	if t := strings.TrimSpace(out); t != "" && versionRE().FindString(t) == t {
 		return t, nil
 	}
 	return "", fmt.Errorf("no \"Fabric Manager version\" in %q", text.OneLine(out, 60))

@@ -257,7 +257,7 @@ func FuzzParseFabricManagerVersion(f *testing.F) {
 			}
 			return
 		}
-		if versionRE.FindString(v) != v || !strings.Contains(s, v) {
+		if versionRE().FindString(v) != v || !strings.Contains(s, v) {
 			t.Errorf("version %q from %q", v, s)
 		}
 	})
@@ -303,7 +303,7 @@ func FuzzParsePackageQuery(f *testing.F) {
 			}
 			return
 		}
-		if v == "" || versionRE.FindString(v) != v || strings.ContainsAny(pkg, "\t\n") {
+		if v == "" || versionRE().FindString(v) != v || strings.ContainsAny(pkg, "\t\n") {
 			t.Errorf("package %q version %q from %q", pkg, v, s)
 		}
 	})

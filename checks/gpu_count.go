@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -69,7 +70,7 @@ func (e gpuExpectation) gres() string {
 // migProfile matches the profile part of a MIG GRES type: "3g.20gb" in "a100_3g.20gb",
 // "1g.10gb" in "nvidia_h100_80gb_hbm3_1g.10gb" (Slurm's gres.shtml MIG section names MIG
 // types after nvidia-smi's profiles, "<slices>g.<memory>gb").
-var migProfile = regexp.MustCompile(`(^|[^0-9])[0-9]+g\.[0-9]+gb`)
+var migProfile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[^0-9])[0-9]+g\.[0-9]+gb`) })
 
 func expectedGPUs(ctx context.Context, env *Env) gpuExpectation {
 	conf, err := env.Slurm.Conf(ctx)
@@ -86,7 +87,7 @@ func expectedGPUs(ctx context.Context, env *Env) gpuExpectation {
 			continue
 		}
 		e.specs = append(e.specs, g)
-		if migProfile.MatchString(strings.ToLower(g.Type)) {
+		if migProfile().MatchString(strings.ToLower(g.Type)) {
 			e.mig = true
 		}
 	}

@@ -219,7 +219,7 @@ func TestMIGProfile(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.gresType, func(t *testing.T) {
-			if got := migProfile.MatchString(tc.gresType); got != tc.want {
+			if got := migProfile().MatchString(tc.gresType); got != tc.want {
 				t.Errorf("migProfile(%q) = %v, want %v", tc.gresType, got, tc.want)
 			}
 		})

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // NCCLRun is what one run of an nccl-tests binary (all_reduce_perf) printed on stdout. The
@@ -84,7 +85,9 @@ var ncclFailureMarkers = []string{"Test CUDA failure", "Test NCCL failure", "Tes
 
 // ncclRankLine matches a "#  Rank" line without its "#", in the forms with and without the
 // "Group N" column (added in nccl-tests 2.11).
-var ncclRankLine = regexp.MustCompile(`^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+var ncclRankLine = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^Rank\s+(\d+)\s+(?:Group\s+\d+\s+)?Pid\s+\d+\s+on\s+(\S+)\s+device\s+(\d+)\s+\[([^\]]*)\]\s*(.*)$`)
+})
 
 // ncclMaxLine bounds one line of output; Exec bounds the whole.
 const ncclMaxLine = 1 << 20
@@ -166,7 +169,7 @@ func parseNCCLComment(run *NCCLRun, body string, wrongIsCount *bool) error {
 	case strings.HasPrefix(body, "nThread "):
 		return parseNCCLSetup(run, body)
 	case strings.HasPrefix(body, "Rank "):
-		m := ncclRankLine.FindStringSubmatch(body)
+		m := ncclRankLine().FindStringSubmatch(body)
 		if m == nil {
 			return fmt.Errorf("rank line %q: want \"Rank N [Group N] Pid N on HOST device N [BUS] NAME\"", body)
 		}

@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/text"
@@ -70,13 +71,13 @@ func parseStateWords(words []string) (string, []string) {
 
 var (
 	// nodeNameField anchors the line: `scontrol show node -o` starts every record with it.
-	nodeNameField = regexp.MustCompile(`^NodeName=(\S+)`)
+	nodeNameField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^NodeName=(\S+)`) })
 	// stateField is the first State= at a field boundary. Fields before it hold no "State="
 	// (OS= has blanks but is uname's text); the reason, which may, comes after it.
-	stateField = regexp.MustCompile(`(?:^|\s)State=(\S+)`)
+	stateField = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(?:^|\s)State=(\S+)`) })
 	// reasonStamp ends the reason's first line: " [root@2024-05-01T10:00:00]" (user@time as
 	// slurm_make_time_str prints it; "Unknown" when the time is not set).
-	reasonStamp = regexp.MustCompile(` \[([^\]\s@]+)@([^\]\s]+)\]`)
+	reasonStamp = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(` \[([^\]\s@]+)@([^\]\s]+)\]`) })
 )
 
 // ParseShowNode reads the output of `scontrol show node -o NAME` (Slurm 22.05 and later, which
@@ -93,7 +94,7 @@ func ParseShowNode(r io.Reader, name string) (NodeState, error) {
 	var names []string
 	for sc.Scan() {
 		line := strings.TrimRight(sc.Text(), " \r")
-		m := nodeNameField.FindStringSubmatch(line)
+		m := nodeNameField().FindStringSubmatch(line)
 		if m == nil {
 			continue
 		}
@@ -116,8 +117,8 @@ func ParseShowNode(r io.Reader, name string) (NodeState, error) {
 var laterFields = []string{" Comment=", " Extra=", " InstanceId=", " InstanceType=", " ReservationName="}
 
 func parseShowNodeLine(line string) (NodeState, error) {
-	n := NodeState{Name: nodeNameField.FindStringSubmatch(line)[1]}
-	sm := stateField.FindStringSubmatchIndex(line)
+	n := NodeState{Name: nodeNameField().FindStringSubmatch(line)[1]}
+	sm := stateField().FindStringSubmatchIndex(line)
 	if sm == nil {
 		return NodeState{}, fmt.Errorf("node %s: no State= field in %q", n.Name, cutLine(line))
 	}
@@ -131,7 +132,7 @@ func parseShowNodeLine(line string) (NodeState, error) {
 		return n, nil
 	}
 	reason := rest[i+len(" Reason="):]
-	if st := reasonStamp.FindStringSubmatchIndex(reason); st != nil {
+	if st := reasonStamp().FindStringSubmatchIndex(reason); st != nil {
 		n.ReasonUser = reason[st[2]:st[3]]
 		reason = reason[:st[0]]
 	} else {

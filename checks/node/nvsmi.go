@@ -16,6 +16,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/nodecheck/nodecheck/config/text"
@@ -221,7 +222,9 @@ type smiProc struct {
 	typ string
 }
 
-var smiBusID = regexp.MustCompile(`^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$`)
+var smiBusID = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]$`)
+})
 
 func (p *smiParser) line(l smiLine) error {
 	if !p.banner {
@@ -236,7 +239,7 @@ func (p *smiParser) line(l smiLine) error {
 		p.topSection = false
 		if !l.hasVal {
 			if id, ok := strings.CutPrefix(l.key, "GPU "); ok {
-				if !smiBusID.MatchString(id) {
+				if !smiBusID().MatchString(id) {
 					return smiErr(l.n, "GPU block %q: %q is not a PCI bus id (DOMAIN:BUS:DEVICE.FUNCTION)", smiCut(l.key, 80), smiCut(id, 40))
 				}
 				p.cur = &smiGPU{g: GPU{Index: len(p.gpus), MinorNumber: -1, PCIBusID: id}, seen: &p.seen}

@@ -75,7 +75,7 @@ func FuzzParseNvidiaSMIQuery(f *testing.F) {
 			t.Fatalf("init %q, %d devices for device_count %d", inv.Init, len(inv.Devices), inv.DeviceCount)
 		}
 		for i, g := range inv.Devices {
-			if g.Index != i || g.MinorNumber < -1 || !smiBusID.MatchString(g.PCIBusID) {
+			if g.Index != i || g.MinorNumber < -1 || !smiBusID().MatchString(g.PCIBusID) {
 				t.Fatalf("device %d: index %d, minor %d, bus id %q", i, g.Index, g.MinorNumber, g.PCIBusID)
 			}
 			if g.Compute != nil && g.Compute.Processes == nil {

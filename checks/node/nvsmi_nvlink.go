@@ -13,6 +13,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -22,9 +23,9 @@ import (
 const smiMaxLinks = 256
 
 var (
-	smiNvLinkGPU  = regexp.MustCompile(`^GPU ([0-9]+): (.*) \(UUID: ([^()\s]+)\)$`)
-	smiNvLinkLink = regexp.MustCompile(`^Link ([0-9]+): (.*)$`)
-	smiNvLinkRate = regexp.MustCompile(`^[0-9]+(\.[0-9]+)? GB/s$`)
+	smiNvLinkGPU  = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^GPU ([0-9]+): (.*) \(UUID: ([^()\s]+)\)$`) })
+	smiNvLinkLink = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^Link ([0-9]+): (.*)$`) })
+	smiNvLinkRate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[0-9]+(\.[0-9]+)? GB/s$`) })
 )
 
 // ParseNvidiaSMINvLinkStatus reads the text of `nvidia-smi nvlink --status` (`-s`) and
@@ -88,7 +89,7 @@ type smiLinkParser struct {
 // line reads one non-empty line: a GPU, a link of the current GPU, or NVML's all-inactive
 // message.
 func (p *smiLinkParser) line(n int, s string) error {
-	if m := smiNvLinkGPU.FindStringSubmatch(s); m != nil {
+	if m := smiNvLinkGPU().FindStringSubmatch(s); m != nil {
 		uuid := m[3]
 		if _, dup := p.out[uuid]; dup {
 			return smiErr(n, "GPU %s (UUID %s) listed twice", m[1], smiCut(uuid, 80))
@@ -98,7 +99,7 @@ func (p *smiLinkParser) line(n int, s string) error {
 		p.cur, p.curLine, p.sawMessage = uuid, n, false
 		return nil
 	}
-	if m := smiNvLinkLink.FindStringSubmatch(s); m != nil {
+	if m := smiNvLinkLink().FindStringSubmatch(s); m != nil {
 		return p.link(n, s, m[1], m[2])
 	}
 	if strings.HasPrefix(s, "NVML:") && strings.Contains(strings.ToLower(s), "all links are inactive") {
@@ -129,7 +130,7 @@ func (p *smiLinkParser) link(n int, s, number, state string) error {
 	var active bool
 	switch {
 	case state == "<inactive>":
-	case smiNvLinkRate.MatchString(state):
+	case smiNvLinkRate().MatchString(state):
 		active = true
 	default:
 		return smiErr(n, "link %d %q: want a rate such as \"25 GB/s\" or <inactive>", link, smiCut(state, 80))

@@ -12,10 +12,13 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
-var smiNvLinkCounter = regexp.MustCompile(`^Link ([0-9]+): ([A-Za-z][A-Za-z ]*[A-Za-z]): ([0-9]+)$`)
+var smiNvLinkCounter = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^Link ([0-9]+): ([A-Za-z][A-Za-z ]*[A-Za-z]): ([0-9]+)$`)
+})
 
 // smiNVLinkCounters are the counters of `nvidia-smi nvlink -e` nodecheck records, by the
 // words nvidia-smi prints, with the NVLinkErrors counter each is. nvidia-smi's "CRC Errors" is
@@ -62,7 +65,7 @@ func ParseNvidiaSMINvLinkErrors(r io.Reader) (map[string]SMILinkCounters, error)
 		if !utf8.ValidString(s) {
 			return nil, smiErr(n, "not UTF-8 text: not nvidia-smi output")
 		}
-		if m := smiNvLinkGPU.FindStringSubmatch(s); m != nil {
+		if m := smiNvLinkGPU().FindStringSubmatch(s); m != nil {
 			if _, dup := out[m[3]]; dup {
 				return nil, smiErr(n, "GPU %s (UUID %s) listed twice", m[1], smiCut(m[3], 80))
 			}
@@ -70,7 +73,7 @@ func ParseNvidiaSMINvLinkErrors(r io.Reader) (map[string]SMILinkCounters, error)
 			out[cur] = SMILinkCounters{}
 			continue
 		}
-		m := smiNvLinkCounter.FindStringSubmatch(s)
+		m := smiNvLinkCounter().FindStringSubmatch(s)
 		if m == nil {
 			return nil, smiErr(n, "%q: want \"GPU N: NAME (UUID: ...)\" or \"Link N: NAME Errors: COUNT\"", smiCut(s, 80))
 		}

@@ -3,6 +3,10 @@ package main
 import (
 	"bytes"
 	"context"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
@@ -79,5 +83,50 @@ func TestRunCountsFromProcessStart(t *testing.T) {
 				t.Errorf("exit %d, want 0 and %s; stdout:\n%s\nstderr:\n%s", code, tc.verdict, out.String(), errb.String())
 			}
 		})
+	}
+}
+
+// TestNoRegexpAtInit: a package-level regexp.MustCompile runs in every process, prolog
+// included, whether or not the run uses it (12 of them cost about 0.3 ms); the binary's
+// packages compile theirs on first use (sync.OnceValue).
+func TestNoRegexpAtInit(t *testing.T) {
+	root := filepath.Join("..", "..")
+	fset := token.NewFileSet()
+	found := 0
+	for _, dir := range []string{"checks", "config", "drain", "cmd"} {
+		err := filepath.WalkDir(filepath.Join(root, dir), func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") || strings.HasSuffix(p, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, p, nil, 0)
+			if err != nil {
+				return err
+			}
+			found++
+			for _, decl := range f.Decls {
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
+					continue
+				}
+				ast.Inspect(g, func(n ast.Node) bool {
+					if _, ok := n.(*ast.FuncLit); ok {
+						return false // compiled when the function runs
+					}
+					if sel, ok := n.(*ast.SelectorExpr); ok {
+						if x, ok := sel.X.(*ast.Ident); ok && x.Name == "regexp" && strings.HasPrefix(sel.Sel.Name, "MustCompile") {
+							t.Errorf("%s: package-level regexp.%s runs at every start; wrap it in sync.OnceValue", fset.Position(sel.Pos()), sel.Sel.Name)
+						}
+					}
+					return true
+				})
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	if found < 50 {
+		t.Fatalf("read %d Go files, want the module's", found)
 	}
 }

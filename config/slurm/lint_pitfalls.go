@@ -12,6 +12,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/text"
@@ -42,13 +43,13 @@ func alsoAt(ps []Pos) string {
 
 // migProfile matches a MIG profile at the end of a GRES type: "a100_3g.20gb" is a slice of
 // an a100, "1g.10gb" a slice of an unnamed GPU.
-var migProfile = regexp.MustCompile(`(^|[_-])\d+g\.\d+gb$`)
+var migProfile = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`(^|[_-])\d+g\.\d+gb$`) })
 
 // gpuModel is the GPU model a Gres= type names, lower case, without a MIG profile; "" for a
 // MIG profile alone.
 func gpuModel(typ string) string {
 	t := strings.ToLower(typ)
-	if loc := migProfile.FindStringIndex(t); loc != nil {
+	if loc := migProfile().FindStringIndex(t); loc != nil {
 		t = t[:loc[0]]
 	}
 	return t
@@ -70,7 +71,9 @@ func gpuModels(gs []GresSpec) []string {
 
 // knownGPUModel matches a word that names an NVIDIA or AMD data-centre or workstation GPU, or
 // its generation: what sites put in Feature= for --constraint.
-var knownGPUModel = regexp.MustCompile(`^(k\d{2}|m\d{2}|p\d{1,3}|v100s?|t4|a\d{1,4}|l4|l40s?|h\d{2,3}|b\d{3}|gb\d{3}|gh\d{3}|mi\d{2,3}[a-z]?|gp100|gv100|rtx\w*|gtx\w*|titan\w*|quadro\w*|tesla|kepler|pascal|volta|turing|ampere|ada|hopper|blackwell)$`)
+var knownGPUModel = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`^(k\d{2}|m\d{2}|p\d{1,3}|v100s?|t4|a\d{1,4}|l4|l40s?|h\d{2,3}|b\d{3}|gb\d{3}|gh\d{3}|mi\d{2,3}[a-z]?|gp100|gv100|rtx\w*|gtx\w*|titan\w*|quadro\w*|tesla|kepler|pascal|volta|turing|ampere|ada|hopper|blackwell)$`)
+})
 
 // featureNamesGPU reports whether Feature= word f names a GPU model: one of models (the node's
 // Gres= types, as gpuModel gives them), or a word knownGPUModel matches.
@@ -82,7 +85,7 @@ func featureNamesGPU(f string, models []string) bool {
 		}
 	}
 	for _, w := range strings.FieldsFunc(lf, func(r rune) bool { return !(r >= 'a' && r <= 'z' || r >= '0' && r <= '9') }) {
-		if knownGPUModel.MatchString(w) {
+		if knownGPUModel().MatchString(w) {
 			return true
 		}
 	}
