@@ -544,6 +544,39 @@ func TestSignals(t *testing.T) {
 	}
 }
 
+// TestSignalUnarmed: a verb that never arms the watchdog (here version, blocked writing to a
+// full pipe) does not subscribe to signals (watchdog.Listen), so SIGTERM ends it at once by
+// the default action, as it ends any program: the deferred subscription costs no promptness.
+func TestSignalUnarmed(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	nodecheckBinary(t)
+	cmd, _, errb := startNodecheck(t, "manual", fullPipe(t), "version")
+	time.Sleep(time.Second) // blocked on the pipe by now
+	sent := time.Now()
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatalf("signal: %v (did nodecheck end before it?)", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-done:
+	case <-time.After(30 * time.Second):
+		_ = cmd.Process.Kill()
+		<-done
+		t.Fatalf("nodecheck version still running 30 s after SIGTERM; stderr:\n%s", errb)
+	}
+	took := time.Since(sent)
+	ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus)
+	if !ok || !ws.Signaled() || ws.Signal() != syscall.SIGTERM {
+		t.Errorf("nodecheck version after SIGTERM: %v, want killed by SIGTERM; stderr:\n%s", cmd.ProcessState, errb)
+	}
+	if took > 500*time.Millisecond {
+		t.Errorf("ended %s after the signal, want at once", took)
+	}
+}
+
 // TestHistoryReader: checks/history's Store reads through files.ReadUpTo, the adapter a run
 // gives it (config/files imports nothing from the module and checks/history only the
 // standard library, so the two meet here): a FIFO history file is an error at once, never a

@@ -72,6 +72,7 @@ found, and 2 if nothing could be recorded.`,
 // takeSnapshot is `nodecheck snapshot` without the flag parsing: it records, saves, prints
 // what was recorded, and returns the exit code.
 func takeSnapshot(ctx context.Context, g *globals, o snapshotOpts) int {
+	g.watch.Listen() // a signal cancels the recording, as it cancels a run
 	res, err := recordNode(ctx, g, o)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: snapshot: %v\n", err)

@@ -62,6 +62,7 @@ much or something that is not a fabric, or the file could not be written.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
+			g.watch.Listen() // a signal cancels the context, which kills ibnetdiscover rather than leaving it running
 			if code := captureTopology(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o); code != exitHealthy {
 				return exitError{code}
 			}

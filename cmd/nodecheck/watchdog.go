@@ -29,9 +29,10 @@ const (
 )
 
 // watchdog ends the process when a run overstays its budget, or does not end promptly after
-// a signal. The run arms it once its mode and budget are known (Arm); main wires signals to
-// it and tells it when the run is over (finish), after which it never acts. All methods
-// are safe on a nil *watchdog, which does nothing: tests call execute without one.
+// a signal. The run arms it once its mode and budget are known (Arm, which starts its
+// listening for signals: Listen, through the notify main gives it); main tells it when the
+// run is over (finish), after which it never acts. All methods are safe on a nil *watchdog,
+// which does nothing: tests call execute without one.
 //
 // When it ends the process it writes one line to stderr and exits; it writes nothing else.
 // Files nodecheck writes are replaced atomically (files.WriteAtomic), so an exit at any point
@@ -52,6 +53,11 @@ type watchdog struct {
 	exit   func(int)
 	cancel context.CancelFunc // cancels the run's context
 
+	// notify subscribes a channel to SIGTERM and SIGINT (signal.Notify in main); nil in tests,
+	// where Listen does nothing.
+	notify     func(chan<- os.Signal)
+	listenOnce sync.Once
+
 	mu         sync.Mutex
 	timer      *time.Timer
 	done       bool
@@ -65,6 +71,25 @@ type watchdog struct {
 // cancels the run's context, exit ends the process (os.Exit).
 func newWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel context.CancelFunc) *watchdog {
 	return &watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
+}
+
+// Listen hands SIGTERM and SIGINT to the watchdog from now on (signal): the first cancels
+// the run's context, the second ends the process. Arm calls it, and so do verbs that work
+// under the context for long (a recording); the short verbs never do, and a signal ends them
+// as it ends any program. It may be called more than once.
+func (w *watchdog) Listen() {
+	if w == nil || w.notify == nil {
+		return
+	}
+	w.listenOnce.Do(func() {
+		sigs := make(chan os.Signal, 2)
+		w.notify(sigs)
+		go func() {
+			for s := range sigs {
+				w.signal(s)
+			}
+		}()
+	})
 }
 
 // Start is the process's creation, which the watchdog counts from and the run's budget too
@@ -85,6 +110,7 @@ func (w *watchdog) Arm(mode config.Mode, budget time.Duration, failClosed bool) 
 	if w == nil {
 		return
 	}
+	w.Listen()
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done {

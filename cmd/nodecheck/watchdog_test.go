@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"fmt"
+	"os"
 	"strings"
 	"sync"
 	"syscall"
@@ -151,4 +152,41 @@ func TestWatchdogSignals(t *testing.T) {
 			t.Errorf("the watchdog acted after the run finished: exits %v, %q", codes, stderr)
 		}
 	})
+}
+
+// TestWatchdogListen: signals are subscribed to once, when a run first arms the watchdog (or
+// a verb asks, Listen), and a signal then reaches the watchdog; the short verbs never
+// subscribe, so nodecheck version does not start the runtime's signal thread.
+func TestWatchdogListen(t *testing.T) {
+	w, _, _, cancelled := newTestWatchdog(time.Now())
+	defer w.finish()
+	var subscribed []chan<- os.Signal
+	w.notify = func(c chan<- os.Signal) { subscribed = append(subscribed, c) }
+	if len(subscribed) != 0 {
+		t.Fatal("subscribed before any run")
+	}
+	w.Arm(config.ModeProlog, time.Hour, false)
+	w.Arm(config.ModeProlog, time.Hour, false)
+	w.Listen()
+	if len(subscribed) != 1 {
+		t.Fatalf("subscribed %d times, want once", len(subscribed))
+	}
+	subscribed[0] <- syscall.SIGTERM
+	deadline := time.Now().Add(5 * time.Second)
+	for !cancelledNow(w, cancelled) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	if !cancelledNow(w, cancelled) {
+		t.Error("a signal on the subscribed channel did not cancel the run")
+	}
+	var nilw *watchdog
+	nilw.Listen() // no watchdog (tests call execute without one): nothing happens
+}
+
+// cancelledNow reads the flag newTestWatchdog's cancel sets, under the watchdog's lock (the
+// signal goroutine sets it while holding it).
+func cancelledNow(w *watchdog, cancelled *bool) bool {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return *cancelled
 }
