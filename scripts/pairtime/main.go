@@ -44,53 +44,57 @@ func main() {
 			os.Exit(2)
 		}
 	}
-	times, err := measure(cmds, *n, *warmup, *ok)
+	times, cpu, err := measure(cmds, *n, *warmup, *ok)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "pairtime: %v\n", err)
 		os.Exit(1)
 	}
-	fmt.Print(summary(flag.Args(), times))
+	fmt.Print(summary("wall", flag.Args(), times))
+	fmt.Print(summary("CPU (user+sys, all threads)", flag.Args(), cpu))
 }
 
 // measure runs every command once per round, rotating the order, and returns each command's
-// times in round order.
-func measure(cmds [][]string, rounds, warmup, ok int) ([][]time.Duration, error) {
-	times := make([][]time.Duration, len(cmds))
+// wall times and CPU times (the child's user and system time, from wait's rusage: what a
+// loaded machine disturbs less than the wall clock) in round order.
+func measure(cmds [][]string, rounds, warmup, ok int) (wall, cpu [][]time.Duration, err error) {
+	wall = make([][]time.Duration, len(cmds))
+	cpu = make([][]time.Duration, len(cmds))
 	for r := -warmup; r < rounds; r++ {
 		for k := range cmds {
 			i := (k + max(r, 0)) % len(cmds)
-			d, err := runOnce(cmds[i], ok)
+			d, c, err := runOnce(cmds[i], ok)
 			if err != nil {
-				return nil, err
+				return nil, nil, err
 			}
 			if r >= 0 {
-				times[i] = append(times[i], d)
+				wall[i] = append(wall[i], d)
+				cpu[i] = append(cpu[i], c)
 			}
 		}
 	}
-	return times, nil
+	return wall, cpu, nil
 }
 
-func runOnce(argv []string, ok int) (time.Duration, error) {
+func runOnce(argv []string, ok int) (wall, cpu time.Duration, err error) {
 	c := exec.Command(argv[0], argv[1:]...)
 	start := time.Now()
-	err := c.Run()
-	d := time.Since(start)
+	err = c.Run()
+	wall = time.Since(start)
 	var ee *exec.ExitError
 	if errors.As(err, &ee) && ee.ExitCode() == ok {
 		err = nil
 	}
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
+		return 0, 0, fmt.Errorf("%s: %w", strings.Join(argv, " "), err)
 	}
-	return d, nil
+	return wall, c.ProcessState.UserTime() + c.ProcessState.SystemTime(), nil
 }
 
-// summary is the table: per command its time quartiles and, for all but the baseline, the
-// quartiles of the per-round ratio to the baseline.
-func summary(names []string, times [][]time.Duration) string {
+// summary is the table of one measure (wall or CPU time): per command its quartiles and, for
+// all but the baseline, the quartiles of the per-round ratio to the baseline.
+func summary(what string, names []string, times [][]time.Duration) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "%d rounds, order rotated each round\n", len(times[0]))
+	fmt.Fprintf(&b, "%s: %d rounds, order rotated each round\n", what, len(times[0]))
 	fmt.Fprintf(&b, "%-50s %9s %9s %9s %9s   %s\n", "command", "min", "p25", "median", "p75", "ratio to the first: p25 median p75")
 	for i, ts := range times {
 		q := quartiles(ts, func(d time.Duration) float64 { return float64(d) / 1e6 })
