@@ -1,12 +1,14 @@
 package files
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"io/fs"
 	"os"
+	"slices"
 	"syscall"
 	"time"
 )
@@ -157,8 +159,8 @@ func ReadUpTo(ctx context.Context, follow bool) func(path string, max int64) ([]
 type opener interface {
 	// stat describes the file without opening it: Stat, or Lstat when links are not followed.
 	stat() (fs.FileInfo, error)
-	// open opens it read-only with flag added.
-	open(flag int) (*os.File, error)
+	// open opens it read-only with flag added, and returns its descriptor and what closes it.
+	open(flag int) (fd int, close func(), err error)
 	// explain turns an error of stat or open into a clearer one where it can.
 	explain(err error) error
 	// prefix says whether an over-limit file gives its first MaxBytes bytes, not an error.
@@ -178,11 +180,24 @@ func (p pathOpener) stat() (fs.FileInfo, error) {
 	return os.Lstat(p.path)
 }
 
-func (p pathOpener) open(flag int) (*os.File, error) {
+// open opens the path with open(2) itself, not os.OpenFile: an *os.File of a regular file
+// costs a poller registration that fails (epoll refuses regular files) and a finalizer, and
+// the read needs neither.
+func (p pathOpener) open(flag int) (int, func(), error) {
+	flag |= syscall.O_RDONLY | syscall.O_CLOEXEC
 	if !p.follow {
 		flag |= syscall.O_NOFOLLOW
 	}
-	return os.OpenFile(p.path, os.O_RDONLY|flag, 0)
+	for {
+		fd, err := syscall.Open(p.path, flag, 0)
+		if err == syscall.EINTR {
+			continue
+		}
+		if err != nil {
+			return -1, nil, &fs.PathError{Op: "open", Path: p.path, Err: err}
+		}
+		return fd, func() { syscall.Close(fd) }, nil
+	}
 }
 
 func (p pathOpener) explain(err error) error { return err }
@@ -201,8 +216,14 @@ func (r rootOpener) stat() (fs.FileInfo, error) {
 	return r.root.Lstat(r.name)
 }
 
-func (r rootOpener) open(flag int) (*os.File, error) {
-	return r.root.OpenFile(r.name, os.O_RDONLY|flag, 0)
+func (r rootOpener) open(flag int) (int, func(), error) {
+	f, err := r.root.OpenFile(r.name, os.O_RDONLY|flag, 0)
+	if err != nil {
+		return -1, nil, err
+	}
+	// Fd leaves the descriptor as opened (O_NONBLOCK stays): Go sets no mode of its own on a
+	// file opened with O_NONBLOCK. f owns it; the close func keeps f alive until then.
+	return int(f.Fd()), func() { f.Close() }, nil
 }
 
 // explain names a symlink out of the root: os.Root says only "path escapes from parent".
@@ -258,34 +279,28 @@ func readNow(o opener, lim Limits) ([]byte, error) {
 	// O_NONBLOCK: a FIFO swapped in since the stat must not block the open (a FIFO open for
 	// reading waits for a writer). O_NOCTTY: a terminal swapped in must not become root's
 	// controlling terminal.
-	f, err := o.open(syscall.O_NONBLOCK | syscall.O_NOCTTY)
+	fd, closeFD, err := o.open(syscall.O_NONBLOCK | syscall.O_NOCTTY)
 	if err != nil {
 		if errors.Is(err, syscall.ELOOP) && !lim.FollowSymlinks {
 			return nil, errIsSymlink
 		}
 		return nil, o.explain(err)
 	}
-	defer f.Close()
-	fi, err = f.Stat()
-	if err != nil {
+	defer closeFD()
+	var st syscall.Stat_t
+	if err := ignoringEINTR(func() error { return syscall.Fstat(fd, &st) }); err != nil {
 		return nil, err
 	}
-	if err := checkType(fi.Mode(), lim); err != nil {
+	if err := checkType(fileMode(st.Mode), lim); err != nil {
 		return nil, err
 	}
 	if lim.Check != nil {
-		if err := lim.Check(fi); err != nil {
+		opened := st // only here on the heap: Check keeps what it likes
+		if err := lim.Check(fileInfo{name: fi.Name(), mode: fileMode(st.Mode), size: st.Size, sys: &opened}); err != nil {
 			return nil, checkError{err}
 		}
 	}
-	if fi.Mode().IsRegular() {
-		// Reads of a regular file ignore O_NONBLOCK on Linux, but a file system may not:
-		// clear it, so that a slow read waits rather than failing with EAGAIN.
-		if err := setBlocking(f); err != nil {
-			return nil, err
-		}
-	}
-	b, err := io.ReadAll(io.LimitReader(f, lim.MaxBytes+1))
+	b, err := (&fdReader{fd: fd}).readAll(lim.MaxBytes+1, st.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -354,17 +369,149 @@ func byteSize(n int64) string {
 	return fmt.Sprintf("%d bytes", n)
 }
 
-// setBlocking clears O_NONBLOCK on f's descriptor.
-func setBlocking(f *os.File) error {
-	rc, err := f.SyscallConn()
+// fdReader reads a descriptor opened with O_NONBLOCK. Reads of a regular file ignore
+// O_NONBLOCK on Linux's own file systems, but a file system may not: the first read that
+// would wait (EAGAIN) clears O_NONBLOCK and waits, as the deadline (Await) bounds the wait.
+// Clearing it only then saves a system call per file.
+type fdReader struct {
+	fd       int
+	blocking bool
+}
+
+func (r *fdReader) Read(p []byte) (int, error) {
+	for {
+		n, err := syscall.Read(r.fd, p)
+		switch {
+		case err == syscall.EINTR:
+			continue
+		case err == syscall.EAGAIN && !r.blocking:
+			if err := syscall.SetNonblock(r.fd, false); err != nil {
+				return 0, err
+			}
+			r.blocking = true
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0 && len(p) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// readAll reads up to limit bytes, to the end of the file. A file of up to 512 bytes (every
+// sysfs attribute) is read into a buffer on the stack and returned in one allocation of its
+// size; a larger one into a buffer of its stat size (when that is below limit: sysfs says
+// 4096 and /proc 0 whatever they hold), grown as it must.
+func (r *fdReader) readAll(limit, size int64) ([]byte, error) {
+	var small [512]byte
+	n, err := r.fill(small[:min(int64(len(small)), limit)])
 	if err != nil {
-		return err
+		return nil, err
 	}
-	var serr error
-	if err := rc.Control(func(fd uintptr) { serr = syscall.SetNonblock(int(fd), false) }); err != nil {
-		return err
+	if n < len(small) && int64(n) < limit {
+		return bytes.Clone(small[:n]), nil // the end of the file (fill reads to it or to full)
 	}
-	return serr
+	c := int64(2 * len(small))
+	if size > c && size < limit {
+		c = size + 1 // one more byte: the read that finds the end
+	}
+	b := make([]byte, n, min(c, limit))
+	copy(b, small[:n])
+	for int64(len(b)) < limit {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, int(min(int64(cap(b)), limit-int64(len(b)))))
+		}
+		m, err := r.Read(b[len(b):min(int64(cap(b)), limit)])
+		b = b[:len(b)+m]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	return b, nil
+}
+
+// fill reads into p until it is full or the file ends, and returns how much it read.
+func (r *fdReader) fill(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		m, err := r.Read(p[n:])
+		n += m
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
+}
+
+// ignoringEINTR calls fn again while a signal interrupts it.
+func ignoringEINTR(fn func() error) error {
+	for {
+		if err := fn(); err != syscall.EINTR {
+			return err
+		}
+	}
+}
+
+// fileInfo is the fs.FileInfo of a stat read without an *os.File: Sys is the
+// *syscall.Stat_t of the open file (nil for the stat before the open), as os gives it.
+type fileInfo struct {
+	name string
+	mode fs.FileMode
+	size int64
+	sys  *syscall.Stat_t
+}
+
+func (fi fileInfo) Name() string      { return fi.name }
+func (fi fileInfo) Size() int64       { return fi.size }
+func (fi fileInfo) Mode() fs.FileMode { return fi.mode }
+func (fi fileInfo) ModTime() time.Time {
+	if fi.sys == nil {
+		return time.Time{}
+	}
+	return time.Unix(fi.sys.Mtim.Unix())
+}
+func (fi fileInfo) IsDir() bool { return fi.mode.IsDir() }
+func (fi fileInfo) Sys() any {
+	if fi.sys == nil {
+		return nil
+	}
+	return fi.sys
+}
+
+// fileMode is st_mode as an fs.FileMode, as os spells it (os/stat_linux.go).
+func fileMode(m uint32) fs.FileMode {
+	mode := fs.FileMode(m & 0o777)
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFBLK:
+		mode |= fs.ModeDevice
+	case syscall.S_IFCHR:
+		mode |= fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFDIR:
+		mode |= fs.ModeDir
+	case syscall.S_IFIFO:
+		mode |= fs.ModeNamedPipe
+	case syscall.S_IFLNK:
+		mode |= fs.ModeSymlink
+	case syscall.S_IFSOCK:
+		mode |= fs.ModeSocket
+	}
+	if m&syscall.S_ISGID != 0 {
+		mode |= fs.ModeSetgid
+	}
+	if m&syscall.S_ISUID != 0 {
+		mode |= fs.ModeSetuid
+	}
+	if m&syscall.S_ISVTX != 0 {
+		mode |= fs.ModeSticky
+	}
+	return mode
 }
 
 // bare strips an *fs.PathError to its cause, so that the path is named once.
