@@ -157,14 +157,14 @@ func dirTree(dir string) boundedFS {
 // (devices/pci0000:15/0000:15:01.0/.../0000:19:00.0/current_link_width). os.Root resolves a
 // name component by component, an openat each, and files.ReadIn resolves it twice (stat,
 // then open): read so, a replay of an 8-GPU node made about 2,000 openat calls. So the tree
-// keeps the directories it reads in open, each as a root of its own (rootDirs), and reads a
-// file from its directory, one component. See rootDirs for why that answers as root does.
+// keeps the directories it reads in open (rootDirs, files.Dir), and reads a file from its
+// directory, one component. See rootDirs for why that answers as root does.
 func rootTree(root *os.Root, sub string) (boundedFS, error) {
 	fsys, err := fs.Sub(root.FS(), sub)
 	if err != nil {
 		return boundedFS{}, err
 	}
-	dirs := &rootDirs{root: root, sub: sub, open: map[string]*os.Root{}}
+	dirs := &rootDirs{root: root, sub: sub, open: map[string]*files.Dir{}}
 	return boundedFS{
 		fsys: fsys,
 		read: func(name string, limit int64) ([]byte, error) {
@@ -172,8 +172,12 @@ func rootTree(root *os.Root, sub string) (boundedFS, error) {
 				return nil, err
 			}
 			full := path.Join(sub, name)
-			if d := dirs.get(path.Dir(full)); d != nil {
-				if b, err := files.ReadIn(context.Background(), d, path.Base(full), liveLimits(limit)); err == nil {
+			dir, base := path.Split(full) // full is clean: no allocation, unlike Dir and Base
+			if dir = strings.TrimSuffix(dir, "/"); dir == "" {
+				dir = "."
+			}
+			if d := dirs.get(dir); d != nil {
+				if b, err := d.Read(context.Background(), base, liveLimits(limit)); err == nil {
 					return b, nil
 				}
 			}
@@ -201,71 +205,56 @@ func rootTree(root *os.Root, sub string) (boundedFS, error) {
 // through the snapshot's root as before (slower, the same answers).
 const maxOpenDirs = 512
 
-// rootDirs are directories of a snapshot's tree held open as roots of their own, by their
-// name in root (nil for one that is not a directory or could not be opened).
+// rootDirs are directories of a snapshot's tree held open (files.Dir), by their name in root
+// (nil for one that is not a directory or could not be opened).
 //
-// A directory is opened from its parent's open root, one component, instead of from root,
-// component by component; a file is read from its directory's root. A root opened so is
-// narrower than root: a symlink that leads out of the directory (sysfs' class/infiniband/
-// mlx5_0 -> ../../devices/...) fails in it even where root, which follows links as long as
-// they stay inside it, would follow it. Every such failure, and every other one, is answered
-// again through root, and root's answer (content or error) is the one given. So an open
-// directory only ever gives what root gives for the same name, and the confinement is
+// A directory is opened from its open parent, one component, without following a symlink,
+// instead of from root, component by component; a file is read from its directory, one
+// component, without following a symlink. That is narrower than root: a symlink (sysfs'
+// class/infiniband/mlx5_0 -> ../../devices/...) fails in a directory even where root, which
+// follows links as long as they stay inside it, would follow it. A directory that cannot be
+// opened from its parent is opened through root, and every failure of a read in a directory
+// is answered again through root, whose answer (content or error) is the one given. So an
+// open directory only ever gives what root gives for the same name, and the confinement is
 // root's: nothing outside the snapshot is reached.
 type rootDirs struct {
 	root *os.Root
 	sub  string // the tree's directory in root
 	mu   sync.Mutex
-	open map[string]*os.Root
+	open map[string]*files.Dir
 }
 
-// get returns dir (a name in root) opened as a root, opening it and its parents on first
-// use; nil when it is not a directory, or cannot be opened. Each is stat'ed before it is
-// opened: os.Root.OpenRoot opens without O_NONBLOCK or O_DIRECTORY, and would block on a
-// FIFO (or act on a device) recorded where a directory belongs. Only one swapped in between
-// the two calls gets that far, and then only the listing's goroutine waits, which the
-// listing's deadline abandons (listWithin).
-func (d *rootDirs) get(dir string) *os.Root {
+// get returns dir (a name in root) opened, opening it and its parents on first use; nil when
+// it is not a directory, or cannot be opened. Directories are opened with O_DIRECTORY, which
+// refuses a FIFO or a device recorded where a directory belongs without opening it.
+func (d *rootDirs) get(dir string) *files.Dir {
 	d.mu.Lock()
 	defer d.mu.Unlock()
 	return d.getLocked(dir)
 }
 
-func (d *rootDirs) getLocked(dir string) *os.Root {
-	if dir == "." {
-		return d.root
-	}
+func (d *rootDirs) getLocked(dir string) *files.Dir {
 	if r, ok := d.open[dir]; ok {
 		return r
 	}
 	if len(d.open) >= maxOpenDirs {
 		return nil
 	}
-	var r *os.Root
-	if parent := d.getLocked(path.Dir(dir)); parent != nil {
-		r = openDir(parent, path.Base(dir))
+	var r *files.Dir
+	if dir != "." {
+		if parent := d.getLocked(path.Dir(dir)); parent != nil {
+			r, _ = parent.Sub(path.Base(dir))
+		}
 	}
 	if r == nil {
-		r = openDir(d.root, dir) // a symlink out of the parent, or no parent: from root
+		// The root itself, a symlink (out of the parent or not), or no parent: through root.
+		r, _ = files.OpenDirIn(d.root, dir)
 	}
 	d.open[dir] = r
 	return r
 }
 
-// openDir opens name in r as a root when it is a directory; nil otherwise.
-func openDir(r *os.Root, name string) *os.Root {
-	fi, err := r.Stat(name)
-	if err != nil || !fi.IsDir() {
-		return nil
-	}
-	sub, err := r.OpenRoot(name)
-	if err != nil {
-		return nil
-	}
-	return sub
-}
-
-// close closes the open directories (never root itself).
+// close closes the open directories (root itself stays open).
 func (d *rootDirs) close() {
 	d.mu.Lock()
 	defer d.mu.Unlock()
