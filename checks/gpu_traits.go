@@ -1,5 +1,7 @@
 package checks
 
+import "sync"
+
 // What NVML reports for every GPU of a model. A check that finds one of these missing from a
 // GPU's reading has not looked at it: it says error for that GPU, naming what is missing,
 // never ok (issue 12: "a check that did not look says ok"). A model not in the table, or a
@@ -71,10 +73,14 @@ var gpuTraitsByModel = map[string]gpuTraits{
 // traitsOf returns the traits of the GPU model an NVML name names, and the model's token
 // ("h100"); no traits and "" for a model the built-in table does not know.
 func traitsOf(name string) (gpuTraits, string) {
-	table, err := newGPUModelTable(nil)
+	table, err := builtinGPUModelTable()
 	if err != nil { // the built-in rules are constants, which TestBuiltinGPUModels parses
 		return gpuTraits{}, ""
 	}
 	token := table.modelOf(name)
 	return gpuTraitsByModel[token], token
 }
+
+// builtinGPUModelTable is the built-in table, parsed on first use and kept: traitsOf asks it
+// for every GPU in several checks of a run. It is read only.
+var builtinGPUModelTable = sync.OnceValues(func() (gpuModelTable, error) { return newGPUModelTable(nil) })
