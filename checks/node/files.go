@@ -187,6 +187,11 @@ func rootTree(root *os.Root, sub string) (boundedFS, error) {
 			if err := validName("readdir", name); err != nil {
 				return nil, err
 			}
+			if d := dirs.get(path.Join(sub, name)); d != nil {
+				if ents, err := d.ReadDir(); err == nil {
+					return ents, nil
+				}
+			}
 			f, err := root.OpenFile(path.Join(sub, name), os.O_RDONLY|syscall.O_DIRECTORY, 0)
 			if err != nil {
 				return nil, err

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -86,6 +87,21 @@ func (d *Dir) Readlink(name string) (string, error) {
 		}
 		buf = make([]byte, 2*len(buf))
 	}
+}
+
+// ReadDir lists d, sorted by name, as os.File.ReadDir lists a directory: the entries' types
+// are those of the entries themselves (a symlink is a symlink).
+func (d *Dir) ReadDir() ([]fs.DirEntry, error) {
+	// A descriptor of its own: listing moves the offset of the one it reads.
+	fd, err := openat(d.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC)
+	if err != nil {
+		return nil, &fs.PathError{Op: "readdir", Path: d.name, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), d.name)
+	defer f.Close()
+	ents, err := f.ReadDir(-1)
+	slices.SortFunc(ents, func(a, b fs.DirEntry) int { return strings.Compare(a.Name(), b.Name()) })
+	return ents, err
 }
 
 // Close closes d; it must not be used afterwards.

@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -88,6 +89,21 @@ func TestDir(t *testing.T) {
 	defer sub.Close()
 	if b, err := sub.Read(ctx, "attr", lim); err != nil || string(b) != "16.0 GT/s PCIe\n" {
 		t.Errorf("dir/attr through Sub: %q, %v", b, err)
+	}
+	for range 2 { // twice: a listing must not use up the Dir
+		ents, err := top.ReadDir()
+		var names []string
+		for _, e := range ents {
+			names = append(names, e.Name())
+		}
+		if err != nil || !slices.IsSorted(names) || !slices.Contains(names, "dirlink") || len(names) != 15 {
+			t.Errorf("ReadDir = %v, %v; want the 15 fixtures, sorted", names, err)
+		}
+		for _, e := range ents {
+			if e.Name() == "dirlink" && e.Type() != fs.ModeSymlink {
+				t.Errorf("dirlink listed as %v, want a symlink", e.Type())
+			}
+		}
 	}
 	if d, err := top.Sub("dirlink"); err == nil {
 		d.Close()
