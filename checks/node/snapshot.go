@@ -15,6 +15,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/files"
@@ -100,12 +101,31 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 // through files.ReadIn: regular files only (a FIFO is refused without blocking on it),
 // symlinks followed only inside dir, at most snapshotJSONLimit bytes, and given up when ctx
 // is done.
+//
+// The whole opening runs under one files.Await, not one per file: each Await starts a
+// goroutine, and waking a thread for it cost more than the reads of a replay's small files.
+// An opening abandoned at the deadline names the file it was reading.
 func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 	}
-	root, err := files.Await(ctx, func() (*os.Root, error) { return os.OpenRoot(abs) })
+	var reading atomic.Pointer[string]
+	s, err := files.Await(ctx, func() (*Snapshot, error) { return openSnapshot(dir, abs, &reading) })
+	var abandoned *files.AbandonedError
+	if errors.As(err, &abandoned) {
+		if name := reading.Load(); name != nil {
+			return nil, fmt.Errorf("open snapshot %s: read %s: %w", dir, *name, err)
+		}
+		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+	}
+	return s, err
+}
+
+// openSnapshot is OpenSnapshotContext's work, without a deadline; reading holds the name of
+// the file being read.
+func openSnapshot(dir, abs string, reading *atomic.Pointer[string]) (*Snapshot, error) {
+	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, bare(err))
 	}
@@ -114,7 +134,8 @@ func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
 	s.fsRoot = sync.OnceValues(s.openFS)
 
 	read := func(name string) ([]byte, error) {
-		b, err := files.ReadIn(ctx, root, name, files.Limits{MaxBytes: snapshotJSONLimit, FollowSymlinks: true})
+		reading.Store(&name)
+		b, err := files.ReadIn(context.Background(), root, name, files.Limits{MaxBytes: snapshotJSONLimit, FollowSymlinks: true})
 		if err != nil {
 			return nil, fmt.Errorf("open snapshot %s: read %s: %w", dir, name, bare(err))
 		}
