@@ -154,3 +154,19 @@ func TestReadCheckSees(t *testing.T) {
 		t.Errorf("Check called %d times, want 2", len(seen))
 	}
 }
+
+// TestReadPseudoFiles: files that do not say their size (/proc says 0, sysfs 4096 for a few
+// bytes) are read to the read that returns nothing, as os.ReadFile reads them.
+func TestReadPseudoFiles(t *testing.T) {
+	for _, p := range []string{"/proc/self/mountinfo", "/proc/meminfo", "/sys/kernel/mm/transparent_hugepage/hpage_pmd_size", "/sys/devices/system/cpu/online"} {
+		want, err := os.ReadFile(p)
+		if err != nil {
+			t.Logf("%s: %v (not on this machine)", p, err)
+			continue
+		}
+		got, err := Read(context.Background(), p, Limits{MaxBytes: 1 << 20})
+		if err != nil || len(got) == 0 || !strings.HasPrefix(string(got), string(want[:min(len(want), 16)])) || p != "/proc/meminfo" && !bytes.Equal(got, want) {
+			t.Errorf("%s: read %d bytes (%v), os.ReadFile %d", p, len(got), err, len(want))
+		}
+	}
+}

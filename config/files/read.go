@@ -300,7 +300,11 @@ func readNow(o opener, lim Limits) ([]byte, error) {
 			return nil, checkError{err}
 		}
 	}
-	b, err := (&fdReader{fd: fd}).readAll(lim.MaxBytes+1, st.Size)
+	r := &fdReader{fd: fd}
+	if fileMode(st.Mode).IsRegular() {
+		r.size = st.Size
+	}
+	b, err := r.readAll(lim.MaxBytes+1, st.Size)
 	if err != nil {
 		return nil, err
 	}
@@ -373,12 +377,22 @@ func byteSize(n int64) string {
 // O_NONBLOCK on Linux's own file systems, but a file system may not: the first read that
 // would wait (EAGAIN) clears O_NONBLOCK and waits, as the deadline (Await) bounds the wait.
 // Clearing it only then saves a system call per file.
+//
+// size, when positive, is the size fstat gave the open file: once that much is read, the
+// file is read to its end as of the open, and no read(2) is spent on finding the end. Only a
+// file that says its true size gets there: sysfs says 4096 for an attribute of a few bytes,
+// /proc says 0, and theirs are read to the read that returns nothing.
 type fdReader struct {
 	fd       int
 	blocking bool
+	size     int64
+	got      int64
 }
 
 func (r *fdReader) Read(p []byte) (int, error) {
+	if r.size > 0 && r.got == r.size {
+		return 0, io.EOF
+	}
 	for {
 		n, err := syscall.Read(r.fd, p)
 		switch {
@@ -395,6 +409,7 @@ func (r *fdReader) Read(p []byte) (int, error) {
 		case n == 0 && len(p) > 0:
 			return 0, io.EOF
 		}
+		r.got += int64(n)
 		return n, nil
 	}
 }
