@@ -2,6 +2,7 @@ package node
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"io/fs"
@@ -227,6 +228,9 @@ type rootDirs struct {
 	sub  string // the tree's directory in root
 	mu   sync.Mutex
 	open map[string]*files.Dir
+	// noBeneath is set once openat2 is found missing: directories are then opened from
+	// their parents, one component each.
+	noBeneath bool
 }
 
 // get returns dir (a name in root) opened, opening it and its parents on first use; nil when
@@ -246,7 +250,15 @@ func (d *rootDirs) getLocked(dir string) *files.Dir {
 		return nil
 	}
 	var r *files.Dir
-	if dir != "." {
+	if dir != "." && !d.noBeneath {
+		// One openat2 from the tree's root, however deep, with os.Root's rule for links.
+		if top := d.getLocked("."); top != nil {
+			var err error
+			r, err = top.Beneath(dir)
+			d.noBeneath = errors.Is(err, syscall.ENOSYS) // a kernel before 5.6
+		}
+	}
+	if r == nil && dir != "." {
 		if parent := d.getLocked(path.Dir(dir)); parent != nil {
 			r, _ = parent.Sub(path.Base(dir))
 		}

@@ -2,8 +2,10 @@ package node
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"testing"
 )
@@ -51,5 +53,25 @@ func TestSnapshotTreeSymlinks(t *testing.T) {
 	}
 	if err == nil || !strings.Contains(err.Error(), "ports/2/rate") || !strings.Contains(err.Error(), "escapes") {
 		t.Errorf("IBPorts error = %v, want one naming ports/2/rate as leading out of the snapshot", err)
+	}
+
+	// The same answers whether directories are opened with openat2 from the tree's root or,
+	// as on a kernel before 5.6, from their parents one component each.
+	root, rerr := os.OpenRoot(filepath.Join(dir, "fs"))
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	defer root.Close()
+	for _, noBeneath := range []bool{false, true} {
+		tree, terr := rootTree(root, "sys")
+		if terr != nil {
+			t.Fatal(terr)
+		}
+		tree.dir.noBeneath = noBeneath
+		got, gerr := readIBPorts(context.Background(), tree)
+		tree.close()
+		if !reflect.DeepEqual(got, ports) || fmt.Sprint(gerr) != fmt.Sprint(err) {
+			t.Errorf("noBeneath=%v: %+v, %v; want %+v, %v", noBeneath, got, gerr, ports, err)
+		}
 	}
 }

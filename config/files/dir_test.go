@@ -115,6 +115,33 @@ func TestDir(t *testing.T) {
 			t.Errorf("Sub(%q) opened it, want an error", name)
 		}
 	}
+	// Beneath: links inside followed, links out refused, one call.
+	outside := t.TempDir()
+	if err := os.Symlink(outside, filepath.Join(dir, "dir", "abs-out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../..", filepath.Join(dir, "dir", "rel-out")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("../dir", filepath.Join(dir, "dir", "rel-in")); err != nil {
+		t.Fatal(err)
+	}
+	for name, ok := range map[string]bool{
+		"dir": true, "dirlink": true, "dir/rel-in": true, "dirlink/rel-in": true,
+		"dir/abs-out": false, "dir/rel-out": false, "dir/attr": false, "fifo": false,
+		"devzero": false, "../dir": false, ".": false, "/dir": false, "absent": false,
+	} {
+		d, err := top.Beneath(name)
+		if err == nil {
+			b, rerr := d.Read(ctx, "attr", lim)
+			d.Close()
+			if !ok || rerr != nil || string(b) != "16.0 GT/s PCIe\n" {
+				t.Errorf("Beneath(%q) opened it (attr %q, %v), want ok=%v", name, b, rerr, ok)
+			}
+		} else if ok && !errors.Is(err, syscall.ENOSYS) {
+			t.Errorf("Beneath(%q): %v, want it opened", name, err)
+		}
+	}
 	if target, err := top.Readlink("dirlink"); err != nil || target != "dir" {
 		t.Errorf("Readlink(dirlink) = %q, %v", target, err)
 	}
