@@ -3,6 +3,7 @@ package node
 import (
 	"context"
 	"fmt"
+	"io/fs"
 	"math"
 	"path"
 	"slices"
@@ -271,6 +272,110 @@ func FuzzReadPCIDevices(f *testing.F) {
 		}
 		if devs[0] != want {
 			t.Fatalf("readPCIDevices = %+v, want %+v", devs[0], want)
+		}
+	})
+}
+
+func FuzzParseKernelList(f *testing.F) {
+	for _, s := range []string{"0-55,112-167\n", "0", "0,112", "\n", "", "3-5,0-4", "65535", "65536", "0-7:2/4", "5-3", "0-65535,0-65535", "-", ",", "1-", "007"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		list, err := ParseKernelList(s)
+		if err != nil {
+			if list != nil {
+				t.Fatalf("ParseKernelList(%q) = %v with error %v", s, list, err)
+			}
+			return
+		}
+		for i, n := range list {
+			if n < 0 || n > maxCPUNumber || (i > 0 && n <= list[i-1]) {
+				t.Fatalf("ParseKernelList(%q) = %v: not ascending distinct numbers up to %d", s, list, maxCPUNumber)
+			}
+		}
+		// What the kernel would write for it parses back the same.
+		again, err := ParseKernelList(FormatKernelList(list) + "\n")
+		if err != nil || !slices.Equal(again, list) {
+			t.Fatalf("ParseKernelList(%q) = %v does not round-trip through %q: %v, %v", s, list, FormatKernelList(list), again, err)
+		}
+	})
+}
+
+func FuzzParseNVIDIAProcMinor(f *testing.F) {
+	for _, s := range []string{"Bus Location:    0000:65:00.0\nDevice Minor:    1\n", "Device Minor: \t 0", "Device Minor: 255", "Device Minor:", "Device Minor: 01", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		n, err := ParseNVIDIAProcMinor(s)
+		if err == nil && (n < 0 || n > 254) {
+			t.Fatalf("ParseNVIDIAProcMinor(%q) = %d, outside 0-254", s, n)
+		}
+	})
+}
+
+// mapFacts answers ReadFile from a map, absence as fs.ErrNotExist; nothing else.
+type mapFacts struct {
+	Facts
+	files map[string]string
+}
+
+func (m mapFacts) ReadFile(_ context.Context, p string) ([]byte, error) {
+	s, ok := m.files[p]
+	if !ok {
+		return nil, fmt.Errorf("read %s: %w", p, fs.ErrNotExist)
+	}
+	return []byte(s), nil
+}
+
+// FuzzReadCPUTopology feeds arbitrary text to the files of a small node's topology: the
+// reader must never panic, and whatever it returns must be a partition of online CPUs into
+// cores, sorted, with NUMA nodes holding only online CPUs.
+func FuzzReadCPUTopology(f *testing.F) {
+	f.Add("0-3\n", "0\n", "0,2\n", "1\n", "1,3\n", "0-1\n", "0-1\n", "2-3\n", "0\n")
+	f.Add("0-3", "0", "0-1", "0", "0-1", "0", "0-3", "", "7")
+	f.Add("0-1,3", "-1", "3", "1", "0-3", "0-2", "1", "x", "")
+	f.Fuzz(func(t *testing.T, online, pkg0, sib0, pkg1, sib1, nodes, node0, node1, core0 string) {
+		m := mapFacts{files: map[string]string{
+			"/sys/devices/system/cpu/online":                             online,
+			"/sys/devices/system/cpu/cpu0/topology/physical_package_id":  pkg0,
+			"/sys/devices/system/cpu/cpu0/topology/core_cpus_list":       sib0,
+			"/sys/devices/system/cpu/cpu0/topology/core_id":              core0,
+			"/sys/devices/system/cpu/cpu1/topology/physical_package_id":  pkg1,
+			"/sys/devices/system/cpu/cpu1/topology/thread_siblings_list": sib1,
+			"/sys/devices/system/cpu/cpu2/topology/physical_package_id":  pkg1,
+			"/sys/devices/system/cpu/cpu2/topology/core_id":              core0,
+			"/sys/devices/system/cpu/cpu3/topology/physical_package_id":  pkg0,
+			"/sys/devices/system/cpu/cpu3/topology/core_id":              core0,
+			"/sys/devices/system/node/online":                            nodes,
+			"/sys/devices/system/node/node0/cpulist":                     node0,
+			"/sys/devices/system/node/node1/cpulist":                     node1,
+		}}
+		topo, err := ReadCPUTopology(context.Background(), m)
+		if err != nil {
+			return
+		}
+		onl, _ := ParseKernelList(online)
+		seen := map[int]bool{}
+		for i, c := range topo.Cores {
+			if len(c.CPUs) == 0 || !slices.IsSorted(c.CPUs) || (i > 0 && c.CPUs[0] <= topo.Cores[i-1].CPUs[0]) {
+				t.Fatalf("core %d of %+v: empty or out of order", i, topo)
+			}
+			for _, cpu := range c.CPUs {
+				if seen[cpu] {
+					t.Fatalf("cpu %d in two cores: %+v", cpu, topo)
+				}
+				seen[cpu] = true
+			}
+		}
+		if onl != nil && len(seen) != len(onl) {
+			t.Fatalf("cores hold %d CPUs, %d online (%q): %+v", len(seen), len(onl), online, topo)
+		}
+		for _, n := range topo.NUMANodes {
+			for _, cpu := range n.CPUs {
+				if !seen[cpu] {
+					t.Fatalf("NUMA node %d holds cpu %d, which no core has: %+v", n.ID, cpu, topo)
+				}
+			}
 		}
 	})
 }
