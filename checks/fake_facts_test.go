@@ -22,6 +22,8 @@ type fakeFacts struct {
 	gpuErr  error
 	inv     node.Inventory
 	invErr  error
+	links   node.NVLinkTopology
+	linkErr error
 }
 
 var _ node.Facts = (*fakeFacts)(nil)
@@ -56,6 +58,10 @@ func (f *fakeFacts) PCIDevices(context.Context) ([]node.PCIDevice, error) { retu
 func (f *fakeFacts) GPUs(context.Context) (node.GPUInventory, error) { return f.gpus, f.gpuErr }
 
 func (f *fakeFacts) Inventory(context.Context) (node.Inventory, error) { return f.inv, f.invErr }
+
+func (f *fakeFacts) NVLinkTopology(context.Context) (node.NVLinkTopology, error) {
+	return f.links, f.linkErr
+}
 
 func charDev(major, minor uint32) node.DevNode {
 	return node.DevNode{Type: "char", Major: major, Minor: minor}

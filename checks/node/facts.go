@@ -52,6 +52,11 @@ type Facts interface {
 	// /proc/meminfo give them. A snapshot without inventory.json gives an error wrapping
 	// fs.ErrNotExist.
 	Inventory(ctx context.Context) (Inventory, error)
+	// NVLinkTopology is where each GPU's active NVLinks lead, as NVML says; it follows GPUs'
+	// contract (NVML failing to initialise is Init, not an error; a snapshot without
+	// nvlinks.json gives an error wrapping fs.ErrNotExist). It is a reading of its own, made
+	// only when a check asks for it.
+	NVLinkTopology(ctx context.Context) (NVLinkTopology, error)
 }
 
 // Inventory is the node's CPUs and memory, in slurm.conf's terms; its JSON form is a

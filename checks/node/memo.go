@@ -16,6 +16,8 @@ type Memo struct {
 	ib        OnceValue[[]IBPort]
 	gpus      OnceValue[GPUInventory]
 	inv       OnceValue[Inventory]
+	// nvlinks is the NVLink topology (nvlinks.go).
+	nvlinks OnceValue[NVLinkTopology]
 }
 
 var _ Facts = (*Memo)(nil)

@@ -43,6 +43,7 @@ type Recorder struct {
 	commands []commandRecord
 	gpus     *nvmlRecord
 	inv      *Inventory
+	nvlinks  *nvlinkRecord   // nvlinks.go
 	hangs    map[string]bool // paths whose read ctx ended
 	hostname string
 	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus", "inventory"
@@ -288,6 +289,7 @@ type Saved struct {
 	Commands  int    // entries of commands.json
 	NVML      bool   // whether nvml.json was written
 	Inventory bool   // whether inventory.json was written
+	NVLinks   bool   // whether nvlinks.json was written
 	Bytes     int64  // every byte written, JSON files included
 	// Hangs are the paths whose read had not finished at its deadline, saved as delays.
 	Hangs []string
@@ -373,6 +375,7 @@ func (r *Recorder) settle(meta Meta, st *Saved) (Meta, *nvmlRecord) {
 		case n == 0:
 		case key == nvmlKey && gpus == nil:
 			gpus = &nvmlRecord{TimedOut: true}
+		case key == nvlinksKey: // settleNVLinks
 		case key != nvmlKey:
 			hangs[key] = true
 		}
@@ -420,6 +423,12 @@ func (r *Recorder) saveJSON(w snapshotWriter, gpus *nvmlRecord) error {
 			return err
 		}
 		w.st.Inventory = true
+	}
+	if nl := r.settleNVLinks(); nl != nil {
+		if err := w.json(nvlinksFile, nl); err != nil {
+			return err
+		}
+		w.st.NVLinks = true
 	}
 	return nil
 }

@@ -76,8 +76,9 @@ type Snapshot struct {
 	devices  map[string]deviceRecord
 	commands []commandRecord
 	nvml     []byte
-	gpus     *nvmlRecord // nil: no nvml.json
-	inv      *Inventory  // nil: no inventory.json
+	gpus     *nvmlRecord   // nil: no nvml.json
+	inv      *Inventory    // nil: no inventory.json
+	nvlinks  *nvlinkRecord // nil: no nvlinks.json
 }
 
 var _ Facts = (*Snapshot)(nil)
@@ -96,7 +97,7 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 }
 
 // OpenSnapshotContext reads the snapshot in dir: meta.json is required and must say format 1;
-// devices.json, commands.json and nvml.json are optional. Every JSON file is checked here,
+// devices.json, commands.json, nvml.json, inventory.json and nvlinks.json are optional. Every JSON file is checked here,
 // so that a broken snapshot fails at once with the file and the place named. Each is read
 // through files.ReadIn: regular files only (a FIFO is refused without blocking on it),
 // symlinks followed only inside dir, at most snapshotJSONLimit bytes, and given up when ctx
@@ -182,6 +183,15 @@ func openSnapshot(dir, abs string, reading *atomic.Pointer[string]) (*Snapshot, 
 			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 		}
 		s.inv = &inv
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = read(nvlinksFile); err == nil {
+		rec, err := parseNVLinks(b)
+		if err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+		s.nvlinks = &rec
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}

@@ -34,6 +34,12 @@ type Source struct {
 	done chan struct{} // closed when the reading is over
 	inv  node.GPUInventory
 	err  error
+
+	// session serialises NVML sessions (Init to Shutdown): the inventory and the NVLink
+	// topology (nvlinks.go) are read in sessions of their own, and go-nvml's Init rewrites
+	// package-level function pointers, so two at once would race.
+	session sync.Mutex
+	links   onceReading[node.NVLinkTopology]
 }
 
 var _ node.GPUSource = (*Source)(nil)
@@ -80,6 +86,8 @@ func (s *Source) GPUs(ctx context.Context, want node.GPUFields) (node.GPUInvento
 					s.inv, s.err = node.GPUInventory{}, fmt.Errorf("read NVML: panic: %v", p)
 				}
 			}()
+			s.session.Lock()
+			defer s.session.Unlock()
 			s.inv, s.err = read(s.open(), want)
 		}()
 	})
