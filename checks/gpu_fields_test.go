@@ -24,6 +24,8 @@ func TestGPUFieldsFor(t *testing.T) {
 	// them by, and the counters whose rates it judges.
 	overTime := node.GPUUUID | node.GPUSerial | node.GPUECCCorrected | node.GPUNVLinkErrors | node.GPUPCIeReplays
 	signals := node.GPUClockEvents | node.GPUThermal | node.GPUPower | node.GPUPersistence
+	// gres_affinity (health, manual): which PCI device each gres.conf File= is.
+	affinity := node.GPUMinorNumber | node.GPUPCIBusID
 	cfg := config.Default(Schema())
 	for _, tc := range []struct {
 		mode config.Mode
@@ -31,8 +33,8 @@ func TestGPUFieldsFor(t *testing.T) {
 	}{
 		{config.ModeProlog, always | jobs},
 		{config.ModeEpilog, always | jobs | node.GPUClockEvents | node.GPUThermal},
-		{config.ModeHealth, always | signals | overTime},
-		{config.ModeManual, always | signals | overTime},
+		{config.ModeHealth, always | signals | overTime | affinity},
+		{config.ModeManual, always | signals | overTime | affinity},
 	} {
 		if got := GPUFieldsFor(All(), cfg, tc.mode); got != tc.want {
 			t.Errorf("%s: %s, want %s", tc.mode, got, tc.want)

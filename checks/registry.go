@@ -28,6 +28,7 @@ var ordered = []Check{
 	gpuErrorRates{},
 	ibFlaps{},
 	nodeInventory{},
+	gresAffinity{},
 }
 
 // All returns every check in run order.
