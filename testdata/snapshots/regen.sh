@@ -9,7 +9,9 @@
 # this directory.
 #
 # The base snapshots (h100-healthy, a100-healthy, cpu-node-no-gpu-no-ib) are not generated
-# here: they were assembled once from the public captures named in their SOURCE files.
+# here: they were assembled once from the public captures named in their SOURCE files. The one
+# exception is h100-healthy's CPU topology (fs/sys/devices/system), which is derived, not
+# captured, and written by base_topology below (see h100-healthy/SOURCE).
 #
 # Values written here are sysfs strings in the kernel's own format (drivers/infiniband/core/sysfs.c:
 # state "%d: %s\n", phys_state "%u: %s\n", rate "%d%s Gb/sec (%dX%s)\n"), hence the trailing
@@ -67,6 +69,33 @@ edit() {
 
 ib=fs/sys/class/infiniband
 pci=fs/sys/bus/pci/devices
+
+# --- h100-healthy's CPU and NUMA topology (derived, not captured) ---------------------------------
+# base_topology DIR writes the files gres_affinity reads to number cores as Slurm does, as
+# `nodecheck snapshot` records them (only the files read: the lowest CPU of each core): 2 sockets
+# of 56 cores with 2 threads each, CPUs 0-55 the first threads of socket 0, 56-111 of socket 1,
+# 112-167 and 168-223 their second threads; NUMA node 0 = socket 0, node 1 = socket 1. The
+# layout is that of slurm.conf's NodeName line and of the real `nvidia-smi topo -m` of a 224-CPU
+# two-socket 8-GPU node (corpus gpu-topo/gogpuallocator-17-rtx4090x8-sys-2numa.txt: "CPU Affinity
+# 0-55,112-167, NUMA 0" for GPU0-3, "56-111,168-223, NUMA 1" for GPU4-7); see h100-healthy/SOURCE.
+base_topology() {
+	sys=$1/fs/sys/devices/system
+	rm -rf "$sys"
+	mkdir -p "$sys/node/node0" "$sys/node/node1" "$sys/cpu"
+	put "$sys/node/online" '0-1'
+	put "$sys/node/node0/cpulist" '0-55,112-167'
+	put "$sys/node/node1/cpulist" '56-111,168-223'
+	put "$sys/cpu/online" '0-223'
+	c=0
+	while [ $c -lt 112 ]; do
+		t="$sys/cpu/cpu$c/topology"
+		mkdir -p "$t"
+		if [ $c -lt 56 ]; then put "$t/physical_package_id" 0; else put "$t/physical_package_id" 1; fi
+		put "$t/core_cpus_list" "$c,$((c + 112))"
+		c=$((c + 1))
+	done
+}
+base_topology h100-healthy
 
 # --- one NDR port administratively down -------------------------------------------------
 n=h100-ib-port-down
@@ -589,6 +618,82 @@ SXM4 of a100-healthy), all inactive, which is what NVML reports link by link (NV
 Expected: nvlink fails: gpu 6 (000d:00:00.0): all 12 NVLinks inactive; every other check as in
 a100-healthy."
 base=h100-healthy
+
+# --- gres.conf binds one GPU to the other socket's cores ---------------------------------------------
+n=h100-gres-cores-wrong-socket
+new $n
+cat >$n/fs/etc/slurm/gres.conf <<'EOF'
+# gres.conf of the fixture cluster, WRITTEN FOR THE NODECHECK TEST FIXTURES (see SOURCE).
+# Explicit device files, no AutoDetect. GPUs 0-3 hang off socket 0, GPUs 4-7 off socket 1
+# (NUMA nodes of the recorded PCI functions); Cores= uses Slurm's core numbering.
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia[0-3] Cores=0-55
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia4 Cores=0-55
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia[5-7] Cores=56-111
+EOF
+source_note $n "Change: fs/etc/slurm/gres.conf gives /dev/nvidia4 a line of its own with Cores=0-55, socket 0's cores,
+where its PCI device 0000:9b:00.0 hangs off NUMA node 1, socket 1 (numa_node 1, from the real lspci of
+h100-healthy/SOURCE): the mistake of a line split by hand, or copied from the line above. Written for the
+fixture. Slurm then pairs jobs on GPU 4 with cores of the other socket, whose memory and PCIe traffic
+cross the socket interconnect.
+Expected: gres_affinity warns: gpu 0000:9b:00.0 (/dev/nvidia4, /etc/slurm/gres.conf:5 Cores=0-55) is on
+NUMA node 1 (cores 56-111); its Cores= name NUMA node 0's cores. The verdict stays healthy (a warning
+never drains); every other check as in h100-healthy."
+
+# --- gres.conf Links= written for another NVLink topology ---------------------------------------------
+n=h100-gres-links-islands
+new $n
+cat >$n/fs/etc/slurm/gres.conf <<'EOF'
+# gres.conf of the fixture cluster, WRITTEN FOR THE NODECHECK TEST FIXTURES (see SOURCE).
+# One line per GPU with Links=, taken from Slurm's testsuite (test39.18), which describes three
+# NVLink islands; this node's GPUs all hang off NVSwitches.
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia0 Cores=0-55 Links=-1,2,2,0,0,0,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia1 Cores=0-55 Links=2,-1,2,0,0,0,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia2 Cores=0-55 Links=2,2,-1,0,0,0,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia3 Cores=0-55 Links=0,0,0,-1,0,1,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia4 Cores=56-111 Links=0,0,0,0,-1,1,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia5 Cores=56-111 Links=0,0,0,1,1,-1,0,0
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia6 Cores=56-111 Links=0,0,0,0,0,0,-1,2
+NodeName=gpu-h100-[01-16] Name=gpu Type=h100 File=/dev/nvidia7 Cores=56-111 Links=0,0,0,0,0,0,2,-1
+EOF
+# nvlinks_json: nvlinks.json with every one of the 18 links of each GPU to an NVSwitch.
+nvlinks_json() {
+	printf '{\n  "init": "SUCCESS",\n  "devices": [\n'
+	i=0
+	for b in 19 3B 4C 5D 9B BB CB DB; do
+		printf '    {\n      "index": %s,\n      "minor_number": %s,\n      "pci_bus_id": "00000000:%s:00.0",\n      "links": [\n' $i $i $b
+		l=0
+		while [ $l -lt 18 ]; do
+			if [ $l -lt 5 ]; then sw=83; elif [ $l -lt 9 ]; then sw=84; elif [ $l -lt 13 ]; then sw=85; else sw=86; fi
+			sep=,
+			[ $l -eq 17 ] && sep=
+			printf '        {"link": %s, "remote_pci_bus_id": "00000000:%s:00.0", "remote_type": "SWITCH"}%s\n' $l $sw "$sep"
+			l=$((l + 1))
+		done
+		sep=,
+		[ $i -eq 7 ] && sep=
+		printf '      ]\n    }%s\n' "$sep"
+		i=$((i + 1))
+	done
+	printf '  ]\n}\n'
+}
+nvlinks_json >$n/nvlinks.json
+source_note $n "Change: fs/etc/slurm/gres.conf gives each GPU a line of its own with Links= copied from Slurm's testsuite
+(SchedMD/slurm testsuite/expect/test39.18 @ 284c3b95f08a2dc2478499837b03355e1b9c5c75, corpus
+gres/slurm-testsuite-39.18-c10-links-topology.conf: \"3 NVLink islands\", GPUs 0-2 doubly linked, 5 singly
+to 3 and 4, 6-7 doubly), with this fixture's NodeName, Type and socket Cores=; and nvlinks.json records
+where each GPU's 18 active NVLinks lead, in the form \`nodecheck snapshot\` records NVML's answers
+(nvmlDeviceGetNvLinkRemotePciInfo, nvmlDeviceGetNvLinkRemoteDeviceType): every link to one of the 4
+NVSwitches at 0000:83:00.0-0000:86:00.0 (the NVSwitches of h100-healthy's real lspci), type SWITCH, never to
+another GPU. INVENTED: no public capture of those NVML answers exists; the 18 links per GPU are h100-healthy's
+(themselves invented, see its SOURCE), and which link leads to which switch (links 0-4, 5-8, 9-12, 13-17:
+5, 4, 4 and 5 links per switch) is made up; only \"to a switch\" matters to the check.
+On an NVSwitch board every GPU reaches every other alike, so slurmd's AutoDetect=nvml writes 0 for every
+other GPU (src/plugins/gpu/nvml/gpu_nvml.c counts only links whose far end is a GPU); islands of 2 and 1
+links tell Slurm to prefer pairs that are no better connected than any other.
+Expected: gres_affinity warns on each of the 8 GPUs, e.g. gpu 0000:19:00.0 (/dev/nvidia0,
+/etc/slurm/gres.conf:4 Links=-1,2,2,0,0,0,0,0): 0 NVLinks to device 1 (0000:3b:00.0), Links= says 2, ...;
+its other 18 active NVLinks lead to NVSwitches; AutoDetect=nvml would write Links=-1,0,0,0,0,0,0,0.
+Cores= are right (no warning for them). The verdict stays healthy; every other check as in h100-healthy."
 # ---- >8 ----
 
-echo "regen.sh: rebuilt 27 snapshots from h100-healthy and 1 from a100-healthy"
+echo "regen.sh: rebuilt 29 snapshots from h100-healthy and 1 from a100-healthy"
