@@ -59,14 +59,14 @@ func (gresAffinity) Section() config.Section {
 func (gresAffinity) Run(ctx context.Context, env *Env) Result {
 	gresPath, err := env.Slurm.GresPath(ctx)
 	if err != nil {
-		return factsError(ctx, "find slurm.conf to read gres.conf", err)
+		return slurmFilesError(ctx, "find slurm.conf to read gres.conf", err)
 	}
 	gc, err := env.Slurm.Gres(ctx)
 	if isNotExist(err) {
 		return Result{Status: StatusSkip, Summary: "no gres.conf at " + gresPath}
 	}
 	if err != nil {
-		return factsError(ctx, "read gres.conf", err)
+		return slurmFilesError(ctx, "read gres.conf", err)
 	}
 	ng := gc.ForNode(env.Node)
 	if ng.AutoDetect != "" && ng.AutoDetect != "off" {
@@ -236,7 +236,7 @@ func gatherCoreFacts(ctx context.Context, env *Env, gpus []affinityGPU, facts *a
 	if conf, err := env.Slurm.Conf(ctx); err == nil {
 		asSocket = socketParameter(conf.Settings["slurmdparameters"].Value)
 	} else if ctx.Err() != nil {
-		return factsError(ctx, "read slurm.conf", err), true
+		return slurmFilesError(ctx, "read slurm.conf", err), true
 	}
 	cores := numberCores(topo, asSocket != "")
 	facts.cores, facts.asSocket = &cores, asSocket
@@ -283,7 +283,7 @@ func (gresAffinity) Explain() Explanation {
 		},
 		Passes: "Each GPU's Cores= name only cores of the socket its PCI device hangs off (the socket of its NUMA node), or every core of the node (no affinity at all); with numa_node_as_socket or l3cache_as_socket, only cores of its NUMA node. Cores are numbered as slurmd numbers them: socket by socket, in the order of each socket's lowest CPU, each socket's cores in the order of their lowest CPU, one number per core whatever its threads (gres.conf(5): \"Core 0 will be the first core on the first socket\"; Slurm's xcpuinfo.c). Each Links= is what AutoDetect=nvml would write: per GPU in PCI bus id order, the number of active NVLinks to it, -1 at this GPU's own place. On an NVSwitch system, where every link leads to a switch and AutoDetect writes 0 for every other GPU, a Links= giving every other GPU the same number passes too: it tells Slurm what 0 tells it, that no pair is better connected than another.",
 		Warns:  "A GPU's Cores= name cores of another socket than its own (jobs given that GPU get cores whose memory and PCIe traffic cross the socket interconnect), or only partly its own, or core numbers the node does not have; or a Links= disagrees with the NVLinks NVML sees (a count, or -1 not at the GPU's own place). Each warning names the GPU (PCI address, device file, gres.conf line and value) and both core lists, or the counts that differ.",
-		Fails:  "Never: a wrong map is configuration, not a sick node, so it warns and never drains.",
+		Fails:  "Only when a read does not end in time, as every check: a wrong map is configuration, not a sick node, so it warns and never drains.",
 		Skips:  "No gres.conf, gres.conf uses AutoDetect for this node (slurmd then takes cores and links from NVML itself and checks any given against them), or no GPU line for this node gives Cores= or Links=. A GPU whose PCI device has no NUMA node (numa_node -1) on a node with several sockets is not judged, and says so.",
 		Errors: "slurm.conf or gres.conf cannot be read, a GPU's device file or its PCI device cannot be told (missing device file, NVML and the driver's procfs both silent), or the CPU topology, a numa_node or NVML's NVLink topology cannot be read.",
 		Fix: []string{

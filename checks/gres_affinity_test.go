@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -331,6 +332,7 @@ func TestJudgeGresAffinity(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			res := judgeGresAffinity(tc.gpus, tc.facts)
+			assertRemedies(t, res)
 			if res.Status != tc.status || res.Summary != tc.summary {
 				t.Errorf("judgeGresAffinity = %s %q\nwant %s %q", res.Status, res.Summary, tc.status, tc.summary)
 			}
@@ -457,8 +459,64 @@ func TestGresAffinityRun(t *testing.T) {
 				tc.change(f)
 			}
 			res := runGresAffinity(f)
+			assertRemedies(t, res)
 			if res.Status != tc.status || res.Summary != tc.summary {
 				t.Errorf("Run = %s %q\nwant %s %q", res.Status, res.Summary, tc.status, tc.summary)
+			}
+		})
+	}
+}
+
+// slowFacts is a node whose reads of the paths under prefix, and whose NVLink topology,
+// end with the deadline: a hung NFS mount of /etc/slurm, a wedged GPU.
+type slowFacts struct {
+	*fakeFacts
+	prefix string
+}
+
+func (f slowFacts) ReadFile(ctx context.Context, path string) ([]byte, error) {
+	if strings.HasPrefix(path, f.prefix) {
+		<-ctx.Done()
+		return nil, fmt.Errorf("read %s: %w", path, ctx.Err())
+	}
+	return f.fakeFacts.ReadFile(ctx, path)
+}
+
+func (f slowFacts) NVLinkTopology(ctx context.Context) (node.NVLinkTopology, error) {
+	<-ctx.Done()
+	return node.NVLinkTopology{}, fmt.Errorf("read NVLink topology: %w", ctx.Err())
+}
+
+// TestGresAffinityDeadline: the check fails only when a read does not end in time, and then
+// with the remedy of what hung: Slurm's files are a mount for a person to fix (admin), a
+// read of the node a reboot. A wrong map itself only warns (TestGresAffinityRun).
+func TestGresAffinityDeadline(t *testing.T) {
+	tests := []struct {
+		name    string
+		gres    string
+		prefix  string
+		summary string
+		remedy  Remedy
+	}{
+		{"gres.conf hangs", "NodeName=gpu01 Name=gpu File=/dev/nvidia4 Cores=56-111\n", "/etc/slurm/",
+			"timed out: find slurm.conf to read gres.conf", RemedyAdmin},
+		{"the CPU topology hangs", "NodeName=gpu01 Name=gpu File=/dev/nvidia4 Cores=56-111\n", "/sys/devices/system/",
+			"timed out: read the CPU topology to number cores as Slurm does", RemedyReboot},
+		{"NVML's NVLinks hang", "NodeName=gpu01 Name=gpu File=/dev/nvidia4 Links=0,0,0,0,-1,0,0,0\n", "/nowhere/",
+			"timed out: read the NVLink topology from NVML for Links=", RemedyReboot},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := slowFacts{affinityNode(tc.gres), tc.prefix}
+			env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeHealth, Node: "gpu01",
+				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
+			ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond) // room for the reads before the hang on a loaded machine
+			defer cancel()
+			res := gresAffinity{}.Run(ctx, env)
+			assertRemedies(t, res)
+			settleRemedy(&res)
+			if res.Status != StatusFail || res.Summary != tc.summary || res.Remedy != tc.remedy {
+				t.Errorf("Run = %s %q [%s]\nwant fail %q [%s]", res.Status, res.Summary, res.Remedy, tc.summary, tc.remedy)
 			}
 		})
 	}

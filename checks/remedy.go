@@ -302,7 +302,7 @@ var remedyTable = []remedyRow{
 	{faultCPUsConfig, []string{idNodeInventory}, "fewer CPUs, cores per socket or threads per core than slurm.conf says", RemedyAdmin,
 		"CPUs offline, maxcpus= or nosmt on the kernel command line, or cores or SMT off in the BIOS: configuration, or a NodeName line to correct"},
 
-	{faultSlurmTimeout, []string{idGresDevices, idGPUCount, idJobLeftovers, idGPUModels, idNodeInventory}, "reading slurm.conf or gres.conf did not end in time", RemedyAdmin,
+	{faultSlurmTimeout, []string{idGresDevices, idGPUCount, idJobLeftovers, idGPUModels, idNodeInventory, idGresAffinity}, "reading slurm.conf or gres.conf did not end in time", RemedyAdmin,
 		"the file system that holds Slurm's configuration (NFS, slurmd's configless cache) hangs: a person fixes the mount"},
 	{faultTimeout, nil, "a check, or a read of the node (NVML, sysfs, /dev, dmesg, systemd), did not end in time, or the run's budget ran out", RemedyReboot,
 		"a wedged GPU blocks NVML calls for minutes (go-nvml gives no way to cancel one), and a task blocked in the kernel (state D) cannot be killed: only a reboot clears either"},
