@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -517,6 +519,49 @@ func TestGresAffinityDeadline(t *testing.T) {
 			settleRemedy(&res)
 			if res.Status != StatusFail || res.Summary != tc.summary || res.Remedy != tc.remedy {
 				t.Errorf("Run = %s %q [%s]\nwant fail %q [%s]", res.Status, res.Summary, res.Remedy, tc.summary, tc.remedy)
+			}
+		})
+	}
+}
+
+// nvlinkCounter counts the NVLink topology readings a run asks of its node.
+type nvlinkCounter struct {
+	node.Facts
+	calls *int
+}
+
+func (c nvlinkCounter) NVLinkTopology(ctx context.Context) (node.NVLinkTopology, error) {
+	*c.calls++
+	return c.Facts.NVLinkTopology(ctx)
+}
+
+// TestNVLinkTopologyPerMode: a whole run of every check on a node whose gres.conf gives
+// Links= reads where the NVLinks lead once in the modes gres_affinity runs in by default
+// (health, manual) and never in a prolog or an epilog, which pay for no NVML session of it.
+func TestNVLinkTopologyPerMode(t *testing.T) {
+	want := map[config.Mode]int{config.ModeProlog: 0, config.ModeEpilog: 0, config.ModeHealth: 1, config.ModeManual: 1}
+	for _, mode := range config.Modes() {
+		t.Run(string(mode), func(t *testing.T) {
+			calls := 0
+			env, _, err := NewEnv(context.Background(), EnvOptions{
+				SnapshotDir: filepath.Join(snapshotsDir, "h100-gres-links-islands"), Mode: mode,
+				Wrap: func(f node.Facts) node.Facts { return nvlinkCounter{f, &calls} },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			rep := Run(context.Background(), env, All(), env.RunOptions())
+			if calls != want[mode] {
+				t.Errorf("a %s run read the NVLink topology %d times, want %d", mode, calls, want[mode])
+			}
+			if mode == config.ModeHealth {
+				i := slices.IndexFunc(rep.Results, func(r Result) bool { return r.Check == idGresAffinity })
+				switch {
+				case i < 0:
+					t.Error("health run on h100-gres-links-islands: no gres_affinity result")
+				case rep.Results[i].Status != StatusWarn:
+					t.Errorf("health run on h100-gres-links-islands: gres_affinity %s %q, want warn", rep.Results[i].Status, rep.Results[i].Summary)
+				}
 			}
 		})
 	}
