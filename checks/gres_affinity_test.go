@@ -611,3 +611,26 @@ func FuzzGresAffinity(f *testing.F) {
 		}
 	})
 }
+
+// BenchmarkGresAffinity replays the whole check on the snapshots that give Cores= (116 sysfs
+// reads of the CPU topology, 8 numa_node files) and Links= (the recorded NVLink topology):
+// the README's figures. Each iteration is a fresh run (NewEnv, not timed), so nothing is
+// memoized across iterations; the time is a replay's, reading files of the snapshot's fs/.
+func BenchmarkGresAffinity(b *testing.B) {
+	for _, snap := range []string{"h100-healthy", "h100-gres-cores-wrong-socket", "h100-gres-links-islands"} {
+		b.Run(snap, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				b.StopTimer()
+				env, _, err := NewEnv(context.Background(), EnvOptions{SnapshotDir: filepath.Join(snapshotsDir, snap), Mode: config.ModeManual})
+				if err != nil {
+					b.Fatal(err)
+				}
+				b.StartTimer()
+				if res := (gresAffinity{}).Run(context.Background(), env); res.Status != StatusOK && res.Status != StatusWarn {
+					b.Fatalf("%s: %s %q", snap, res.Status, res.Summary)
+				}
+			}
+		})
+	}
+}
