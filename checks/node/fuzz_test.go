@@ -120,8 +120,8 @@ func FuzzNaturalCompare(f *testing.F) {
 	})
 }
 
-// FuzzSnapshotJSON feeds the same bytes to every snapshot file parser: none may panic, and
-// what they accept must hold the promises replay relies on.
+// FuzzSnapshotJSON feeds the same bytes to every snapshot file parser (nvlinks.json's too):
+// none may panic, and what they accept must hold the promises replay relies on.
 func FuzzSnapshotJSON(f *testing.F) {
 	for _, s := range []string{
 		validMeta,
@@ -131,6 +131,8 @@ func FuzzSnapshotJSON(f *testing.F) {
 		`{"init": "SUCCESS", "devices": [{"index": 0, "delay_ms": 5}]}`,
 		`{"timed_out": true}`, `{"init": "ERROR_LIBRARY_NOT_FOUND"}`, `{"init": "SUCCESS", "delay_ms": -1}`,
 		`{"init": "SUCCESS", "fields": ["serial", "clock_event_reasons"], "devices": [{"index": 0, "clock_event_reasons": {"reasons": ["hw_slowdown"]}, "temperature": {"gpu_c": 30, "tlimit_margin_c": -2}, "recovery_action": "GPU_RESET"}]}`,
+		`{"init": "SUCCESS", "devices": [{"index": 0, "minor_number": 0, "pci_bus_id": "00000000:19:00.0", "links": [{"link": 0, "remote_pci_bus_id": "00000000:83:00.0", "remote_type": "SWITCH"}]}]}`,
+		`{"init": "SUCCESS", "devices": [{"links": [{"link": -1}]}]}`,
 		"[\n{\"path\": 1}]", `{"format": "1"}`, `[{"argv": []}]`, "",
 	} {
 		f.Add([]byte(s))
@@ -171,6 +173,16 @@ func FuzzSnapshotJSON(f *testing.F) {
 			for _, d := range r.Devices {
 				if c := d.ClockEvents; c != nil && !slices.Equal(c.Reasons, ClockEventReasonNames(c.Mask)) {
 					t.Fatalf("clock event reasons %v do not name mask 0x%x", c.Reasons, c.Mask)
+				}
+			}
+		}
+		if r, err := parseNVLinks(b); err == nil {
+			if r.Init == "" && !r.TimedOut || r.DelayMS < 0 {
+				t.Fatalf("parseNVLinks accepted %+v", r)
+			}
+			for _, d := range r.Devices {
+				if slices.ContainsFunc(d.Links, func(l NVLinkEnd) bool { return l.Link < 0 }) {
+					t.Fatalf("parseNVLinks accepted a negative link: %+v", d)
 				}
 			}
 		}
