@@ -43,6 +43,17 @@ const maxReasonPrefix = 40
 // ParseMaxDrained reads max_drained: "" is no limit (n == 0); "N" is N nodes; "N%" is N percent
 // of the cluster's nodes, 1 to 100. Blanks around the value are allowed.
 func ParseMaxDrained(s string) (n int, percent bool, err error) {
+	n, percent, err = parseNodeLimit(s)
+	if err == nil && n == 0 && strings.TrimSpace(s) != "" {
+		return 0, false, fmt.Errorf("%q would hold back every drain: to never drain set enabled = false; for no limit use \"\"", s)
+	}
+	return n, percent, err
+}
+
+// parseNodeLimit reads a limit on nodes: "" is none (0); "N" is N nodes; "N%" is N percent of
+// the cluster's nodes, up to 100. A zero count is returned as such, for the caller to refuse
+// in its own words.
+func parseNodeLimit(s string) (n int, percent bool, err error) {
 	s = strings.TrimSpace(s)
 	if s == "" {
 		return 0, false, nil
@@ -57,10 +68,7 @@ func ParseMaxDrained(s string) (n int, percent bool, err error) {
 	if err != nil {
 		return 0, false, fmt.Errorf("%q is not a count (\"10\") or a percentage (\"10%%\"): %w", s, errors.Unwrap(err))
 	}
-	switch {
-	case n == 0:
-		return 0, false, fmt.Errorf("%q would hold back every drain: to never drain set enabled = false; for no limit use \"\"", s)
-	case percent && n > 100:
+	if percent && n > 100 {
 		return 0, false, fmt.Errorf("%q is over 100%%: for no limit use \"\"", s)
 	}
 	return n, percent, nil

@@ -35,10 +35,11 @@ type Config struct {
 	SlurmConf          string `toml:"slurm_conf"`            // slurm.conf path; empty: found as Slurm does
 	PromFile           string `toml:"prom_file"`             // Prometheus textfile written after every run; empty: none
 
-	Budget Budget      `toml:"budget"`
-	Log    LogConfig   `toml:"log"`
-	Drain  DrainConfig `toml:"drain"`
-	State  StateConfig `toml:"state"`
+	Budget Budget       `toml:"budget"`
+	Log    LogConfig    `toml:"log"`
+	Drain  DrainConfig  `toml:"drain"`
+	Repair RepairConfig `toml:"repair"`
+	State  StateConfig  `toml:"state"`
 	// Checks holds one section per check, in its schema's order (see Schema).
 	Checks Checks  `toml:"checks,omitempty"`
 	Groups []Group `toml:"group"`
@@ -84,6 +85,7 @@ func Default(schema Schema) *Config {
 		Budget: DefaultBudget(),
 		Log:    LogConfig{Level: "info"},
 		Drain:  defaultDrain(),
+		Repair: defaultRepair(),
 		State:  defaultState(),
 		Checks: newChecks(schema),
 	}

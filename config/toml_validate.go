@@ -46,6 +46,7 @@ func (c *Config) validate() []tomlKeyError {
 	}
 
 	errs = append(errs, c.validateDrain()...)
+	errs = append(errs, c.validateRepair()...)
 
 	base := validateChecks(c.Checks, c.Budget, []string{"checks"})
 	errs = append(errs, base...)
