@@ -1,93 +1,50 @@
 package drain
 
-import (
-	"fmt"
-	"time"
-)
-
-// drainWithinLimit drains the node and keeps max_drained when nodes fail together, with no
-// shared file system: count, drain, count again, step back.
-//
-//  1. Count nodecheck's drains (countDrained); at or above the limit, hold the drain back.
-//  2. Drain.
-//  3. Wait until slurmctld's one-second reason clock has passed this drain (Settle), list the
-//     cluster again and keep the drain only if fewer than Allowed drains come before it in
-//     drain order (stepBack); else resume the node at once: held, "stepped back".
-//
-// A count that cannot be made holds the drain back (a limit that cannot be checked must not
-// be ignored); after the drain, it leaves the drain standing with a warning.
-func (a *applier) drainWithinLimit(rec *nodeRecord, u Update) {
-	a.out.Reason = u.Reason
-	limit := a.p.MaxDrained
-	if limit.N > 0 {
-		nodes, err := a.s.Nodes(a.ctx)
-		if err != nil {
-			a.out.Action = ActionUnreachable
-			a.out.Message = fmt.Sprintf("cannot count the nodes nodecheck drained, for max_drained (%v): no drain action taken", err)
-			return
-		}
-		var others []string
-		for _, n := range countDrained(nodes, a.p.Prefix) {
-			if n.Name != u.Node {
-				others = append(others, n.Name)
-			}
-		}
-		if limit.Reached(len(others), len(nodes)) {
-			a.out.Action = ActionHeld
-			a.out.Message = fmt.Sprintf("safety limit reached: %d of %d nodes already carry nodecheck's drain (%s), at or above %s: this node is NOT drained; check for a cluster-wide cause, then raise max_drained or drain by hand",
-				len(others), len(nodes), nameList(others), limit.describe(len(nodes)))
-			return
-		}
-	}
-	if !a.update(u) {
-		return
-	}
-	done := a.p.Now()
-	rec.DrainedBy, rec.Reason = failedIDs(a.failures), u.Reason
-	if limit.N > 0 {
-		a.recount(rec, u, done)
-	}
+// drainWords are max_drained's words for Guard's messages.
+var drainWords = GuardWords{
+	Key:      "max_drained",
+	Counting: "the nodes nodecheck drained",
+	Carry:    "carry nodecheck's drain",
+	Entries:  "drains",
+	Entered:  "drained",
+	Entry:    "drain",
+	Undone:   "resumed",
+	Not:      "NOT drained",
+	Fix:      "check for a cluster-wide cause, then raise max_drained or drain by hand",
+	Nothing:  "no drain action taken",
 }
 
-// recount is step 3 of drainWithinLimit.
-func (a *applier) recount(rec *nodeRecord, u Update, done time.Time) {
-	settle := a.p.Settle
-	if settle <= 0 {
-		settle = DefaultSettle
-	}
-	wait := settle - a.p.Now().Sub(done)
-	// Room for the listing and a resume after the wait; with less, count now and say so.
-	const reserve = 500 * time.Millisecond
-	short := false
-	if d, ok := a.ctx.Deadline(); ok && time.Until(d) < wait+reserve {
-		wait, short = 0, true
-	}
-	if wait > 0 {
-		select {
-		case <-time.After(wait):
-		case <-a.ctx.Done():
-		}
-	}
-	nodes, err := a.s.Nodes(a.ctx)
-	if err != nil {
-		a.out.Warnings = append(a.out.Warnings, fmt.Sprintf("drained, but the drains could not be counted again for max_drained (%v): nodes that failed at the same moment may exceed the limit", err))
-		return
-	}
-	keep, ahead, drained := stepBack(nodes, u.Node, a.p.Prefix, a.p.MaxDrained)
-	if short {
-		a.out.Warnings = append(a.out.Warnings, fmt.Sprintf("the drains were counted again without waiting %s for drains made in the same second (the run's budget is nearly spent): one of those may exceed max_drained", settle))
-	}
-	if keep {
-		return
-	}
-	a.out.Action = ActionHeld
-	a.out.Message = fmt.Sprintf("safety limit: %d nodes carry nodecheck's drain after nodes failed together, more than %s allows, and %s drained before this one, so this node's drain is stepped back (resumed): it is NOT drained; check for a cluster-wide cause, then raise max_drained or drain by hand",
-		drained, a.p.MaxDrained.describe(len(nodes)), nameList(ahead))
-	rec.DrainedBy, rec.Reason = nil, ""
-	resume := Update{Node: u.Node, State: "RESUME"}
-	if !a.update(resume) {
-		a.out.Action = ActionDrained
+// drainWithinLimit drains the node and keeps max_drained when nodes fail together, with no
+// shared file system: Guard.Enter counts nodecheck's drains (countDrained) and holds the drain
+// back at or above the limit, drains, waits until slurmctld's one-second reason clock has
+// passed this drain (Settle), lists the cluster again and keeps the drain only if fewer than
+// Allowed drains come before it in drain order (stepBack); else resumes the node at once:
+// held, "stepped back".
+func (a *applier) drainWithinLimit(rec *nodeRecord, u Update) {
+	a.out.Reason = u.Reason
+	g := Guard{Limit: a.p.MaxDrained, Counts: drainCounts(a.p.Prefix), Settle: a.p.Settle, Now: a.p.Now, Words: drainWords}
+	drained := false
+	res := g.Enter(a.ctx, a.s, u.Node,
+		func() bool {
+			if drained = a.update(u); drained {
+				rec.DrainedBy, rec.Reason = failedIDs(a.failures), u.Reason
+			}
+			return drained
+		},
+		func() bool { return a.update(Update{Node: u.Node, State: "RESUME"}) })
+	a.out.Warnings = append(a.out.Warnings, res.Warnings...)
+	switch {
+	case res.Unreachable:
+		a.out.Action, a.out.Message = ActionUnreachable, res.Message
+	case res.StuckIn:
+		// The step back's resume failed (update said why): the node stays drained, over the
+		// limit.
 		a.out.Warnings = append(a.out.Warnings, "this node's drain exceeds max_drained and could not be stepped back: "+a.out.Message)
-		a.out.Message = "drain: " + u.Reason
+		a.out.Action, a.out.Message = ActionDrained, "drain: "+u.Reason
+	case res.Held:
+		a.out.Action, a.out.Message = ActionHeld, res.Message
+		if drained {
+			rec.DrainedBy, rec.Reason = nil, ""
+		}
 	}
 }

@@ -1,7 +1,6 @@
 package drain
 
 import (
-	"cmp"
 	"fmt"
 	"math"
 	"slices"
@@ -9,7 +8,7 @@ import (
 	"strings"
 )
 
-// Limit is the safety limit max_drained: when at least N nodes (or N percent of the cluster's
+// Limit is a safety limit such as max_drained: when at least N nodes (or N percent of the cluster's
 // nodes) already carry nodecheck's drain, nodecheck drains no other node. It guards against
 // a fleet-wide false alarm (a bad config or driver push) draining the whole cluster. The zero
 // Limit is no limit. config.ParseMaxDrained reads it from nodecheck.toml.
@@ -48,45 +47,42 @@ func (l Limit) String() string {
 	return strconv.Itoa(l.N)
 }
 
-// describe says how the limit reads against a cluster: "10% of 40 nodes = 4".
-func (l Limit) describe(total int) string {
+// describe says how the limit, set as key, reads against a cluster: `max_drained = "10%"
+// (10% of 40 nodes)`.
+func (l Limit) describe(key string, total int) string {
 	if l.Percent {
-		return fmt.Sprintf("max_drained = %q (%d%% of %d nodes)", l.String(), l.N, total)
+		return fmt.Sprintf("%s = %q (%d%% of %d nodes)", key, l.String(), l.N, total)
 	}
-	return fmt.Sprintf("max_drained = %q", l.String())
+	return fmt.Sprintf("%s = %q", key, l.String())
 }
 
 // countDrained returns the nodes that count against max_drained, in drain order: out of
 // service (drained, draining or down: OutOfService) with nodecheck's reason. A node in service
 // whose reason is still nodecheck's does not count: Slurm 24.11 keeps the reason after a
-// resume. The order is the reason's time (slurmctld's clock, one second steps), then the
-// name: the same for every run that reads the same listing.
+// resume. The order is Guard's: the reason's time (slurmctld's clock, one second steps), then
+// the name: the same for every run that reads the same listing.
 func countDrained(nodes []NodeState, prefix string) []NodeState {
-	var out []NodeState
-	for _, n := range nodes {
-		if n.OutOfService() && Owned(n.Reason, prefix) {
-			out = append(out, n)
-		}
-	}
-	slices.SortFunc(out, func(a, b NodeState) int {
-		return cmp.Or(a.ReasonTime.Compare(b.ReasonTime), strings.Compare(a.Name, b.Name))
-	})
-	return out
+	return Guard{Counts: drainCounts(prefix)}.counted(nodes)
 }
 
-// stepBack is the check after a drain that keeps max_drained when nodes fail together, without
-// a shared file system: every run drains, waits until slurmctld's clock has passed the second
-// of its own drain, lists the cluster again (nodes) and keeps its drain only when fewer than
-// Allowed nodecheck drains come before its own in drain order (countDrained). Every drain
-// before it was made before its listing (the wait sees to that: a later drain gets a later
-// second), so a run that keeps its drain has counted every drain it must yield to, and at
-// most Allowed drains are kept; a run that steps back may have counted one that steps back
-// too, so in a storm fewer than Allowed may stay, and those run again at the next health check.
+// drainCounts is max_drained's Guard.Counts.
+func drainCounts(prefix string) func(NodeState) bool {
+	return func(n NodeState) bool { return n.OutOfService() && Owned(n.Reason, prefix) }
+}
+
+// stepBack is the check after an entry (a drain, a repair) that keeps a Guard's limit when
+// nodes enter together, without a shared file system: every run acts, waits until slurmctld's
+// clock has passed the second of its own act, lists the cluster again (total nodes; counted
+// are those that count, in Guard's order) and keeps its entry only when fewer than Allowed
+// counted nodes come before its own. Every entry before it was made before its listing (the
+// wait sees to that: a later entry gets a later second), so a run that keeps its entry has
+// counted every entry it must yield to, and at most Allowed entries are kept; a run that steps
+// back may have counted one that steps back too, so in a storm fewer than Allowed may stay,
+// and those run again at the next health check.
 //
-// keep is true when the node keeps its drain (also when its drain no longer shows: nothing
-// to step back from); ahead are the drains before it, drained all nodecheck's drains.
-func stepBack(nodes []NodeState, self, prefix string, l Limit) (keep bool, ahead []string, drained int) {
-	counted := countDrained(nodes, prefix)
+// keep is true when the node keeps its entry (also when its entry no longer shows: nothing
+// to step back from); ahead are the entries before it, n all that count.
+func stepBack(counted []NodeState, self string, l Limit, total int) (keep bool, ahead []string, n int) {
 	i := slices.IndexFunc(counted, func(n NodeState) bool { return n.Name == self })
 	if i < 0 {
 		return true, nil, len(counted)
@@ -94,7 +90,7 @@ func stepBack(nodes []NodeState, self, prefix string, l Limit) (keep bool, ahead
 	for _, n := range counted[:i] {
 		ahead = append(ahead, n.Name)
 	}
-	return i < l.Allowed(len(nodes)), ahead, len(counted)
+	return i < l.Allowed(total), ahead, len(counted)
 }
 
 // nameList names at most five nodes: "n1, n2, n3, n4, n5, ...".

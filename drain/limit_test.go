@@ -91,7 +91,7 @@ func TestStepBack(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			keep, ahead, counts := stepBack(tc.nodes, tc.self, "nodecheck:", tc.limit)
+			keep, ahead, counts := stepBack(countDrained(tc.nodes, "nodecheck:"), tc.self, tc.limit, len(tc.nodes))
 			if keep != tc.keep || counts != tc.counts {
 				t.Errorf("keep %v counted %d, want %v %d", keep, counts, tc.keep, tc.counts)
 			}
