@@ -25,14 +25,17 @@ const DefaultSettle = 1100 * time.Millisecond
 
 // Policy is how drain acts: the [drain] and [state] settings (PolicyFrom reads them).
 type Policy struct {
-	Prefix            string        // reason_prefix: marks nodecheck's reasons
-	ResumeAfterPasses int           // resume_after_passes: consecutive clean runs before resuming
-	MaxDrained        Limit         // max_drained
-	ErrorIsFailure    bool          // error_is_failure: a check that could not decide drains too
-	StateDir          string        // [state] dir: drain.json and the lock; "" keeps no state (never resumes)
-	LockWait          time.Duration // longest wait for another run's lock; 0 means DefaultLockWait
-	Settle            time.Duration // wait after a drain before counting again; 0 means DefaultSettle
-	Now               func() time.Time
+	Prefix            string // reason_prefix: marks nodecheck's reasons
+	ResumeAfterPasses int    // resume_after_passes: consecutive clean runs before resuming
+	// RepairPasses, when set ([repair] enabled), replaces ResumeAfterPasses for a node whose
+	// reason carries a repair's tag (RepairOf): [repair] passes_to_resume.
+	RepairPasses   int
+	MaxDrained     Limit         // max_drained
+	ErrorIsFailure bool          // error_is_failure: a check that could not decide drains too
+	StateDir       string        // [state] dir: drain.json and the lock; "" keeps no state (never resumes)
+	LockWait       time.Duration // longest wait for another run's lock; 0 means DefaultLockWait
+	Settle         time.Duration // wait after a drain before counting again; 0 means DefaultSettle
+	Now            func() time.Time
 
 	euid func() int // os.Geteuid, for tests
 }
@@ -213,9 +216,18 @@ func (a *applier) judge(rec *nodeRecord, node NodeState) plan {
 		Mode: a.r.Mode, Unhealthy: len(a.failures) > 0, MayDrain: a.r.Drain,
 		MayResume: a.r.Resume && (a.r.Mode == config.ModeHealth || a.r.Mode == config.ModeManual),
 		Node:      node, Prefix: a.p.Prefix, Passes: rec.Passes, PassesKnown: a.known,
-		Need: max(a.p.ResumeAfterPasses, 1), Evidence: ev.Why, Counted: ev.Effect == effectCount, ByHand: byHand,
+		Need: max(a.need(node.Reason), 1), Evidence: ev.Why, Counted: ev.Effect == effectCount, ByHand: byHand,
 		Undecided: slices.ContainsFunc(a.r.Results, func(c CheckResult) bool { return c.Status == StatusError }),
 	}, a.failures)
+}
+
+// need is the clean runs a node drained with reason needs before a resume: RepairPasses
+// after a repair, else ResumeAfterPasses.
+func (a *applier) need(reason string) int {
+	if _, ok := RepairOf(reason); ok && a.p.RepairPasses > 0 {
+		return a.p.RepairPasses
+	}
+	return a.p.ResumeAfterPasses
 }
 
 // count applies a run's evidence to the record: a failure resets it in every mode; clean

@@ -291,6 +291,34 @@ func TestApplyResumeNeedsACountingRun(t *testing.T) {
 	}
 }
 
+// TestApplyRepairPasses: a node whose reason carries a repair's tag waits for
+// passes_to_resume clean runs (RepairPasses) instead of resume_after_passes; without the tag,
+// or with repairs off (RepairPasses 0), resume_after_passes holds.
+func TestApplyRepairPasses(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		reason       string
+		repairPasses int
+		resumedAfter int
+	}{
+		{"repaired node, passes_to_resume 3", "nodecheck: ib_ports: down [repair: reset_gpu]", 3, 3},
+		{"drained node, no repair", "nodecheck: ib_ports: down", 3, 2},
+		{"repairs off", "nodecheck: ib_ports: down [repair: reset_gpu]", 0, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: tc.reason})
+			p := testPolicy(t)
+			p.RepairPasses = tc.repairPasses
+			for i := 1; i <= tc.resumedAfter; i++ {
+				got := Apply(context.Background(), f, p, health(results()))
+				if want := map[bool]Action{true: ActionResumed, false: ActionWaiting}[i == tc.resumedAfter]; got.Action != want {
+					t.Fatalf("run %d: %s (%s), want %s", i, got.Action, got.Message, want)
+				}
+			}
+		})
+	}
+}
+
 // TestApplyEvidenceGrows: a check that fails while the node stays drained joins the checks a
 // resume waits on.
 func TestApplyEvidenceGrows(t *testing.T) {

@@ -130,7 +130,8 @@ func ReasonCheck(reason, prefix string) (check string, ok bool) {
 // drainedBy is which checks the node waits on before nodecheck resumes it, and byHand a message
 // when no run of the node's checks can ever show the fault gone. The check the reason names
 // comes first; the record adds the checks that failed with it or since, when it belongs to the
-// drain Slurm shows (the same reason). A node drained before nodecheck kept records, or by
+// drain Slurm shows (the same reason, give or take a repair's tag and slurmctld's reboot words:
+// ReasonBase). A node drained before nodecheck kept records, or by
 // another nodecheck (a replay elsewhere), so waits on its reason's check. A reason naming no
 // check, or one that is not among this nodecheck's checks (known; "fleet" from
 // scripts/fleet-sweep), is resumed only by hand or by whoever drained it.
@@ -143,7 +144,7 @@ func drainedBy(rec nodeRecord, reason, prefix string, known []string) (ids []str
 		return nil, fmt.Sprintf("it was drained for %q, which is not one of this node's checks (a fleet sweep's drain, say), so no run of the node's own checks can show the fault gone", id)
 	}
 	ids = []string{id}
-	if rec.Reason == reason {
+	if rec.Reason != "" && ReasonBase(rec.Reason) == ReasonBase(reason) {
 		for _, c := range rec.DrainedBy {
 			if !slices.Contains(ids, c) {
 				ids = append(ids, c)

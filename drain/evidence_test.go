@@ -84,6 +84,8 @@ func TestDrainedBy(t *testing.T) {
 		{"the record of another drain: the reason's check", nodeRecord{DrainedBy: []string{"xid_errors"}, Reason: "nodecheck: xid_errors: 79"}, reason, []string{"ib_ports"}, ""},
 		{"no record (drained before the record existed)", nodeRecord{}, reason, []string{"ib_ports"}, ""},
 		{"the reason's check comes first even if the record lost it", nodeRecord{DrainedBy: []string{"gpu_count"}, Reason: reason}, reason, []string{"ib_ports", "gpu_count"}, ""},
+		{"the same drain under a repair's tag and slurmctld's reboot words", nodeRecord{DrainedBy: []string{"ib_ports", "gpu_count"}, Reason: reason},
+			reason + " [repair: reboot] : reboot issued : reboot complete", []string{"ib_ports", "gpu_count"}, ""},
 		{"a fleet sweep's drain", nodeRecord{DrainedBy: []string{"ib_ports"}, Reason: "nodecheck: fleet: slow: x"}, "nodecheck: fleet: slow: x", nil, `drained for "fleet", which is not one of this node's checks`},
 		{"a reason naming no check", nodeRecord{}, "nodecheck: (+3 more)", nil, "names no check"},
 	}

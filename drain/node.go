@@ -43,6 +43,27 @@ func (n NodeState) OutOfService() bool {
 	return n.Drained() || n.State == "DOWN"
 }
 
+// Rebooting reports whether Slurm was asked to reboot the node and has not seen it back yet:
+// REBOOT_REQUESTED (waiting for the node to be idle) or REBOOT_ISSUED (RebootProgram runs).
+func (n NodeState) Rebooting() bool {
+	return slices.Contains(n.Flags, "REBOOT_REQUESTED") || slices.Contains(n.Flags, "REBOOT_ISSUED")
+}
+
+// Busy says why the node's state shows work on it, or "" when it shows none: a base state
+// ALLOCATED or MIXED (a job holds CPUs; every job holds at least one), COMPLETING (a job is
+// ending), or sinfo's DRAINING (drained with jobs still running). A repair starts only on a
+// node whose state shows no work, and whose job listing is empty too.
+func (n NodeState) Busy() string {
+	switch n.State {
+	case "ALLOCATED", "MIXED", "COMPLETING", "DRAINING":
+		return "its state " + n.String() + " shows a job on it"
+	}
+	if slices.Contains(n.Flags, "COMPLETING") {
+		return "its state " + n.String() + " shows a job ending on it"
+	}
+	return ""
+}
+
 // String is the state as scontrol prints it: "IDLE+DRAIN".
 func (n NodeState) String() string {
 	return strings.Join(append([]string{n.State}, n.Flags...), "+")

@@ -16,7 +16,12 @@ func PolicyFrom(cfg *config.Config) (Policy, error) {
 	if err != nil {
 		return Policy{}, fmt.Errorf("max_drained: %w", err)
 	}
+	repairPasses := 0
+	if cfg.Repair.Enabled {
+		repairPasses = cfg.Repair.PassesToResume
+	}
 	return Policy{
+		RepairPasses:      repairPasses,
 		Prefix:            cfg.Drain.ReasonPrefix,
 		ResumeAfterPasses: cfg.Drain.ResumeAfterPasses,
 		MaxDrained:        Limit{N: n, Percent: percent},

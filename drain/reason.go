@@ -97,3 +97,79 @@ func joinSpace(a, b string) string {
 	}
 	return a + " " + b
 }
+
+// The reason nodecheck's repairs (drain/repair) keep a node under. A repair never replaces the
+// reason nodecheck drained the node with: it appends RepairTag, so that the prefix and check id
+// still come first (`sinfo -R`), the checks a resume waits on are still the drain's
+// (ReasonBase), and every node in repair shows in one `sinfo` listing (InRepair). slurmctld
+// appends words of its own while it reboots a node (set_node_reason in
+// src/slurmctld/node_mgr.c: " : reboot issued", then " : reboot complete" or " : reboot timed
+// out"), after the tag.
+
+// repairTagStart opens the tag: " [repair: reset_gpu]".
+const repairTagStart = " [repair: "
+
+// RepairTag is the tag a repair appends to nodecheck's reason: " [repair: ACTION]", ACTION
+// being the remedy it took ("reset_gpu", "reboot"), sanitized.
+func RepairTag(action string) string { return repairTagStart + Sanitize(action) + "]" }
+
+// rebootSuffixes are what slurmctld appends to a node's reason during `scontrol reboot`.
+var rebootSuffixes = []string{" : reboot issued", " : reboot complete", " : reboot timed out"}
+
+// ReasonBase is reason without what was appended to the reason nodecheck drained with:
+// slurmctld's reboot words and a repair's tag. Two reasons with the same base are the same
+// drain.
+func ReasonBase(reason string) string {
+	base, _, _ := cutRepairTag(reason)
+	return base
+}
+
+// RepairOf returns the action of the repair tag reason carries, and whether it carries one.
+func RepairOf(reason string) (action string, ok bool) {
+	_, action, ok = cutRepairTag(reason)
+	return action, ok
+}
+
+// cutRepairTag splits reason into the drain's own reason and the repair tag's action.
+func cutRepairTag(reason string) (base, action string, ok bool) {
+	for trimmed := true; trimmed; {
+		trimmed = false
+		for _, s := range rebootSuffixes {
+			if r, found := strings.CutSuffix(reason, s); found {
+				reason, trimmed = r, true
+			}
+		}
+	}
+	if !strings.HasSuffix(reason, "]") {
+		return reason, "", false
+	}
+	i := strings.LastIndex(reason, repairTagStart)
+	if i < 0 {
+		return reason, "", false
+	}
+	action = reason[i+len(repairTagStart) : len(reason)-1]
+	if action == "" || strings.ContainsAny(action, " []") {
+		return reason, "", false
+	}
+	return reason[:i], action, true
+}
+
+// InRepair reports whether n counts as a node in repair, against max_repairing: out of
+// service (OutOfService) with nodecheck's reason, and either carrying a repair's tag or in a
+// reboot Slurm was asked for (REBOOT_REQUESTED, REBOOT_ISSUED).
+func InRepair(n NodeState, prefix string) bool {
+	if !n.OutOfService() || !Owned(n.Reason, prefix) {
+		return false
+	}
+	if _, ok := RepairOf(n.Reason); ok {
+		return true
+	}
+	return n.Rebooting()
+}
+
+// TagReason is the reason a repair keeps the node under: reason's base (ReasonBase) with
+// RepairTag(action) after it, the base cut so that the whole stays within MaxReasonLen.
+func TagReason(reason, action string) string {
+	tag := RepairTag(action)
+	return cut(ReasonBase(reason), MaxReasonLen-len(tag)) + tag
+}

@@ -65,6 +65,7 @@ type Update struct {
 type Client struct {
 	scontrol  string
 	sinfo     string
+	squeue    string // for Jobs; "" when not given (WithSqueue)
 	timeout   time.Duration
 	env       []string
 	format    Format
@@ -211,7 +212,7 @@ func (c *Client) nodeFormat(ctx context.Context) Format {
 func (c *Client) run(ctx context.Context, limit int, env []string, prog string, args ...string) ([]byte, error) {
 	argv := append([]string{prog}, args...)
 	if !filepath.IsAbs(prog) {
-		return nil, &CommandError{Argv: argv, ExitCode: -1, Err: errors.New("program path is not absolute: set it in nodecheck.toml [drain]")}
+		return nil, &CommandError{Argv: argv, ExitCode: -1, Err: errors.New("program path is not absolute: set it in nodecheck.toml ([drain], [repair])")}
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
