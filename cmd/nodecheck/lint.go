@@ -172,6 +172,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		slurm.WithHookBudgets(slurm.HookBudgets{Prolog: cfg.Budget.For(config.ModeProlog), Epilog: cfg.Budget.For(config.ModeEpilog),
 			Health: cfg.Budget.For(config.ModeHealth), Margin: lintHookMargin}),
 		slurm.WithCheckpointWindow(o.CheckpointWindow),
+		slurm.WithRepairs(cfg.Repair.Enabled && cfg.Repair.Reboot), // repairs that may reboot
 	}
 	var topo *topologyInputs
 	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {

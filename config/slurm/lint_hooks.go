@@ -46,6 +46,7 @@ type LintOption func(*lintOptions)
 type lintOptions struct {
 	budgets    HookBudgets
 	checkpoint time.Duration
+	repairs    bool // [repair] is on: checkRepairs
 	// noPitfalls leaves the scheduling pitfalls out: tests of the other rules use it, and
 	// test the pitfalls on the same files on their own.
 	noPitfalls bool

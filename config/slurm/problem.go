@@ -43,5 +43,8 @@ func ref(p Pos) string {
 	if p.IsZero() {
 		return ""
 	}
+	if p.Line == 0 {
+		return filepath.Base(p.File) // the whole file: a setting it lacks
+	}
 	return filepath.Base(p.File) + ":" + strconv.Itoa(p.Line)
 }
