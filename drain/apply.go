@@ -258,7 +258,7 @@ func (a *applier) save(rec nodeRecord) {
 
 // update runs u (or, in a dry run, only reports it). A failure makes the outcome unreachable.
 func (a *applier) update(u Update) bool {
-	a.out.Commands = append(a.out.Commands, shellQuote(a.s.Argv(u)))
+	a.out.Commands = append(a.out.Commands, QuoteArgv(a.s.Argv(u)))
 	if a.r.DryRun {
 		a.out.Message = "dry run, would " + a.out.Message
 		return false
@@ -290,8 +290,9 @@ func union(a, b []string) []string {
 	return out
 }
 
-// shellQuote renders argv as a command line a person can paste into a shell.
-func shellQuote(argv []string) string {
+// QuoteArgv renders argv as a command line a person can paste into a shell, for reports and
+// logs (nodecheck itself runs no shell).
+func QuoteArgv(argv []string) string {
 	q := make([]string, len(argv))
 	for i, a := range argv {
 		q[i] = files.ShellQuote(a)

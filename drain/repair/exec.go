@@ -1,0 +1,69 @@
+package repair
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/nodecheck/nodecheck/config"
+)
+
+// Runner runs a command without a shell under ctx and returns its exit code and its output
+// (stdout and stderr), bounded. err is for a command that could not run or did not end: it
+// timed out, or could not start.
+type Runner func(ctx context.Context, argv []string) (code int, output string, err error)
+
+// maxOutput bounds what a reset command's output is kept of.
+const maxOutput = 64 << 10
+
+// Exec is the real Runner: argv[0] must be an absolute path; the command is killed at ctx's
+// end and its pipes given up a second later.
+func Exec(ctx context.Context, argv []string) (int, string, error) {
+	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
+		return -1, "", fmt.Errorf("%q: want an absolute program path", argv)
+	}
+	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
+	var out capped
+	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		return -1, out.String(), fmt.Errorf("%s: %w", argv[0], ctx.Err())
+	case errors.As(err, &exit):
+		return exit.ExitCode(), out.String(), nil
+	case err != nil:
+		return -1, out.String(), err
+	}
+	return 0, out.String(), nil
+}
+
+// capped keeps the first maxOutput bytes written to it.
+type capped struct{ bytes.Buffer }
+
+func (c *capped) Write(p []byte) (int, error) {
+	if room := maxOutput - c.Len(); room > 0 {
+		c.Buffer.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+// ResetArgv is the reset command for gpus: p.GPUReset with the one argument holding
+// config.GPUResetPlaceholder given the bus ids, comma-separated (nvidia-smi -i takes a list).
+func (p Policy) ResetArgv(gpus []GPU) []string {
+	var ids []string
+	for _, g := range gpus {
+		ids = append(ids, g.Bus)
+	}
+	argv := make([]string, len(p.GPUReset))
+	for i, a := range p.GPUReset {
+		argv[i] = strings.ReplaceAll(a, config.GPUResetPlaceholder, strings.Join(ids, ","))
+	}
+	return argv
+}
