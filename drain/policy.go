@@ -30,10 +30,10 @@ func PolicyFrom(cfg *config.Config) (Policy, error) {
 	}, nil
 }
 
-// ClientFrom returns the Client for cfg's scontrol and sinfo, pointed at slurmConf ("" leaves
-// SLURM_CONF unset).
+// ClientFrom returns the Client for cfg's scontrol and sinfo (and [repair]'s squeue), pointed
+// at slurmConf ("" leaves SLURM_CONF unset).
 func ClientFrom(cfg *config.Config, slurmConf string) *Client {
-	return New(cfg.Drain.Scontrol, cfg.Drain.Sinfo, WithSlurmConf(slurmConf))
+	return New(cfg.Drain.Scontrol, cfg.Drain.Sinfo, WithSlurmConf(slurmConf), WithSqueue(cfg.Repair.Squeue))
 }
 
 // Flags are what the command line asks of drain: --drain and --resume.

@@ -13,6 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/drain/repair"
 )
 
 // SchemaVersion is the "schema" key of the JSON output. It changes only if a key changes
@@ -22,19 +23,20 @@ import (
 const SchemaVersion = 1
 
 type jsonReport struct {
-	Schema      int            `json:"schema"`
-	Node        string         `json:"node"`
-	Mode        config.Mode    `json:"mode"`
-	Verdict     checks.Verdict `json:"verdict"`
-	Healthy     bool           `json:"healthy"`
-	Interrupted bool           `json:"interrupted,omitempty"`
-	StartedAt   string         `json:"started_at"`
-	DurationMS  float64        `json:"duration_ms"`
-	Budget      *jsonBudget    `json:"budget,omitempty"`
-	SlurmConf   string         `json:"slurm_conf,omitempty"`
-	ConfigError string         `json:"config_error,omitempty"`
-	Results     []jsonResult   `json:"results"`
-	Drain       *drain.Outcome `json:"drain,omitempty"`
+	Schema      int             `json:"schema"`
+	Node        string          `json:"node"`
+	Mode        config.Mode     `json:"mode"`
+	Verdict     checks.Verdict  `json:"verdict"`
+	Healthy     bool            `json:"healthy"`
+	Interrupted bool            `json:"interrupted,omitempty"`
+	StartedAt   string          `json:"started_at"`
+	DurationMS  float64         `json:"duration_ms"`
+	Budget      *jsonBudget     `json:"budget,omitempty"`
+	SlurmConf   string          `json:"slurm_conf,omitempty"`
+	ConfigError string          `json:"config_error,omitempty"`
+	Results     []jsonResult    `json:"results"`
+	Drain       *drain.Outcome  `json:"drain,omitempty"`
+	Repair      *repair.Outcome `json:"repair,omitempty"`
 }
 
 // jsonBudget is the run's time budget: seconds (0: none), where it comes from, and Slurm's
@@ -70,6 +72,10 @@ type JSONOption func(*jsonReport)
 // WithDrain adds the "drain" key: what the run did to the node's Slurm state. Absent when the
 // run could not act.
 func WithDrain(d *drain.Outcome) JSONOption { return func(r *jsonReport) { r.Drain = d } }
+
+// WithRepair adds the "repair" key: what the run's repair step did. Absent when repairs are
+// off ([repair] enabled = false) or the run may not repair.
+func WithRepair(o *repair.Outcome) JSONOption { return func(r *jsonReport) { r.Repair = o } }
 
 type jsonResult struct {
 	Check      string          `json:"check"`

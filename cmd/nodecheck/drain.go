@@ -31,7 +31,7 @@ func drainResults(rep checks.Report) []drain.CheckResult {
 // when slurmctld does not answer), and returns the outcome (nil when the run may not act at
 // all: a manual run without --drain or --resume) and the exit code by drain.HookExit: code
 // is the verdict's.
-func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode config.Mode, o runOpts, replay bool, slurmConf string, code int) (*drain.Outcome, int) {
+func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode config.Mode, o runOpts, replay bool, client *drain.Client, code int) (*drain.Outcome, int) {
 	mayDrain, mayResume := drain.Permissions(eff.Drain, mode, drain.Flags{Drain: o.drain, Resume: o.resume}, replay)
 	if !mayDrain && !mayResume {
 		return nil, code
@@ -51,7 +51,7 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
 	}
-	out := drain.Apply(ctx, drain.ClientFrom(eff, slurmConf), policy, drain.Request{
+	out := drain.Apply(ctx, client, policy, drain.Request{
 		Node:    rep.Node,
 		Mode:    mode,
 		Results: drainResults(rep),
@@ -123,15 +123,21 @@ func writeDrainText(w io.Writer, out *drain.Outcome) error {
 	if out == nil {
 		return nil
 	}
+	return writeActionText(w, "drain", string(out.Action), out.Message, out.DryRun, out.Commands, out.Warnings)
+}
+
+// writeActionText writes what a step of the run (drain, repair) did: "WHAT: ACTION: MESSAGE",
+// then the commands it ran (or would run) and its warnings.
+func writeActionText(w io.Writer, what, action, msg string, dryRun bool, commands, warnings []string) error {
 	verb := "ran"
-	if out.DryRun {
+	if dryRun {
 		verb = "would run"
 	}
-	s := fmt.Sprintf("drain: %s: %s\n", out.Action, out.Message)
-	for _, c := range out.Commands {
+	s := fmt.Sprintf("%s: %s: %s\n", what, action, msg)
+	for _, c := range commands {
 		s += fmt.Sprintf("  %s: %s\n", verb, c)
 	}
-	for _, warn := range out.Warnings {
+	for _, warn := range warnings {
 		s += fmt.Sprintf("  warning: %s\n", warn)
 	}
 	_, err := io.WriteString(w, s)

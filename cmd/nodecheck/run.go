@@ -12,6 +12,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/report"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/drain/repair"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -29,6 +30,7 @@ type runOpts struct {
 	dryRun     bool
 	drain      bool
 	resume     bool
+	repair     bool
 	promFile   string
 	stateDir   string
 }
@@ -68,7 +70,13 @@ When a check fails, prolog, epilog and health runs drain the node through scontr
 reason "nodecheck: CHECK: SUMMARY"; health runs resume a node nodecheck drained once it passes
 resume_after_passes runs in a row ([drain] in nodecheck.toml; "Draining" in README.md,
 installed as /usr/share/doc/nodecheck/README.md). Manual runs
-and snapshot replays only report, unless given --drain or --resume (a replay also needs --node).`,
+and snapshot replays only report, unless given --drain or --resume (a replay also needs --node).
+
+With [repair] enabled in nodecheck.toml, a health run on a node nodecheck drained that runs no
+job then repairs it, cheapest remedy first: it resets the failing GPUs, or asks Slurm to reboot
+the node (scontrol reboot ASAP nextstate=DOWN), keeps it out of service until passes_to_resume
+clean runs, and after too many repairs marks it "nodecheck: service: ..." ("Repairs" in
+README.md). --dry-run prints each step instead; a replay repairs only with --repair and --node.`,
 		Example: `  nodecheck run --all
   nodecheck run --check ib_ports --format json
   nodecheck run --snapshot testdata/snapshots/h100-healthy --all
@@ -94,7 +102,8 @@ and snapshot replays only report, unless given --drain or --resume (a replay als
 	f.BoolVar(&o.details, "details", false, "text format: list every device, not only the bad ones")
 	f.BoolVar(&o.drain, "drain", false, "drain the node if a check fails, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.resume, "resume", false, "resume the node if nodecheck drained it and it passed resume_after_passes clean runs in a row, also in a manual run or (with --node) a snapshot replay")
-	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the scontrol commands a drain or resume would run, and run none")
+	f.BoolVar(&o.repair, "repair", false, "with [repair] enabled, repair the live node (--node) from a snapshot replay in health mode, as a live health run does")
+	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the commands a drain, resume or repair would run, and run none")
 	f.StringVar(&o.stateDir, "state-dir", "", "keep the node's history (and nothing else of the state) in this directory instead of [state] dir; a snapshot replay keeps history only when given this flag, so that a sequence of snapshots replays in order into it")
 	f.StringVar(&o.promFile, "prom-file", "", "write Prometheus metrics of the run to this file for node_exporter's textfile collector (default: prom_file in nodecheck.toml; a snapshot replay or dry run writes them only when given this flag)")
 	_ = cmd.RegisterFlagCompletionFunc("check", func(*cobra.Command, []string, string) ([]string, cobra.ShellCompDirective) {
@@ -145,8 +154,12 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	// Drain before writing the report, which says what was done; and in a prolog before
 	// exiting, so that the node carries nodecheck's reason rather than Slurm's "Prolog error".
 	code := checks.ExitCode(rep.Verdict, mode)
-	outcome, code := applyDrain(ctx, log, rep, env.Config, mode, o, replay, slurmConfForClients(ctx, g, env.Slurm, replay), code)
-	werr := writeReport(g.stdout, rep, o, outcome)
+	// One client for drain and repair: it asks scontrol its version once.
+	client := drain.ClientFrom(env.Config, slurmConfForClients(ctx, g, env.Slurm, replay))
+	outcome, code := applyDrain(ctx, log, rep, env.Config, mode, o, replay, client, code)
+	// Repairs act on what drain left: a node nodecheck drained (README "Repairs").
+	fix := applyRepair(ctx, log, rep, env, o, replay, client, outcome)
+	werr := writeReport(g.stdout, rep, o, outcome, fix)
 	writeMetrics(log, promFilePath(o, env.Config.PromFile, replay), rep, outcome)
 	if werr != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", werr)
@@ -229,22 +242,28 @@ func configFailure(g *globals, log zerolog.Logger, o runOpts, e *checks.ConfigEr
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", e)
 		return code
 	}
-	_ = writeReport(g.stdout, rep, o, nil)
+	_ = writeReport(g.stdout, rep, o, nil, nil)
 	return code
 }
 
-func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome) error {
+func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome, fix *repair.Outcome) error {
 	if o.format == "json" {
 		var opts []report.JSONOption
 		if d != nil {
 			opts = append(opts, report.WithDrain(d))
+		}
+		if fix != nil {
+			opts = append(opts, report.WithRepair(fix))
 		}
 		return report.WriteJSON(w, rep, opts...)
 	}
 	if err := report.WriteText(w, rep, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true}); err != nil {
 		return err
 	}
-	return writeDrainText(w, d)
+	if err := writeDrainText(w, d); err != nil {
+		return err
+	}
+	return writeRepairText(w, fix)
 }
 
 func isTerminal(w io.Writer) bool {

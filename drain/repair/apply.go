@@ -149,6 +149,9 @@ func (a *applier) gather(in *Input) {
 	} else {
 		in.Jobs = len(jobs)
 	}
+	if a.p.MaxRepairing.N == 0 {
+		return // no limit: nothing to count
+	}
 	nodes, err := a.s.Nodes(a.ctx)
 	if err != nil {
 		in.CountErr = err.Error()

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
@@ -67,3 +70,24 @@ func (p Policy) ResetArgv(gpus []GPU) []string {
 	}
 	return argv
 }
+
+// BusOf returns the first PCI bus id in s ("gpu 3 (0000:9b:00.0)", NVML's
+// "00000000:9B:00.0") in sysfs form, lower case with a 4-digit domain; "" when s holds none.
+func BusOf(s string) string {
+	m := busPattern().FindString(s)
+	if m == "" {
+		return ""
+	}
+	m = strings.ToLower(m)
+	dom, rest, _ := strings.Cut(m, ":")
+	n, err := strconv.ParseUint(dom, 16, 32)
+	if err != nil || n > 0xffff {
+		return ""
+	}
+	return fmt.Sprintf("%04x:%s", n, rest)
+}
+
+// busPattern is compiled on first use: nothing runs at start-up that a prolog does not need.
+var busPattern = sync.OnceValue(func() *regexp.Regexp {
+	return regexp.MustCompile(`\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\b`)
+})

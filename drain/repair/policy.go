@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"cmp"
 	"fmt"
 	"slices"
 	"strings"
@@ -50,17 +51,18 @@ func PolicyFrom(cfg *config.Config) (Policy, error) {
 	return p, nil
 }
 
-// Permitted says whether a run repairs at all, and why not: repairs on ([repair] enabled) and
-// a live health run (slurmd's HealthCheckProgram, or --mode health). A snapshot replay
-// describes another node and never repairs the live one.
-func Permitted(cfg *config.Config, mode config.Mode, replay bool) (bool, string) {
+// Permitted says whether a run repairs at all, and why not: repairs on ([repair] enabled), a
+// health run (slurmd's HealthCheckProgram, or --mode health), and, for a snapshot replay,
+// --repair and --node (a replay describes another node: it repairs the live node only when
+// told to, as it drains only when told to).
+func Permitted(cfg *config.Config, mode config.Mode, replay, flag, nodeNamed bool) (bool, string) {
 	switch {
 	case !cfg.Repair.Enabled:
 		return false, "[repair] enabled = false"
 	case mode != config.ModeHealth:
 		return false, fmt.Sprintf("repairs run in health runs only, this is a %s run", mode)
-	case replay:
-		return false, "a snapshot replay never repairs the live node"
+	case replay && !(flag && nodeNamed):
+		return false, "a snapshot replay repairs the live node only with --repair and --node"
 	}
 	return true, ""
 }
@@ -185,9 +187,9 @@ func (p Policy) start(in Input, rung string) Decision {
 		return Decision{Step: StepBusy, Message: fmt.Sprintf("no repair: the jobs on the node could not be listed (%s)", in.JobsErr)}
 	case in.Jobs > 0:
 		return Decision{Step: StepBusy, Message: fmt.Sprintf("no repair: %d job(s) on the node", in.Jobs)}
-	case in.Total == 0:
-		return Decision{Step: StepHeld, Message: fmt.Sprintf("no repair: the nodes in repair could not be counted for max_repairing (%s)", in.CountErr)}
-	case p.MaxRepairing.Reached(in.Repairing, in.Total):
+	case p.MaxRepairing.N > 0 && in.Total == 0:
+		return Decision{Step: StepHeld, Message: fmt.Sprintf("no repair: the nodes in repair could not be counted for max_repairing (%s)", cmp.Or(in.CountErr, "sinfo listed no node"))}
+	case p.MaxRepairing.N > 0 && p.MaxRepairing.Reached(in.Repairing, in.Total):
 		return Decision{Step: StepHeld, Message: fmt.Sprintf("safety limit: %d of %d nodes already in repair, at or above max_repairing = %q: this node waits for its turn", in.Repairing, in.Total, p.MaxRepairing.String())}
 	}
 	e := &Entry{Action: action, GPUs: gpus, Fault: faultsOf(in.Faults), Started: in.Now, BootID: in.BootID, Outcome: OutcomePending}

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
@@ -81,6 +82,7 @@ func TestDecide(t *testing.T) {
 		{"the node's state shows a job", with(idle(xidReason, xidFault), func(in *Input) { in.Node = node("MIXED", xidReason, "DRAIN") }), StepBusy, "", "", "shows a job", "no GPU"},
 		{"jobs unknown", with(idle(xidReason, xidFault), func(in *Input) { in.Jobs, in.JobsErr = -1, "squeue: timed out" }), StepBusy, "", "", "could not be listed (squeue: timed out)", "no GPU"},
 		{"max_repairing reached", with(idle(xidReason, xidFault), func(in *Input) { in.Repairing = 1 }), StepHeld, "", "", "1 of 10 nodes already in repair", "no GPU"},
+		{"no limit: nothing to count", with(idle(xidReason, xidFault), func(in *Input) { in.Total, in.Repairing = 0, 3 }), StepReset, "", resetTagged, "reset GPU", "GPU 0000:9b:00.0"},
 		{"repairs not countable", with(idle(xidReason, xidFault), func(in *Input) { in.Total, in.CountErr = 0, "sinfo: exit 1" }), StepHeld, "", "", "could not be counted", "no GPU"},
 		{"GPU at its limit: escalate", with(idle(xidReason, xidFault), func(in *Input) {
 			in.Record = Record{Entries: []Entry{entry(RemedyReset, OutcomeOK, "b", t0.Add(-72*time.Hour), gpu9b), entry(RemedyReset, OutcomeOK, "b", t0.Add(-48*time.Hour), gpu9b), entry(RemedyReset, OutcomeOK, "b", t0.Add(-time.Hour), gpu9b)}}
@@ -164,6 +166,9 @@ func TestDecide(t *testing.T) {
 				tc.step, tc.reason, tc.gpus = StepNone, "", "no GPU"
 				tc.msg = "[repair] reboot = false: reboot it by hand"
 			}
+			if strings.HasPrefix(tc.name, "no limit") {
+				p.MaxRepairing = drain.Limit{}
+			}
 			d := p.Decide(tc.in)
 			if d.Step != tc.step || d.Close != tc.close || d.Reason != tc.reason || !strings.Contains(d.Message, tc.msg) || busList(d.GPUs) != tc.gpus {
 				t.Errorf("Decide = step %s close %q reason %q gpus %s\n  message %q\nwant step %s close %q reason %q gpus %s, message with %q",
@@ -189,6 +194,30 @@ func TestWindow(t *testing.T) {
 	for d, want := range map[time.Duration]string{7 * 24 * time.Hour: "7d", 36 * time.Hour: "36h", 90 * time.Minute: "90m", 1500 * time.Millisecond: "1.5s"} {
 		if got := window(d); got != want {
 			t.Errorf("window(%s) = %q, want %q", d, got, want)
+		}
+	}
+}
+
+func TestPermitted(t *testing.T) {
+	on := config.Default(nil)
+	on.Repair.Enabled = true
+	off := config.Default(nil)
+	for _, tc := range []struct {
+		cfg                     *config.Config
+		mode                    config.Mode
+		replay, flag, nodeNamed bool
+		ok                      bool
+	}{
+		{off, config.ModeHealth, false, false, false, false},
+		{on, config.ModeHealth, false, false, false, true},
+		{on, config.ModeProlog, false, false, false, false},
+		{on, config.ModeManual, false, true, true, false},
+		{on, config.ModeHealth, true, false, true, false},
+		{on, config.ModeHealth, true, true, false, false},
+		{on, config.ModeHealth, true, true, true, true},
+	} {
+		if ok, why := Permitted(tc.cfg, tc.mode, tc.replay, tc.flag, tc.nodeNamed); ok != tc.ok || ok == (why != "") {
+			t.Errorf("Permitted(enabled %v, %s, replay %v, --repair %v, --node %v) = %v %q", tc.cfg.Repair.Enabled, tc.mode, tc.replay, tc.flag, tc.nodeNamed, ok, why)
 		}
 	}
 }

@@ -25,11 +25,11 @@ type Fault struct {
 
 // GPU is one GPU as the run's NVML facts showed it.
 type GPU struct {
-	Bus    string // sysfs form: "0000:9b:00.0"
-	UUID   string
-	Serial string // "" where the facts do not carry it
+	Bus    string `json:"bus"` // sysfs form: "0000:9b:00.0"
+	UUID   string `json:"uuid,omitempty"`
+	Serial string `json:"serial,omitempty"` // "" where the facts do not carry it
 	// Processes is how many compute processes NVML listed on it; -1 when NVML could not say.
-	Processes int
+	Processes int `json:"-"`
 }
 
 // Outcomes of a repair entry.

@@ -1,0 +1,135 @@
+package main
+
+import (
+	"context"
+	"io"
+	"strings"
+
+	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/drain/repair"
+	"github.com/rs/zerolog"
+)
+
+// bootIDPath is where the kernel gives this boot's id; a replay reads the snapshot's copy.
+const bootIDPath = "/proc/sys/kernel/random/boot_id"
+
+// applyRepair runs the repair step after drain acted (repair.Apply), within what is left of
+// the run's budget, and returns its outcome; nil when the run does not repair at all
+// ([repair] off, not a health run, a replay without --repair and --node), so that with
+// [repair] absent a run is exactly as before.
+func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env *checks.Env, o runOpts, replay bool, client *drain.Client, d *drain.Outcome) *repair.Outcome {
+	if ok, why := repair.Permitted(env.Config, env.Mode, replay, o.repair, o.nodeName != ""); !ok {
+		if o.repair {
+			log.Warn().Msg("--repair: no repair: " + why)
+		}
+		return nil
+	}
+	out := &repair.Outcome{Action: repair.StepSkipped, Node: rep.Node, DryRun: o.dryRun}
+	policy, err := repair.PolicyFrom(env.Config)
+	switch {
+	case err != nil:
+		out.Message = err.Error()
+	case rep.Interrupted:
+		out.Message = "interrupted: no repair"
+	case len(o.checkIDs) > 0:
+		out.Message = "only some checks ran (--check): no repair"
+	case d == nil:
+		out.Message = "drain did not act in this run: no repair"
+	}
+	if out.Message != "" {
+		logRepair(log, *out)
+		return out
+	}
+	if dl := rep.Budget.Deadline; !dl.IsZero() {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithDeadline(ctx, dl)
+		defer cancel()
+	}
+	req := repair.Request{Node: rep.Node, Faults: repairFaults(rep, env.Config.ErrorIsFailure), BootID: bootID(ctx, env.Facts),
+		Passes: d.Passes, PassesKnown: true, StateDir: env.Config.State.Dir, DryRun: o.dryRun}
+	req.GPUs, req.GPUsKnown = repairGPUs(ctx, env.Facts)
+	res := repair.Apply(ctx, client, repair.Exec, policy, req)
+	logRepair(log, res)
+	return &res
+}
+
+// repairFaults is the run's failures as a repair reads them: each failing detail with its
+// remedy and the GPU its device names, or the result itself when no detail fails.
+func repairFaults(rep checks.Report, errorIsFailure bool) []repair.Fault {
+	var out []repair.Fault
+	for _, r := range rep.Results {
+		if r.Status != checks.StatusFail && !(errorIsFailure && r.Status == checks.StatusError) {
+			continue
+		}
+		n := len(out)
+		for _, dt := range r.Details {
+			if dt.Status == checks.StatusFail {
+				out = append(out, repair.Fault{Check: r.Check, Remedy: string(dt.Remedy), Bus: repair.BusOf(dt.Device), Summary: dt.Device + ": " + dt.Message})
+			}
+		}
+		if len(out) == n {
+			out = append(out, repair.Fault{Check: r.Check, Remedy: string(r.Remedy), Bus: repair.BusOf(r.Summary), Summary: r.Summary})
+		}
+	}
+	return out
+}
+
+// repairGPUs is NVML's view of the GPUs, and whether NVML could be read.
+func repairGPUs(ctx context.Context, facts node.Facts) ([]repair.GPU, bool) {
+	inv, err := facts.GPUs(ctx)
+	if err != nil || inv.Init != node.InitSuccess {
+		return nil, false
+	}
+	var out []repair.GPU
+	for _, g := range inv.Devices {
+		procs := -1
+		if g.Compute != nil {
+			procs = len(g.Compute.Processes)
+		}
+		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Processes: procs})
+	}
+	return out, true
+}
+
+// bootID is the node's boot id ("" when it cannot be read: a repair then cannot tell a reboot
+// from none, and never asks for a second).
+func bootID(ctx context.Context, facts node.Facts) string {
+	data, err := facts.ReadFile(ctx, bootIDPath)
+	if err != nil || len(data) > 64 {
+		return ""
+	}
+	return strings.TrimSpace(string(data))
+}
+
+// logRepair logs the outcome and its warnings.
+func logRepair(log zerolog.Logger, out repair.Outcome) {
+	ev := log.Info()
+	switch out.Action {
+	case repair.StepNone:
+		ev = log.Debug()
+	case repair.StepHeld, repair.StepSkipped, repair.StepEscalate:
+		ev = log.Warn()
+	}
+	ev = ev.Str("node", out.Node).Str("repair", string(out.Action)).Bool("dry_run", out.DryRun)
+	if out.Reason != "" {
+		ev = ev.Str("reason", out.Reason)
+	}
+	if len(out.Commands) > 0 {
+		ev = ev.Strs("commands", out.Commands)
+	}
+	ev.Msg(out.Message)
+	for _, w := range out.Warnings {
+		log.Warn().Str("node", out.Node).Msg(w)
+	}
+}
+
+// writeRepairText adds the repair outcome under the drain's: what was done, and the commands
+// run (or, with --dry-run, the ones that would have been).
+func writeRepairText(w io.Writer, out *repair.Outcome) error {
+	if out == nil {
+		return nil
+	}
+	return writeActionText(w, "repair", string(out.Action), out.Message, out.DryRun, out.Commands, out.Warnings)
+}

@@ -1,0 +1,81 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/nodecheck/nodecheck/drain/repair"
+)
+
+// TestRunRepairWiring runs the CLI against drain's fake scontrol, sinfo and squeue
+// (drain/testdata/bin/fake-slurm) on the node Slurm 22.05 showed drained by nodecheck, with
+// the h100-remap-pending snapshot (a pending row remap: reset_gpu). The reset command is
+// /bin/echo: a stand-in that only prints. The real-Slurm behaviour is the test bed's.
+func TestRunRepairWiring(t *testing.T) {
+	snap := filepath.Join(repoRoot, "testdata", "snapshots", "h100-remap-pending")
+	show, err := os.ReadFile(filepath.Join(repoRoot, "drain", "testdata", "slurm-22.05", "show-node-drained-nodecheck.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	const on = "[repair]\nenabled = true\ngpu_reset = [\"/bin/echo\", \"reset\", \"{gpus}\"]\nmax_repairing = \"\"\nsqueue = \"FAKE\"\n"
+	args := []string{"--mode", "health", "--snapshot", snap, "--node", "n1", "--drain", "--resume"}
+	tests := []struct {
+		name      string
+		repair    string // [repair] section
+		args      []string
+		want      repair.Step // "" for no "repair" key
+		wantCalls int         // calls past drain's two ([--version], show)
+		wantOut   string
+	}{
+		{"[repair] absent: as before", "", append(slices.Clone(args), "--repair"), "", 0, ""},
+		{"[repair] off: as before", "[repair]\nenabled = false\n", append(slices.Clone(args), "--repair"), "", 0, ""},
+		{"a replay without --repair does not repair", on, args, "", 0, ""},
+		{"dry run prints each step", on, append(slices.Clone(args), "--repair", "--dry-run", "--format", "text"), "", 2,
+			"repair: reset: dry run, would reset GPU 0000:"},
+		{"reset", on, append(slices.Clone(args), "--repair"), repair.StepReset, 3, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, scenario := fakeSlurmConfig(t, map[string]string{"version.out": "slurm-wlm 22.05.8\n", "show.out": string(show)}, "", "")
+			body, err := os.ReadFile(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			fake := strings.Split(strings.Split(string(body), "scontrol = \"")[1], "\"")[0]
+			if err := os.WriteFile(cfg, append(body, strings.ReplaceAll(tc.repair, "FAKE", fake)...), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			a := append([]string{"run", "--config", cfg}, tc.args...)
+			if !slices.Contains(tc.args, "--format") {
+				a = append(a, "--format", "json")
+			}
+			out, stderr, _ := run(t, map[string]string{"SLURM_CONF": scenario}, a...)
+			if tc.wantOut != "" {
+				if !strings.Contains(out, tc.wantOut) || !strings.Contains(out, "  would run: /bin/echo reset 0000:") {
+					t.Errorf("output lacks %q and the reset:\n%s\n%s", tc.wantOut, out, stderr)
+				}
+			} else {
+				var rep struct {
+					Repair *repair.Outcome `json:"repair"`
+				}
+				if err := json.Unmarshal([]byte(out), &rep); err != nil {
+					t.Fatalf("%v:\n%s", err, out)
+				}
+				if (rep.Repair == nil) != (tc.want == "") || rep.Repair != nil && rep.Repair.Action != tc.want {
+					t.Errorf("repair %+v, want %q; stderr:\n%s", rep.Repair, tc.want, stderr)
+				}
+				if tc.want == repair.StepReset && (len(rep.Repair.Commands) != 2 || !strings.HasPrefix(rep.Repair.Commands[1], "/bin/echo reset 0000:")) {
+					t.Errorf("commands %q", rep.Repair.Commands)
+				}
+			}
+			calls := fakeCalls(t, scenario)
+			if len(calls) != 2+tc.wantCalls {
+				t.Errorf("calls %q, want drain's 2 and %d more", calls, tc.wantCalls)
+			}
+		})
+	}
+}
