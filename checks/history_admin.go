@@ -103,3 +103,36 @@ func openNodeHistory(stateDir, node string, readOnly bool) (*historyStore, strin
 	}
 	return st, path, nil
 }
+
+// RecordRepairs adds a repair's records to node's history (history.RecordRepair: a record
+// with the same target, key, action and start is updated), under the history lock the runs
+// take, waiting at most wait: `nodecheck history` then shows what was tried and when, and a
+// GPU reset ends the faults a reset clears. It returns the file's path.
+func RecordRepairs(ctx context.Context, stateDir, node string, rs []history.Repair, now time.Time, wait time.Duration) (string, error) {
+	st, err := openHistoryStore(stateDir, false)
+	if err != nil {
+		return "", err
+	}
+	defer st.close()
+	path, err := st.store.Path(node)
+	if err != nil {
+		return path, err
+	}
+	unlock, err := st.lock(ctx, node, wait)
+	if err != nil {
+		return path, err
+	}
+	defer unlock()
+	// A bad file has been set aside (a run reports that): the repair starts a fresh one.
+	h, err := st.load(node, now)
+	var bad *history.BadFileError
+	if err != nil && !errors.As(err, &bad) {
+		return path, err
+	}
+	for _, r := range rs {
+		if err := h.RecordRepair(r); err != nil {
+			return path, err
+		}
+	}
+	return path, st.store.Save(h, now)
+}

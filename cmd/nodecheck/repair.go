@@ -2,10 +2,13 @@ package main
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/drain"
 	"github.com/nodecheck/nodecheck/drain/repair"
@@ -51,8 +54,61 @@ func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env
 		Passes: d.Passes, PassesKnown: true, StateDir: env.Config.State.Dir, DryRun: o.dryRun}
 	req.GPUs, req.GPUsKnown = repairGPUs(ctx, env.Facts)
 	res := repair.Apply(ctx, client, repair.Exec, policy, req)
+	recordRepairs(ctx, env.History, env.Node, &res)
 	logRepair(log, res)
 	return &res
+}
+
+// recordRepairs writes what the repair did to the hardware into the node's history
+// (checks.RecordRepairs), where `nodecheck history` shows it and a GPU reset ends the faults
+// a reset clears: a reset per GPU (ok when the command succeeded), a reboot for the node
+// (pending until the repair closes it: ok once the node is back in service, failed when it
+// did not help or never happened). The repair's own state (what is under way, the boot it
+// started in) stays in the state directory's repair.json. The file is the run's own history
+// (node: env.Node, which a replay names from its snapshot). A failure to record is a warning.
+func recordRepairs(ctx context.Context, hs checks.HistorySetup, node string, out *repair.Outcome) {
+	rs := historyRepairs(out)
+	if len(rs) == 0 || out.DryRun || hs.ReadOnly {
+		return
+	}
+	if hs.Dir == "" {
+		out.Warnings = append(out.Warnings, "the repair is not in the node's history ("+hs.Off+")")
+		return
+	}
+	if path, err := checks.RecordRepairs(ctx, hs.Dir, node, rs, time.Now(), drain.DefaultLockWait); err != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the repair is not in the node's history %s: %v", path, err))
+	}
+}
+
+// historyRepairs is what the history records of out: the repair it started and, for a
+// reboot, the one it closed.
+func historyRepairs(out *repair.Outcome) []history.Repair {
+	var rs []history.Repair
+	if e := out.Started; e != nil {
+		if e.Action == repair.RemedyReset {
+			outcome := history.OutcomeOK
+			if e.Outcome == repair.OutcomeFailed {
+				outcome = history.OutcomeFailed
+			}
+			for _, g := range e.GPUs {
+				hg := history.GPU{UUID: g.UUID, Serial: g.Serial, Bus: g.Bus}
+				rs = append(rs, history.Repair{Target: "gpu", Key: hg.Key(), Bus: g.Bus, Serial: g.Serial, Action: e.Action, Fault: e.Fault,
+					Started: e.Started.Unix(), Finished: e.Started.Unix(), Outcome: outcome, Detail: e.Detail, Who: "nodecheck repair"})
+			}
+		} else {
+			rs = append(rs, nodeRepair(*e, history.OutcomePending))
+		}
+	}
+	if e := out.Closed; e != nil && e.Action == repair.RemedyReboot {
+		r := nodeRepair(*e, e.Outcome)
+		r.Finished = e.Finished.Unix()
+		rs = append(rs, r)
+	}
+	return rs
+}
+
+func nodeRepair(e repair.Entry, outcome string) history.Repair {
+	return history.Repair{Target: "node", Key: "node", Action: e.Action, Fault: e.Fault, Started: e.Started.Unix(), Outcome: outcome, Detail: e.Detail, Who: "nodecheck repair"}
 }
 
 // repairFaults is the run's failures as a repair reads them: each failing detail with its

@@ -36,7 +36,7 @@ func TestRunRepairWiring(t *testing.T) {
 		{"a replay without --repair does not repair", on, args, "", 0, ""},
 		{"dry run prints each step", on, append(slices.Clone(args), "--repair", "--dry-run", "--format", "text"), "", 2,
 			"repair: reset: dry run, would reset GPU 0000:"},
-		{"reset", on, append(slices.Clone(args), "--repair"), repair.StepReset, 3, ""},
+		{"reset", on, append(slices.Clone(args), "--repair", "--state-dir", "STATE"), repair.StepReset, 3, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -49,7 +49,11 @@ func TestRunRepairWiring(t *testing.T) {
 			if err := os.WriteFile(cfg, append(body, strings.ReplaceAll(tc.repair, "FAKE", fake)...), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			a := append([]string{"run", "--config", cfg}, tc.args...)
+			state := filepath.Join(filepath.Dir(cfg), "state")
+			a := []string{"run", "--config", cfg}
+			for _, x := range tc.args {
+				a = append(a, strings.ReplaceAll(x, "STATE", state))
+			}
 			if !slices.Contains(tc.args, "--format") {
 				a = append(a, "--format", "json")
 			}
@@ -68,8 +72,15 @@ func TestRunRepairWiring(t *testing.T) {
 				if (rep.Repair == nil) != (tc.want == "") || rep.Repair != nil && rep.Repair.Action != tc.want {
 					t.Errorf("repair %+v, want %q; stderr:\n%s", rep.Repair, tc.want, stderr)
 				}
-				if tc.want == repair.StepReset && (len(rep.Repair.Commands) != 2 || !strings.HasPrefix(rep.Repair.Commands[1], "/bin/echo reset 0000:")) {
-					t.Errorf("commands %q", rep.Repair.Commands)
+				if tc.want == repair.StepReset {
+					if len(rep.Repair.Commands) != 2 || !strings.HasPrefix(rep.Repair.Commands[1], "/bin/echo reset 0000:") || len(rep.Repair.Warnings) > 0 {
+						t.Errorf("commands %q, warnings %q", rep.Repair.Commands, rep.Repair.Warnings)
+					}
+					// nodecheck history shows what was tried and when.
+					hist, stderr, code := run(t, nil, "history", "--state-dir", state, "--node", "gpu-h100-01") // the snapshot's node
+					if code != 0 || !strings.Contains(hist, "repair reset_gpu: ok (for gpu_memory_errors@0000:") {
+						t.Errorf("nodecheck history (exit %d) lacks the reset:\n%s\n%s", code, hist, stderr)
+					}
 				}
 			}
 			calls := fakeCalls(t, scenario)

@@ -53,6 +53,10 @@ type Outcome struct {
 	Commands []string `json:"commands,omitempty"`
 	DryRun   bool     `json:"dry_run,omitempty"`
 	Warnings []string `json:"warnings,omitempty"`
+	// Started is the repair this run started (failed when its reset failed), Closed the
+	// earlier one it closed: what the node's history records.
+	Started *Entry `json:"started,omitempty"`
+	Closed  *Entry `json:"closed,omitempty"`
 }
 
 // Apply gathers what Decide needs (the node's state, the record, and when a repair may start
@@ -125,13 +129,14 @@ func (a *applier) decideAndAct(rec *Record) bool {
 	if d.Close != "" && len(rec.Entries) > 0 && !a.r.DryRun {
 		e := &rec.Entries[len(rec.Entries)-1]
 		e.Outcome, e.Finished, e.Detail = d.Close, in.Now, joinDetail(e.Detail, d.CloseDetail)
-		changed = true
+		closed := *e
+		a.out.Closed, changed = &closed, true
 	}
 	switch d.Step {
 	case StepReset, StepReboot:
 		if e := a.start(node, d); e != nil {
 			rec.Entries = append(rec.Entries, *e)
-			changed = true
+			a.out.Started, changed = e, true
 		}
 	case StepEscalate:
 		a.out.Reason = d.Reason

@@ -152,6 +152,9 @@ func TestApplyResetThenResume(t *testing.T) {
 	if got := f.nodes["gpu01"].Reason; got != resetTagged {
 		t.Errorf("reason %q, want the tag", got)
 	}
+	if out.Started == nil || out.Started.Action != RemedyReset || out.Closed != nil {
+		t.Errorf("started %+v closed %+v", out.Started, out.Closed)
+	}
 	if rec := readRecord(t, dir); len(rec.Entries) != 1 || rec.Entries[0].Outcome != OutcomePending || rec.Entries[0].Detail != "GPU 00000000:9B:00.0 was successfully reset. All done." {
 		t.Errorf("record %+v", rec)
 	}
@@ -189,7 +192,8 @@ func TestApplyRebootThenResume(t *testing.T) {
 	if out := Apply(context.Background(), f, r.run, p, request(t, dir, "boot-2", 1)); out.Action != StepWait {
 		t.Errorf("one clean run after the boot: %+v", out)
 	}
-	if out := Apply(context.Background(), f, r.run, p, request(t, dir, "boot-2", 2)); out.Action != StepResume || f.nodes["gpu01"].State != "IDLE" {
+	if out := Apply(context.Background(), f, r.run, p, request(t, dir, "boot-2", 2)); out.Action != StepResume || f.nodes["gpu01"].State != "IDLE" ||
+		out.Closed == nil || out.Closed.Outcome != OutcomeOK || out.Closed.Action != RemedyReboot {
 		t.Errorf("two clean runs after the boot: %+v, node %s", out, f.nodes["gpu01"])
 	}
 	if rec := readRecord(t, dir); rec.Entries[0].Outcome != OutcomeOK || rec.Entries[0].BootID != "boot-1" {
