@@ -144,7 +144,7 @@ func repairGPUs(ctx context.Context, facts node.Facts) ([]repair.GPU, bool) {
 		if g.Compute != nil {
 			procs = len(g.Compute.Processes)
 		}
-		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Processes: procs})
+		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Serial: g.Serial, Processes: procs})
 	}
 	return out, true
 }
