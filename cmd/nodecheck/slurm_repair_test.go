@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -199,4 +200,60 @@ func testSlurmRepair(t *testing.T, tb *bed) {
 			t.Errorf("n2 is %s %q, want drained without a repair", n, n.Reason)
 		}
 	})
+}
+
+// TestSlurmRepairHook leaves the health runs to slurmd (HealthCheckProgram every 2 s): a node
+// whose GPU is lost is drained, rebooted through scontrol reboot, comes back DOWN, and goes
+// back into service by nodecheck's own health checks after the post-boot runs, with one
+// reboot request. It shows that slurmd runs the health check on the DOWN node.
+func TestSlurmRepairHook(t *testing.T) {
+	testbed.ForEachVersion(t, testbed.Options{
+		RepoRoot: repoRoot, TempPrefix: "nodecheck-repair-hook-", Short: "the repair tests reboot test-bed nodes",
+		Nodes: 1, Reboot: true, ReturnToService: 1, ResumeTimeout: 30 * time.Second, HealthInterval: 2,
+	}, func(t *testing.T, b *testbed.Bed) {
+		tb := newBed(t, b)
+		cfg := tb.Config(t, "[repair]\nenabled = true\nmax_repairing = \"\"\n")
+		lost := tb.NodeSnapshot(t, "n1", tb.Snapshot(t, "h100-gpu-lost"))
+		healthy := tb.NodeSnapshot(t, "n1", tb.Snapshot(t, "h100-healthy"))
+		hook := func(snap string) {
+			tb.Hook(t, "n1", "health", "SLURM_CONF="+tb.Conf, tb.Nodecheck, "run", "--snapshot", snap, "--node", "n1", "--drain", "--resume", "--repair", "--config", cfg)
+		}
+		var seen []string
+		watch := func() bool {
+			n := tb.node(t, "n1")
+			if s := n.String() + " " + n.Reason; len(seen) == 0 || seen[len(seen)-1] != s {
+				seen = append(seen, s)
+			}
+			return false
+		}
+		defer func() {
+			if t.Failed() {
+				t.Logf("states: %q\nhook stderr (last 3000 bytes):\n%s", seen, lastBytes(tb.HookFile("n1", "health.err"), 3000))
+			}
+		}()
+		start := time.Now()
+		hook(lost)
+		testbed.WaitFor(t, "a reboot request", 60*time.Second, func() bool { watch(); return tb.RebootRequests(t, "n1") >= 1 })
+		hook(healthy) // the reboot cleared the fault
+		tb.WaitRebooted(t, "n1", 1, 90*time.Second)
+		testbed.WaitFor(t, "n1 back in service", 90*time.Second, func() bool {
+			watch()
+			n := tb.node(t, "n1")
+			return n.State == "IDLE" && !n.OutOfService()
+		})
+		t.Logf("Slurm %s: in service again %s after the first health run; states:\n  %s", tb.Series, time.Since(start).Round(time.Second), strings.Join(seen, "\n  "))
+		if got := tb.RebootRequests(t, "n1"); got != 1 {
+			t.Errorf("%d reboot requests, want 1", got)
+		}
+		if !slices.ContainsFunc(seen, func(s string) bool { return strings.HasPrefix(s, "DOWN ") }) {
+			t.Errorf("never saw n1 DOWN after the reboot: %q", seen)
+		}
+	})
+}
+
+func lastBytes(s string, n int) string {
+	if len(s) > n {
+		return s[len(s)-n:]
+	}
+	return s
 }
