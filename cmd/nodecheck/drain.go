@@ -100,20 +100,26 @@ func logDrain(log zerolog.Logger, out drain.Outcome, note string) {
 	default:
 		ev = log.Info()
 	}
-	ev = ev.Str("node", out.Node).Str("action", string(out.Action)).Bool("dry_run", out.DryRun)
-	if out.Reason != "" {
-		ev = ev.Str("reason", out.Reason)
-	}
-	if len(out.Commands) > 0 {
-		ev = ev.Strs("commands", out.Commands)
-	}
 	msg := out.Message
 	if note != "" {
 		msg += "; " + note
 	}
+	logAction(log, ev.Str("action", string(out.Action)), out.Node, out.DryRun, out.Reason, out.Commands, msg, out.Warnings)
+}
+
+// logAction ends ev, a step's log line (drain, repair) at the level its action asks, with the
+// node, the reason it set and the commands it ran, and logs its warnings after it.
+func logAction(log zerolog.Logger, ev *zerolog.Event, node string, dryRun bool, reason string, commands []string, msg string, warnings []string) {
+	ev = ev.Str("node", node).Bool("dry_run", dryRun)
+	if reason != "" {
+		ev = ev.Str("reason", reason)
+	}
+	if len(commands) > 0 {
+		ev = ev.Strs("commands", commands)
+	}
 	ev.Msg(msg)
-	for _, w := range out.Warnings {
-		log.Warn().Str("node", out.Node).Msg(w)
+	for _, w := range warnings {
+		log.Warn().Str("node", node).Msg(w)
 	}
 }
 

@@ -168,17 +168,7 @@ func logRepair(log zerolog.Logger, out repair.Outcome) {
 	case repair.StepHeld, repair.StepSkipped, repair.StepEscalate:
 		ev = log.Warn()
 	}
-	ev = ev.Str("node", out.Node).Str("repair", string(out.Action)).Bool("dry_run", out.DryRun)
-	if out.Reason != "" {
-		ev = ev.Str("reason", out.Reason)
-	}
-	if len(out.Commands) > 0 {
-		ev = ev.Strs("commands", out.Commands)
-	}
-	ev.Msg(out.Message)
-	for _, w := range out.Warnings {
-		log.Warn().Str("node", out.Node).Msg(w)
-	}
+	logAction(log, ev.Str("repair", string(out.Action)), out.Node, out.DryRun, out.Reason, out.Commands, out.Message, out.Warnings)
 }
 
 // writeRepairText adds the repair outcome under the drain's: what was done, and the commands
