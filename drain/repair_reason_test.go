@@ -103,3 +103,22 @@ func TestRepairArgv(t *testing.T) {
 		t.Error("Jobs without squeue: no error")
 	}
 }
+
+// FuzzParseJobs: squeue's output never panics the parser, and what it accepts has an id and a
+// state without blanks in the id.
+func FuzzParseJobs(f *testing.F) {
+	for _, s := range []string{"1234|RUNNING\n", "1240_7|COMPLETING\n\n", "", "x", "|", "1 2|R"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		jobs, err := ParseJobs(strings.NewReader(s))
+		if err != nil {
+			return
+		}
+		for _, j := range jobs {
+			if j.ID == "" || j.State == "" || strings.ContainsAny(j.ID, " \t") {
+				t.Errorf("accepted %+v from %q", j, s)
+			}
+		}
+	})
+}

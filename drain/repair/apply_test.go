@@ -296,3 +296,28 @@ func TestApplyEscalates(t *testing.T) {
 		t.Errorf("after the escalation: %+v, calls %q", out, f.calls)
 	}
 }
+
+// TestApplyRecordProblems: no state directory repairs nothing; a damaged record is a warning
+// and starts again (its repairs no longer count toward escalation).
+func TestApplyRecordProblems(t *testing.T) {
+	f := newFake(node("IDLE", xidReason, "DRAIN"))
+	r := &runner{}
+	req := request(t, "", "boot-1", 0, xidFault)
+	if out := Apply(context.Background(), f, r.run, applyPolicy(), req); out.Action != StepSkipped || len(f.calls) != 0 || !strings.Contains(out.Message, "no state directory") {
+		t.Errorf("no state dir: %+v, calls %q", out, f.calls)
+	}
+	dir := filepath.Join(t.TempDir(), "state")
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RecordFile), []byte("{not json"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	out := Apply(context.Background(), f, r.run, applyPolicy(), request(t, dir, "boot-1", 0, xidFault))
+	if out.Action != StepReset || len(out.Warnings) != 1 || !strings.Contains(out.Warnings[0], "the repair record starts again") {
+		t.Errorf("damaged record: %+v", out)
+	}
+	if rec := readRecord(t, dir); len(rec.Entries) != 1 {
+		t.Errorf("record after a damaged one: %+v", rec)
+	}
+}
