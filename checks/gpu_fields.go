@@ -17,11 +17,19 @@ type gpuFactsUser interface {
 	GPUFields() node.GPUFields
 }
 
+// RepairGPUFields are the GPU facts a health run's repair step reads ([repair] enabled).
+const RepairGPUFields = node.GPUPCIBusID | node.GPUUUID | node.GPUSerial | node.GPUCompute
+
 // GPUFieldsFor is the union of the GPU facts of the checks of list that run in mode under
 // cfg: enabled, and mode among their modes. Checks outside their modes only report (the
 // last result of nccl_allreduce) and read no GPU.
 func GPUFieldsFor(list []Check, cfg *config.Config, mode config.Mode) node.GPUFields {
 	var f node.GPUFields
+	if cfg.Repair.Enabled && mode == config.ModeHealth {
+		// The repair step after the checks (README "Repairs") resets a GPU only when NVML lists
+		// no process on it, and records it by UUID and serial.
+		f |= RepairGPUFields
+	}
 	for _, c := range list {
 		u, ok := c.(gpuFactsUser)
 		if !ok {

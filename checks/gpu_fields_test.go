@@ -40,6 +40,16 @@ func TestGPUFieldsFor(t *testing.T) {
 			t.Errorf("%s: %s, want %s", tc.mode, got, tc.want)
 		}
 	}
+	repairs, err := config.ParseConfig([]byte("[repair]\nenabled = true\n"), "nodecheck.toml", Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, want := GPUFieldsFor(All(), repairs, config.ModeHealth), always|signals|overTime|node.GPUCompute; got != want {
+		t.Errorf("health with [repair] on: %s, want %s (the processes on each GPU)", got, want)
+	}
+	if got := GPUFieldsFor(All(), repairs, config.ModeProlog); got != always|jobs {
+		t.Errorf("prolog with [repair] on: %s, want %s (prologs never repair)", got, always|jobs)
+	}
 	sel, _ := Select([]string{"gpu_count", "ib_ports"})
 	if got := GPUFieldsFor(sel, cfg, config.ModeProlog); got != ident {
 		t.Errorf("--check gpu_count,ib_ports: %s, want %s", got, ident)
