@@ -44,7 +44,7 @@ func TestGPUFieldsFor(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := GPUFieldsFor(All(), repairs, config.ModeHealth), always|signals|overTime|node.GPUCompute; got != want {
+	if got, want := GPUFieldsFor(All(), repairs, config.ModeHealth), always|signals|overTime|affinity|node.GPUCompute; got != want {
 		t.Errorf("health with [repair] on: %s, want %s (the processes on each GPU)", got, want)
 	}
 	if got := GPUFieldsFor(All(), repairs, config.ModeProlog); got != always|jobs {
