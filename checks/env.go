@@ -111,14 +111,7 @@ const setupTimeout = 30 * time.Second
 // each names what it is about. Everything read before the checks runs within the mode's
 // budget, which counts from the run's start (EnvOptions.Start; Env.Budget.Deadline).
 func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
-	now := o.Now
-	if now == nil {
-		now = time.Now
-	}
-	getenv := o.Getenv
-	if getenv == nil {
-		getenv = func(string) string { return "" }
-	}
+	now, getenv := o.clock(), o.environ()
 	setup := Setup{StartedAt: o.Start}
 	if setup.StartedAt.IsZero() {
 		setup.StartedAt = now()
@@ -176,18 +169,10 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	if budget.Run > 0 {
 		budget.Deadline = setup.StartedAt.Add(budget.Run)
 	}
-	gpuFields := o.GPUFields
-	if gpuFields == 0 {
-		list := o.Checks
-		if list == nil {
-			list = ordered
-		}
-		gpuFields = GPUFieldsFor(list, eff, mode)
-	}
 	env := &Env{
 		// One reading per run of each whole-node listing, NVML limited to what the checks of
 		// this mode judge.
-		Facts:  node.NewMemo(facts, node.WithGPUFields(gpuFields)),
+		Facts:  node.NewMemo(facts, node.WithGPUFields(o.gpuFields(eff, mode))),
 		Config: eff, Mode: mode, Node: name, Target: target, Slurm: slurmFiles, Budget: budget,
 		Job: Job{
 			ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS"),
@@ -198,6 +183,35 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 		History:  historySetup(o, eff, snap, setup.StartedAt),
 	}
 	return env, setup, nil
+}
+
+// gpuFields are the GPU facts the run reads: those given, else those its checks judge in
+// the mode (GPUFieldsFor).
+func (o EnvOptions) gpuFields(eff *config.Config, mode config.Mode) node.GPUFields {
+	if o.GPUFields != 0 {
+		return o.GPUFields
+	}
+	list := o.Checks
+	if list == nil {
+		list = ordered
+	}
+	return GPUFieldsFor(list, eff, mode)
+}
+
+// clock is o.Now, or time.Now when none is given.
+func (o EnvOptions) clock() func() time.Time {
+	if o.Now == nil {
+		return time.Now
+	}
+	return o.Now
+}
+
+// environ is o.Getenv, or an empty environment when none is given.
+func (o EnvOptions) environ() func(string) string {
+	if o.Getenv == nil {
+		return func(string) string { return "" }
+	}
+	return o.Getenv
 }
 
 // RunOptions are the runner's options for env: its config's policies and its deadline.

@@ -105,8 +105,8 @@ func numberCores(t node.CPUTopology, numaAsSocket bool) slurmCores {
 	return sc
 }
 
-// judgeGresAffinity judges each GPU's Cores= and Links= by the node's facts.
-func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
+// affinityVerdicts is a verdict per GPU line: its Cores= and, where given, its Links=.
+func affinityVerdicts(gpus []affinityGPU, f affinityFacts) []affinityVerdict {
 	var vs []affinityVerdict
 	for _, g := range gpus {
 		switch {
@@ -120,6 +120,12 @@ func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
 			vs = append(vs, judgeLinks(g, *f.links))
 		}
 	}
+	return vs
+}
+
+// judgeGresAffinity judges each GPU's Cores= and Links= by the node's facts.
+func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
+	vs := affinityVerdicts(gpus, f)
 	var res Result
 	var ok, bad, skipped []affinityVerdict
 	coresOK, linksOK := 0, 0
@@ -173,6 +179,15 @@ func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
 		return res
 	}
 	res.Status = StatusOK
+	res.Summary = affinityOKSummary(coresOK, linksOK, f)
+	if len(skipped) > 0 {
+		res.Summary += fmt.Sprintf(" (%s not judged: %s)", countNoun(len(skipped), "GPU entry", "GPU entries"), skipped[0].line)
+	}
+	return res
+}
+
+// affinityOKSummary says how many GPUs' Cores= and Links= were found right.
+func affinityOKSummary(coresOK, linksOK int, f affinityFacts) string {
 	var parts []string
 	if coresOK > 0 {
 		own := "sockets'"
@@ -184,11 +199,7 @@ func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
 	if linksOK > 0 {
 		parts = append(parts, fmt.Sprintf("Links= of %s as NVML sees the NVLinks", countNoun(linksOK, "GPU", "GPUs")))
 	}
-	res.Summary = strings.Join(parts, "; ")
-	if len(skipped) > 0 {
-		res.Summary += fmt.Sprintf(" (%s not judged: %s)", countNoun(len(skipped), "GPU entry", "GPU entries"), skipped[0].line)
-	}
-	return res
+	return strings.Join(parts, "; ")
 }
 
 // affinityVerdict is a detail and the one line a summary says of it, which names the GPU as

@@ -226,6 +226,43 @@ func readDevice(lib api, i int, want node.GPUFields) node.GPU {
 		}
 	}
 	reads := []deviceRead{
+		{node.GPUPCIe, link(d.GetCurrPcieLinkWidth, &pcie.CurLinkWidth)},
+		{node.GPUPCIe, link(d.GetMaxPcieLinkWidth, &pcie.MaxLinkWidth)},
+		{node.GPUPCIe, link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen)},
+		{node.GPUPCIe, link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen)},
+		{node.GPUFabric, func() nvml.Return {
+			state, status, ret := lib.fabric(d)
+			g.Fabric = fabricOf(state, status, ret)
+			return ret
+		}},
+		{node.GPUECC | node.GPUECCCorrected, func() nvml.Return { return readECC(d, &g, want) }},
+		{node.GPURemappedRows, func() nvml.Return { return readRemappedRows(lib, d, &g) }},
+		{node.GPURetiredPages, func() nvml.Return { return readRetiredPages(d, &g) }},
+		{node.GPUNVLinks | node.GPUNVLinkErrors, func() nvml.Return { return readNVLinks(lib, d, &g, want) }},
+		{node.GPUMemory, func() nvml.Return { return readMemory(lib, d, &g) }},
+		{node.GPUCompute, func() nvml.Return { return readCompute(lib, d, &g) }},
+	}
+	reads = append(identityReads(d, &g), reads...)
+	reads = append(reads, signalReads(lib, d, &g, want)...)
+	for _, r := range reads {
+		if want&r.fields == 0 {
+			continue
+		}
+		if ret := r.read(); gone(ret) {
+			g.Error = returnName(ret)
+			break
+		}
+	}
+	if pcieRead {
+		g.PCIe = &pcie
+	}
+	return g
+}
+
+// identityReads are the reads that say which GPU d is: its minor number, UUID, name, bus id
+// and serial, each made only when wanted (readDevice).
+func identityReads(d nvml.Device, g *node.GPU) []deviceRead {
+	return []deviceRead{
 		{node.GPUMinorNumber, func() nvml.Return {
 			v, ret := d.GetMinorNumber()
 			if ret == nvml.SUCCESS {
@@ -261,36 +298,7 @@ func readDevice(lib api, i int, want node.GPUFields) node.GPU {
 			}
 			return ret
 		}},
-		{node.GPUPCIe, link(d.GetCurrPcieLinkWidth, &pcie.CurLinkWidth)},
-		{node.GPUPCIe, link(d.GetMaxPcieLinkWidth, &pcie.MaxLinkWidth)},
-		{node.GPUPCIe, link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen)},
-		{node.GPUPCIe, link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen)},
-		{node.GPUFabric, func() nvml.Return {
-			state, status, ret := lib.fabric(d)
-			g.Fabric = fabricOf(state, status, ret)
-			return ret
-		}},
-		{node.GPUECC | node.GPUECCCorrected, func() nvml.Return { return readECC(d, &g, want) }},
-		{node.GPURemappedRows, func() nvml.Return { return readRemappedRows(lib, d, &g) }},
-		{node.GPURetiredPages, func() nvml.Return { return readRetiredPages(d, &g) }},
-		{node.GPUNVLinks | node.GPUNVLinkErrors, func() nvml.Return { return readNVLinks(lib, d, &g, want) }},
-		{node.GPUMemory, func() nvml.Return { return readMemory(lib, d, &g) }},
-		{node.GPUCompute, func() nvml.Return { return readCompute(lib, d, &g) }},
 	}
-	reads = append(reads, signalReads(lib, d, &g, want)...)
-	for _, r := range reads {
-		if want&r.fields == 0 {
-			continue
-		}
-		if ret := r.read(); gone(ret) {
-			g.Error = returnName(ret)
-			break
-		}
-	}
-	if pcieRead {
-		g.PCIe = &pcie
-	}
-	return g
 }
 
 // deviceRead is one read of readDevice: made when want has any of fields.
