@@ -183,35 +183,22 @@ func prepare(repoRoot, v string) (string, error) {
 	return strings.TrimSpace(string(out)), nil
 }
 
-// Start builds nodecheck and starts a test bed for t and its subtests, stopped when t ends.
-func Start(t *testing.T, opts Options) *Bed {
-	t.Helper()
-	if testing.Short() {
-		t.Skip("-short: " + opts.Short)
+// fill sets the defaults of the options a test left zero.
+func (o *Options) fill() {
+	if o.Slurm == "" {
+		o.Slurm = Slurm2205
 	}
-	if os.Geteuid() != 0 {
-		unavailable(t, "not root")
+	if o.Nodes == 0 {
+		o.Nodes = 2
 	}
-	if opts.Slurm == "" {
-		opts.Slurm = Slurm2205
+	if o.NodePrefix == "" {
+		o.NodePrefix = "n"
 	}
-	if opts.Nodes == 0 {
-		opts.Nodes = 2
-	}
-	if opts.NodePrefix == "" {
-		opts.NodePrefix = "n"
-	}
-	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && opts.Slurm == Slurm2205 && os.Getenv("CI") != "true" {
-		unavailable(t, "Slurm is not installed")
-	}
-	script, err := filepath.Abs(filepath.Join(opts.RepoRoot, "scripts", "slurm-testbed.sh"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	repo, err := filepath.Abs(opts.RepoRoot)
-	if err != nil {
-		t.Fatal(err)
-	}
+}
+
+// tempDir makes the bed's temporary directory, removed when t ends unless t failed (kept
+// for its files) or something is mounted under it.
+func tempDir(t *testing.T, opts Options) string {
 	tmp, err := os.MkdirTemp("", opts.TempPrefix)
 	if err != nil {
 		t.Fatal(err)
@@ -233,6 +220,48 @@ func Start(t *testing.T, opts Options) *Bed {
 		}
 		_ = os.RemoveAll(tmp)
 	})
+	return tmp
+}
+
+// stop stops the bed's daemons and, when t failed, logs the last lines of their logs.
+func (b *Bed) stop(t *testing.T) {
+	if out, err := b.runScript(context.Background(), "stop"); err != nil {
+		t.Errorf("stop the test bed: %v\n%s", err, out)
+	}
+	if t.Failed() {
+		logs := []string{"slurmctld.log"}
+		for _, n := range b.Nodes[:min(len(b.Nodes), 4)] {
+			logs = append(logs, "slurmd-"+n+".log")
+		}
+		for _, f := range logs {
+			data, _ := os.ReadFile(filepath.Join(b.Dir, "log", f))
+			t.Logf("%s, last lines:\n%s", f, tail(string(data), 15))
+		}
+	}
+}
+
+// Start builds nodecheck and starts a test bed for t and its subtests, stopped when t ends.
+func Start(t *testing.T, opts Options) *Bed {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("-short: " + opts.Short)
+	}
+	if os.Geteuid() != 0 {
+		unavailable(t, "not root")
+	}
+	opts.fill()
+	if _, err := os.Stat("/usr/sbin/slurmctld"); err != nil && opts.Slurm == Slurm2205 && os.Getenv("CI") != "true" {
+		unavailable(t, "Slurm is not installed")
+	}
+	script, err := filepath.Abs(filepath.Join(opts.RepoRoot, "scripts", "slurm-testbed.sh"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	repo, err := filepath.Abs(opts.RepoRoot)
+	if err != nil {
+		t.Fatal(err)
+	}
+	tmp := tempDir(t, opts)
 	b := &Bed{Tmp: tmp, Dir: filepath.Join(tmp, "testbed"), Nodecheck: filepath.Join(tmp, "nodecheck"),
 		RepoRoot: opts.RepoRoot, Series: opts.Slurm, script: script}
 	b.Conf = filepath.Join(b.Dir, "etc", "slurm.conf")
@@ -271,21 +300,7 @@ func Start(t *testing.T, opts Options) *Bed {
 	started := time.Now()
 	out, err := b.runScript(ctx, "start")
 	unlock() // the daemons have bound their ports, or failed
-	t.Cleanup(func() {
-		if out, err := b.runScript(context.Background(), "stop"); err != nil {
-			t.Errorf("stop the test bed: %v\n%s", err, out)
-		}
-		if t.Failed() {
-			logs := []string{"slurmctld.log"}
-			for _, n := range b.Nodes[:min(len(b.Nodes), 4)] {
-				logs = append(logs, "slurmd-"+n+".log")
-			}
-			for _, f := range logs {
-				data, _ := os.ReadFile(filepath.Join(b.Dir, "log", f))
-				t.Logf("%s, last lines:\n%s", f, tail(string(data), 15))
-			}
-		}
-	})
+	t.Cleanup(func() { b.stop(t) })
 	if err != nil {
 		unavailable(t, "scripts/slurm-testbed.sh start: %v\n%s", err, out)
 	}
