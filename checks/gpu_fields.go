@@ -17,8 +17,11 @@ type gpuFactsUser interface {
 	GPUFields() node.GPUFields
 }
 
-// RepairGPUFields are the GPU facts a health run's repair step reads ([repair] enabled).
-const RepairGPUFields = node.GPUPCIBusID | node.GPUUUID | node.GPUSerial | node.GPUCompute
+// RepairGPUFields are the GPU facts a health run's repair step reads ([repair] enabled): the
+// processes on each GPU, its identity, and its model and NVLinks, which tell the GPUs the
+// driver resets together (repair.ResetSet; the nvlink check and the model checks of a health
+// run read the last two already, unless they are turned off).
+const RepairGPUFields = node.GPUPCIBusID | node.GPUUUID | node.GPUSerial | node.GPUCompute | node.GPUName | node.GPUNVLinks
 
 // GPUFieldsFor is the union of the GPU facts of the checks of list that run in mode under
 // cfg: enabled, and mode among their modes. Checks outside their modes only report (the
@@ -27,7 +30,7 @@ func GPUFieldsFor(list []Check, cfg *config.Config, mode config.Mode) node.GPUFi
 	var f node.GPUFields
 	if cfg.Repair.Enabled && mode == config.ModeHealth {
 		// The repair step after the checks (README "Repairs") resets a GPU only when NVML lists
-		// no process on it, and records it by UUID and serial.
+		// no process on it or on the GPUs reset with it, and records it by UUID and serial.
 		f |= RepairGPUFields
 	}
 	for _, c := range list {

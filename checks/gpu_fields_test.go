@@ -47,6 +47,13 @@ func TestGPUFieldsFor(t *testing.T) {
 	if got, want := GPUFieldsFor(All(), repairs, config.ModeHealth), always|signals|overTime|affinity|node.GPUCompute; got != want {
 		t.Errorf("health with [repair] on: %s, want %s (the processes on each GPU)", got, want)
 	}
+	noLinks, err := config.ParseConfig([]byte("[repair]\nenabled = true\n[checks.nvlink]\nenabled = false\n"), "nodecheck.toml", Schema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := GPUFieldsFor(All(), noLinks, config.ModeHealth); !got.Has(node.GPUNVLinks | node.GPUName) {
+		t.Errorf("health with [repair] on and nvlink off: %s, want the NVLinks and names still read (which GPUs reset together)", got)
+	}
 	if got := GPUFieldsFor(All(), repairs, config.ModeProlog); got != always|jobs {
 		t.Errorf("prolog with [repair] on: %s, want %s (prologs never repair)", got, always|jobs)
 	}

@@ -1,6 +1,9 @@
 package checks
 
-import "sync"
+import (
+	"slices"
+	"sync"
+)
 
 // What NVML reports for every GPU of a model. A check that finds one of these missing from a
 // GPU's reading has not looked at it: it says error for that GPU, naming what is missing,
@@ -20,6 +23,9 @@ type gpuTraits struct {
 	// mnnvl: built for multi-node NVLink racks (GB200, GB300 NVL), whose GPUs reach the
 	// rack's NVLink switch trays and share memory across trays through IMEX.
 	mnnvl bool
+	// arch is the architecture, in drain/repair's words (repair.Architectures): which GPUs
+	// the driver resets alone (repair.ResetSet).
+	arch string
 }
 
 // gpuTraitsByModel holds the traits of the models nodecheck knows them for, by the token the
@@ -40,34 +46,37 @@ type gpuTraits struct {
 //     the temperature thresholds and power limits "for Kepler or newer fully supported
 //     devices" (the data-centre line), persistence mode "for all products" on Linux; the A40,
 //     H100 and H200 captures under shared/corpus (nvsmi-q) print every one of them.
+//   - Architecture: NVIDIA's data-centre line by generation (Pascal P100; Volta V100; Turing
+//     T4; Ampere A100, A800, A40, A30, A16, A10, A10G, A2; Ada Lovelace L40S, L40, L20, L4;
+//     Hopper H100, H800, H200, H20, GH200; Blackwell B100, B200, GB200, GB300).
 //   - MNNVL: the Grace-Blackwell superchips of NVIDIA's multi-node NVLink racks, "18x compute
 //     trays, each with 2 Grace CPUs and 4 Blackwell GPUs" (MNNVL user guide, overview); NVML
 //     names them "NVIDIA GB200" (nvidia-smi nvlink -s of a GB200 tray, NVIDIA/k8s-test-infra#371).
 var gpuTraitsByModel = map[string]gpuTraits{
-	"gb300": {ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
-	"gb200": {ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
-	"b200":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"b100":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"gh200": {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"h200":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"h100":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"h800":  {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"h20":   {ecc: true, rowRemapping: true, fabric: true, sensors: true},
-	"a100":  {ecc: true, rowRemapping: true, sensors: true},
-	"a800":  {ecc: true, rowRemapping: true, sensors: true},
-	"a40":   {ecc: true, rowRemapping: true, sensors: true},
-	"a30":   {ecc: true, rowRemapping: true, sensors: true},
-	"a16":   {ecc: true, rowRemapping: true, sensors: true},
-	"a10g":  {ecc: true, rowRemapping: true, sensors: true},
-	"a10":   {ecc: true, rowRemapping: true, sensors: true},
-	"a2":    {ecc: true, rowRemapping: true, sensors: true},
-	"l40s":  {ecc: true, rowRemapping: true, sensors: true},
-	"l40":   {ecc: true, rowRemapping: true, sensors: true},
-	"l20":   {ecc: true, rowRemapping: true, sensors: true},
-	"l4":    {ecc: true, rowRemapping: true, sensors: true},
-	"v100":  {ecc: true, pageRetirement: true, sensors: true},
-	"p100":  {ecc: true, pageRetirement: true, sensors: true},
-	"t4":    {ecc: true, pageRetirement: true, sensors: true},
+	"gb300": {arch: "blackwell", ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
+	"gb200": {arch: "blackwell", ecc: true, rowRemapping: true, fabric: true, sensors: true, mnnvl: true},
+	"b200":  {arch: "blackwell", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"b100":  {arch: "blackwell", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"gh200": {arch: "hopper", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h200":  {arch: "hopper", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h100":  {arch: "hopper", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h800":  {arch: "hopper", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"h20":   {arch: "hopper", ecc: true, rowRemapping: true, fabric: true, sensors: true},
+	"a100":  {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a800":  {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a40":   {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a30":   {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a16":   {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a10g":  {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a10":   {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"a2":    {arch: "ampere", ecc: true, rowRemapping: true, sensors: true},
+	"l40s":  {arch: "ada", ecc: true, rowRemapping: true, sensors: true},
+	"l40":   {arch: "ada", ecc: true, rowRemapping: true, sensors: true},
+	"l20":   {arch: "ada", ecc: true, rowRemapping: true, sensors: true},
+	"l4":    {arch: "ada", ecc: true, rowRemapping: true, sensors: true},
+	"v100":  {arch: "volta", ecc: true, pageRetirement: true, sensors: true},
+	"p100":  {arch: "pascal", ecc: true, pageRetirement: true, sensors: true},
+	"t4":    {arch: "turing", ecc: true, pageRetirement: true, sensors: true},
 }
 
 // traitsOf returns the traits of the GPU model an NVML name names, and the model's token
@@ -84,3 +93,21 @@ func traitsOf(name string) (gpuTraits, string) {
 // builtinGPUModelTable is the built-in table, parsed on first use and kept: traitsOf asks it
 // for every GPU in several checks of a run. It is read only.
 var builtinGPUModelTable = sync.OnceValues(func() (gpuModelTable, error) { return newGPUModelTable(nil) })
+
+// GPUArchitecture is the architecture of the GPU model an NVML name names, in drain/repair's
+// words ("hopper", "ampere", "volta", ...; repair.Architectures); "" for a model the built-in
+// table does not know. The repair step reads it to tell which GPUs the driver resets alone.
+func GPUArchitecture(name string) string {
+	tr, _ := traitsOf(name)
+	return tr.arch
+}
+
+// GPUArchitectures lists the architectures GPUArchitecture may give, each once, sorted.
+func GPUArchitectures() []string {
+	var out []string
+	for _, tr := range gpuTraitsByModel {
+		out = append(out, tr.arch)
+	}
+	slices.Sort(out)
+	return slices.Compact(out)
+}

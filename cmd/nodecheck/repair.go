@@ -53,6 +53,7 @@ func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env
 	req := repair.Request{Node: rep.Node, Faults: repairFaults(rep, env.Config.ErrorIsFailure), BootID: bootID(ctx, env.Facts),
 		Passes: d.Passes, PassesKnown: true, StateDir: env.Config.State.Dir, DryRun: o.dryRun}
 	req.GPUs, req.GPUsKnown = repairGPUs(ctx, env.Facts)
+	req.Fabric = repairFabric(ctx, env.Facts, rep)
 	res := repair.Apply(ctx, client, repair.Exec, policy, req)
 	recordRepairs(ctx, env.History, env.Node, &res)
 	logRepair(log, res)
@@ -90,7 +91,7 @@ func historyRepairs(out *repair.Outcome) []history.Repair {
 			if e.Outcome == repair.OutcomeFailed {
 				outcome = history.OutcomeFailed
 			}
-			for _, g := range e.GPUs {
+			for _, g := range e.ResetGPUs() {
 				hg := history.GPU{UUID: g.UUID, Serial: g.Serial, Bus: g.Bus}
 				rs = append(rs, history.Repair{Target: "gpu", Key: hg.Key(), Bus: g.Bus, Serial: g.Serial, Action: e.Action, Fault: e.Fault,
 					Started: e.Started.Unix(), Finished: e.Started.Unix(), Outcome: outcome, Detail: e.Detail, Who: "nodecheck repair"})
@@ -132,21 +133,45 @@ func repairFaults(rep checks.Report, errorIsFailure bool) []repair.Fault {
 	return out
 }
 
-// repairGPUs is NVML's view of the GPUs, and whether NVML could be read.
+// repairGPUs is NVML's view of the GPUs, and whether NVML could be read: the run's reading
+// (checks.RepairGPUFields), with each GPU's architecture from the built-in model table and
+// its NVLinks (-1 where they were not read, or NVML lost the GPU on the way).
 func repairGPUs(ctx context.Context, facts node.Facts) ([]repair.GPU, bool) {
 	inv, err := facts.GPUs(ctx)
 	if err != nil || inv.Init != node.InitSuccess {
 		return nil, false
 	}
+	linksRead := inv.Read().Has(node.GPUNVLinks)
 	var out []repair.GPU
 	for _, g := range inv.Devices {
 		procs := -1
 		if g.Compute != nil {
 			procs = len(g.Compute.Processes)
 		}
-		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Serial: g.Serial, Processes: procs})
+		links, active := -1, 0
+		if linksRead && g.Error == "" {
+			links = len(g.NVLinks)
+			for _, l := range g.NVLinks {
+				if l.Active {
+					active++
+				}
+			}
+		}
+		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Serial: g.Serial, Processes: procs,
+			Arch: checks.GPUArchitecture(g.Name), Links: links, ActiveLinks: active})
 	}
 	return out, true
+}
+
+// repairFabric is what decides which GPUs reset together besides the GPUs: the NVSwitches on
+// the PCI bus (the run's listing, which fabric_manager read; -1 when it failed) and Fabric
+// Manager's state as fabric_manager read it from systemd.
+func repairFabric(ctx context.Context, facts node.Facts, rep checks.Report) repair.Fabric {
+	f := repair.Fabric{NVSwitches: -1, FabricManager: checks.FabricManagerState(rep.Results)}
+	if pci, err := facts.PCIDevices(ctx); err == nil {
+		f.NVSwitches = checks.NVSwitches(pci)
+	}
+	return f
 }
 
 // bootID is the node's boot id ("" when it cannot be read: a repair then cannot tell a reboot

@@ -40,15 +40,7 @@ func TestRunRepairWiring(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			cfg, scenario := fakeSlurmConfig(t, map[string]string{"version.out": "slurm-wlm 22.05.8\n", "show.out": string(show)}, "", "")
-			body, err := os.ReadFile(cfg)
-			if err != nil {
-				t.Fatal(err)
-			}
-			fake := strings.Split(strings.Split(string(body), "scontrol = \"")[1], "\"")[0]
-			if err := os.WriteFile(cfg, append(body, strings.ReplaceAll(tc.repair, "FAKE", fake)...), 0o644); err != nil {
-				t.Fatal(err)
-			}
+			cfg, scenario := repairSlurmConfig(t, string(show), tc.repair)
 			state := filepath.Join(filepath.Dir(cfg), "state")
 			a := []string{"run", "--config", cfg}
 			for _, x := range tc.args {
@@ -89,4 +81,20 @@ func TestRunRepairWiring(t *testing.T) {
 			}
 		})
 	}
+}
+
+// repairSlurmConfig is fakeSlurmConfig for a node Slurm shows as show, with repairSection
+// appended to the config; "FAKE" in it becomes the fake Slurm program (for squeue).
+func repairSlurmConfig(t *testing.T, show, repairSection string) (cfg, scenario string) {
+	t.Helper()
+	cfg, scenario = fakeSlurmConfig(t, map[string]string{"version.out": "slurm-wlm 22.05.8\n", "show.out": show}, "", "")
+	body, err := os.ReadFile(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := strings.Split(strings.Split(string(body), "scontrol = \"")[1], "\"")[0]
+	if err := os.WriteFile(cfg, append(body, strings.ReplaceAll(repairSection, "FAKE", fake)...), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return cfg, scenario
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 
@@ -33,6 +34,7 @@ type Request struct {
 	Faults    []Fault
 	GPUs      []GPU
 	GPUsKnown bool
+	Fabric    Fabric // the NVSwitches and Fabric Manager's state: which GPUs reset together
 	BootID    string
 	// Passes and PassesKnown are drain's Outcome: the clean runs in a row, this one included.
 	Passes      int
@@ -119,7 +121,7 @@ func (a *applier) decideAndAct(rec *Record) bool {
 		return false
 	}
 	in := Input{Node: node, Passes: a.r.Passes, PassesKnown: a.r.PassesKnown, Faults: a.r.Faults, GPUs: a.r.GPUs, GPUsKnown: a.r.GPUsKnown,
-		BootID: a.r.BootID, Record: *rec, Now: a.p.Now()}
+		Fabric: a.r.Fabric, BootID: a.r.BootID, Record: *rec, Now: a.p.Now()}
 	if node.OutOfService() && drain.Owned(node.Reason, a.p.Prefix) && len(a.r.Faults) > 0 {
 		a.gather(&in)
 	}
@@ -227,7 +229,7 @@ func (a *applier) start(node drain.NodeState, d Decision) *Entry {
 // sets e's outcome: pending when it succeeded (the next runs judge whether it helped),
 // failed otherwise (the next run reboots).
 func (a *applier) reset(e *Entry) {
-	argv := a.p.ResetArgv(e.GPUs)
+	argv := a.p.ResetArgv(e.ResetGPUs())
 	a.out.Commands = append(a.out.Commands, drain.QuoteArgv(argv))
 	ctx, cancel := context.WithTimeout(a.ctx, a.p.ResetTimeout)
 	defer cancel()
@@ -243,13 +245,13 @@ func (a *applier) reset(e *Entry) {
 		return
 	}
 	a.out.Action = StepReset
-	a.out.Message = fmt.Sprintf("the reset of %s failed (%s): the node stays drained, and the next health check asks for a reboot", busList(e.GPUs), e.Detail)
+	a.out.Message = fmt.Sprintf("the reset of %s failed (%s): the node stays drained, and the next health check asks for a reboot", busList(e.ResetGPUs()), e.Detail)
 }
 
 // commands lists, in a dry run, the reset or reboot command a repair would run after the tag.
 func (a *applier) commands(d Decision) {
 	if d.Step == StepReset {
-		a.out.Commands = append(a.out.Commands, drain.QuoteArgv(a.p.ResetArgv(d.GPUs)))
+		a.out.Commands = append(a.out.Commands, drain.QuoteArgv(a.p.ResetArgv(append(slices.Clone(d.GPUs), d.Peers...))))
 		return
 	}
 	a.out.Commands = append(a.out.Commands, drain.QuoteArgv(a.s.RebootArgv(a.r.Node, d.Reason)))

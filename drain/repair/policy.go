@@ -80,8 +80,11 @@ func Permitted(cfg *config.Config, mode config.Mode, replay, flag, nodeNamed boo
 //	a repair done, fewer                                    -> waiting
 //	failures with no repair under way:
 //	  a remedy a person must carry out (service, admin, none) -> none
-//	  reset_gpu on named GPUs, none held by a process       -> reset those GPUs
-//	  reboot, or a reset that cannot be done                -> reboot (none when reboot = false)
+//	  reset_gpu on named GPUs, none held by a process       -> reset those GPUs, with the GPUs
+//	                                                           the driver resets only together
+//	                                                           with them (ResetSet)
+//	  reboot, or a reset that cannot be done (a process on  -> reboot (none when reboot = false)
+//	  a GPU of the set, NVLinks unread)
 //	  the GPU or the node at its repair limit in the window -> escalate
 //	  a job on the node, or its jobs unknown                -> busy
 //	  max_repairing reached                                 -> held
@@ -137,7 +140,7 @@ func (p Policy) underWay(in Input, last Entry) Decision {
 	if len(in.Faults) > 0 {
 		why := fmt.Sprintf("%s still failing after the %s", in.Faults[0].Check, actionWords(last.Action))
 		if last.Outcome == OutcomeFailed {
-			why = fmt.Sprintf("the reset of %s failed (%s)", busList(last.GPUs), last.Detail)
+			why = fmt.Sprintf("the reset of %s failed (%s)", busList(last.ResetGPUs()), last.Detail)
 		}
 		if last.Action == RemedyReboot {
 			d := p.escalate(in, gpusOf(in.Faults, in.GPUs, last.GPUs), in.Faults[0].Check+" after a reboot")
@@ -176,6 +179,19 @@ func (p Policy) start(in Input, rung string) Decision {
 	if action == "" {
 		return Decision{Step: StepNone, Message: why}
 	}
+	var peers []GPU
+	together := ""
+	if action == RemedyReset {
+		// The driver's rule for NVLink: the GPUs it resets only together.
+		set, tw, refused := ResetSet(gpus, in.GPUs, in.Fabric)
+		if refused != "" {
+			if action, gpus, why = p.reboot(in, refused); action == "" {
+				return Decision{Step: StepNone, Message: why}
+			}
+		} else {
+			peers, together = set[len(gpus):], tw
+		}
+	}
 	if d, ok := p.limitReached(in, action, gpus); ok {
 		return d
 	}
@@ -192,11 +208,14 @@ func (p Policy) start(in Input, rung string) Decision {
 	case p.MaxRepairing.N > 0 && p.MaxRepairing.Reached(in.Repairing, in.Total):
 		return Decision{Step: StepHeld, Message: fmt.Sprintf("safety limit: %d of %d nodes already in repair, at or above max_repairing = %q: this node waits for its turn", in.Repairing, in.Total, p.MaxRepairing.String())}
 	}
-	e := &Entry{Action: action, GPUs: gpus, Fault: faultsOf(in.Faults), Started: in.Now, BootID: in.BootID, Outcome: OutcomePending}
-	d := Decision{Step: StepReboot, Reason: drain.TagReason(in.Node.Reason, action), Entry: e, GPUs: gpus}
+	e := &Entry{Action: action, GPUs: gpus, Peers: peers, Fault: faultsOf(in.Faults), Started: in.Now, BootID: in.BootID, Outcome: OutcomePending}
+	d := Decision{Step: StepReboot, Reason: drain.TagReason(in.Node.Reason, action), Entry: e, GPUs: gpus, Peers: peers, Together: together}
 	if action == RemedyReset {
 		d.Step = StepReset
 		d.Message = fmt.Sprintf("reset %s for %s", busList(gpus), e.Fault)
+		if len(peers) > 0 {
+			d.Message = fmt.Sprintf("reset %s together with its NVLink peers %s for %s; together because %s", busList(gpus), strings.TrimPrefix(busList(peers), "GPU "), e.Fault, together)
+		}
 	} else {
 		d.Message = fmt.Sprintf("reboot for %s: %s", e.Fault, why)
 	}
@@ -216,6 +235,11 @@ func (p Policy) rung(in Input, rung string) (action string, gpus []GPU, why stri
 	} else {
 		why = "the reset did not help"
 	}
+	return p.reboot(in, why)
+}
+
+// reboot is a reboot for why, or, with action "", why nothing is done ([repair] reboot = false).
+func (p Policy) reboot(in Input, why string) (action string, gpus []GPU, _ string) {
 	if !p.Reboot {
 		return "", nil, fmt.Sprintf("the node needs a reboot (%s), and [repair] reboot = false: reboot it by hand", why)
 	}

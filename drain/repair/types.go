@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"slices"
 	"time"
 
 	"github.com/nodecheck/nodecheck/drain"
@@ -30,6 +31,12 @@ type GPU struct {
 	Serial string `json:"serial,omitempty"` // "" where the facts do not carry it
 	// Processes is how many compute processes NVML listed on it; -1 when NVML could not say.
 	Processes int `json:"-"`
+	// Arch is the GPU's architecture (ArchAmpere, ...; "" for a model nodecheck does not
+	// know), Links how many NVLinks NVML answered for (0: no NVLink; -1: not read), and
+	// ActiveLinks how many of them are up: what ResetSet decides by.
+	Arch        string `json:"-"`
+	Links       int    `json:"-"`
+	ActiveLinks int    `json:"-"`
 }
 
 // Outcomes of a repair entry.
@@ -41,9 +48,12 @@ const (
 
 // Entry is one repair in the record.
 type Entry struct {
-	Action  string    `json:"action"`         // reset_gpu or reboot
-	GPUs    []GPU     `json:"gpus,omitempty"` // the GPUs it was for (a reset's, or a reboot's faulty GPUs)
-	Fault   string    `json:"fault"`          // the failures that called for it: "xid_errors@0000:9b:00.0"
+	Action string `json:"action"`         // reset_gpu or reboot
+	GPUs   []GPU  `json:"gpus,omitempty"` // the GPUs it was for (a reset's, or a reboot's faulty GPUs)
+	// Peers are the GPUs a reset took with GPUs because the driver resets them only together
+	// (ResetSet): reset, but not counted as repairs of theirs toward escalation.
+	Peers   []GPU     `json:"peers,omitempty"`
+	Fault   string    `json:"fault"` // the failures that called for it: "xid_errors@0000:9b:00.0"
 	Started time.Time `json:"started"`
 	// BootID is the boot the repair started in: a reboot is done when the boot id changes.
 	BootID   string    `json:"boot_id,omitempty"`
@@ -51,6 +61,9 @@ type Entry struct {
 	Finished time.Time `json:"finished,omitzero"`
 	Detail   string    `json:"detail,omitempty"` // what happened: the reset's output, why it failed
 }
+
+// ResetGPUs are the GPUs the entry's reset command names: its GPUs, then their peers.
+func (e Entry) ResetGPUs() []GPU { return append(slices.Clone(e.GPUs), e.Peers...) }
 
 // Record is one node's repair record, oldest first. The last entry is the repair under way
 // while its outcome is pending (or a reset failed, the next rung not yet taken).
@@ -97,6 +110,7 @@ type Input struct {
 	Faults      []Fault // this run's failures
 	GPUs        []GPU   // NVML's GPUs in this run; GPUsKnown false when NVML could not be read
 	GPUsKnown   bool
+	Fabric      Fabric // the NVSwitches and Fabric Manager: which GPUs reset together (ResetSet)
 	BootID      string // this boot's id (/proc/sys/kernel/random/boot_id)
 	// Jobs is how many jobs squeue lists on the node in a state that holds it; -1 when squeue
 	// could not say (JobsErr).
@@ -117,6 +131,10 @@ type Decision struct {
 	Message string // one line: what and why
 	// GPUs are the GPUs to reset (StepReset), or the GPU an escalation names.
 	GPUs []GPU
+	// Peers are the GPUs a reset takes with GPUs (ResetSet), Together why; none when the
+	// GPUs reset alone.
+	Peers    []GPU
+	Together string
 	// Reason is the reason to set: the tagged drain reason for a reset or reboot, the service
 	// reason for an escalation.
 	Reason string
