@@ -13,6 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/drain/repair"
 )
 
 // The Prometheus textfile (README "Metrics") describes the last run only: every metric is a
@@ -36,6 +37,8 @@ const (
 	metricRunInfo       = "nodecheck_run_info"
 	metricConfigError   = "nodecheck_config_error"
 	metricDrainAction   = "nodecheck_drain_action"
+	metricRepairStep    = "nodecheck_repair_step"
+	metricRepairs       = "nodecheck_repairs_in_window"
 )
 
 // checkStatuses are the values of nodecheck_check_status's status label, one series each.
@@ -49,6 +52,20 @@ type MetricsOptions struct {
 	DrainAction drain.Action
 	// Version is nodecheck's version, for nodecheck_run_info.
 	Version string
+	// Repair is the repair step's part, nil when repairs are off ([repair] enabled = false):
+	// the file then has no repair family at all.
+	Repair *RepairMetrics
+}
+
+// RepairMetrics is what the textfile says of repairs where [repair] is enabled.
+type RepairMetrics struct {
+	// Step is what the run's repair step did (in a dry run what it would have done); ""
+	// when the run did not repair (not a health run, a replay without --repair): every
+	// nodecheck_repair_step series is then 0.
+	Step repair.Step
+	// Counts are the repair record's counts after the run; nil when the run did not read the
+	// record (no nodecheck_repairs_in_window series then).
+	Counts *repair.Counts
 }
 
 // sample is one line of the textfile: its labels as name, value pairs sorted by name.
@@ -102,8 +119,32 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 		{name: metricRunInfo, help: "Always 1; the labels say in which mode the last run ran and which nodecheck version ran it.",
 			samples: []sample{{labels: [][2]string{{"mode", string(r.Mode)}, nodeL, {"version", o.Version}}, value: 1}}},
 	}
+	if o.Repair != nil {
+		fams = append(fams, repairFamilies(*o.Repair, nodeL)...)
+	}
 	_, err = io.WriteString(w, formatFamilies(fams))
 	return err
+}
+
+// repairFamilies are the repair step's families: its step, one-hot, and the repair record's
+// counts (README "Repairs": escalation at node_repairs in node_window, gpu_repairs in
+// gpu_window), one series for the node and one per GPU by bus id.
+func repairFamilies(m RepairMetrics, nodeL [2]string) []family {
+	steps := append(repair.Steps(), repair.StepSkipped)
+	if m.Step != "" && !slices.Contains(steps, m.Step) {
+		steps = append(steps, m.Step) // never drop what the step said
+	}
+	fams := []family{oneHot(metricRepairStep, "What the last run's repair step did ([repair] enabled): 1 for its step, 0 for the others (none, waiting, reset, reboot, escalate, resume, held, busy, skipped); all 0 when the run did not repair (not a health run).",
+		"step", steps, m.Step, nodeL)}
+	if c := m.Counts; c != nil {
+		f := family{name: metricRepairs, help: "Repairs (GPU resets and reboots) in the node's repair record within its window: scope node within node_window, scope gpu per GPU (by bus id) within gpu_window; nodecheck stops repairing at node_repairs or gpu_repairs."}
+		f.samples = append(f.samples, sample{labels: [][2]string{nodeL, {"scope", "node"}}, value: float64(c.Node)})
+		for _, g := range c.GPUs {
+			f.samples = append(f.samples, sample{labels: [][2]string{{"gpu", g.Bus}, nodeL, {"scope", "gpu"}}, value: float64(g.N)})
+		}
+		fams = append(fams, f)
+	}
+	return fams
 }
 
 func bit(b bool) float64 {

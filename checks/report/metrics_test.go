@@ -23,6 +23,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
+	"github.com/nodecheck/nodecheck/drain/repair"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/metrics")
@@ -92,6 +93,26 @@ var metricsCases = []struct {
 				{Check: "gpu_count", Status: checks.StatusError, Duration: 2 * time.Millisecond},
 			}},
 		opts: MetricsOptions{DrainAction: drain.ActionNone, Version: "1.2.0"},
+	},
+	{
+		// [repair] enabled, a health run that reset a GPU: the step, and the record's counts
+		// for the node and for each GPU (one earlier reset of 0000:9b:00.0 and this one).
+		name: "health-repair-reset",
+		rep: checks.Report{Node: "gpu06", Mode: config.ModeHealth, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: 600 * time.Millisecond,
+			Results: []checks.Result{
+				{Check: "gpu_count", Status: checks.StatusOK, Duration: 2 * time.Millisecond},
+				{Check: "gpu_memory_errors", Status: checks.StatusFail, Remedy: checks.RemedyResetGPU, Duration: 3 * time.Millisecond},
+			}},
+		opts: MetricsOptions{DrainAction: drain.ActionKept, Version: "1.2.0", Repair: &RepairMetrics{Step: repair.StepReset,
+			Counts: &repair.Counts{Node: 2, GPUs: []repair.GPUCount{{Bus: "0000:19:00.0"}, {Bus: "0000:9b:00.0", N: 2}}}}},
+	},
+	{
+		// [repair] enabled, a prolog: prologs never repair, so every step is 0 and the record,
+		// which a prolog does not read, gives no counts.
+		name: "prolog-repair-on",
+		rep: checks.Report{Node: "gpu07", Mode: config.ModeProlog, Verdict: checks.VerdictHealthy, Healthy: true, StartedAt: started, Duration: 80 * time.Millisecond,
+			Results: []checks.Result{{Check: "gpu_count", Status: checks.StatusOK, Duration: 2 * time.Millisecond}}},
+		opts: MetricsOptions{DrainAction: drain.ActionNone, Version: "1.2.0", Repair: &RepairMetrics{}},
 	},
 }
 
@@ -196,6 +217,15 @@ func TestWriteMetricsParses(t *testing.T) {
 				t.Fatal(err)
 			}
 			fams := parseMetrics(t, buf.String())
+			wantFamilies := slices.Clone(wantFamilies)
+			if m := tc.opts.Repair; m != nil {
+				wantFamilies = append(wantFamilies, "nodecheck_repair_step")
+				if m.Counts != nil {
+					wantFamilies = append(wantFamilies, "nodecheck_repairs_in_window")
+				}
+				slices.Sort(wantFamilies)
+				checkRepairMetrics(t, fams, *m)
+			}
 			var names []string
 			for n := range fams {
 				names = append(names, n)
@@ -283,6 +313,34 @@ func TestWriteMetricsParses(t *testing.T) {
 				t.Errorf("run_info labels (-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// checkRepairMetrics checks the repair families against what they were written from: the
+// step one-hot (all 0 without a step), and the counts.
+func checkRepairMetrics(t *testing.T, fams map[string][]series, m RepairMetrics) {
+	t.Helper()
+	sum := 0.0
+	for _, st := range append(repair.Steps(), repair.StepSkipped) {
+		v := value(t, fams, "nodecheck_repair_step", map[string]string{"step": string(st)})
+		sum += v
+		if want := boolValue(st == m.Step); v != want {
+			t.Errorf("repair step %s = %v, want %v", st, v, want)
+		}
+	}
+	if want := boolValue(m.Step != ""); sum != want {
+		t.Errorf("repair steps sum to %v, want %v", sum, want)
+	}
+	if m.Counts == nil {
+		return
+	}
+	if got := value(t, fams, "nodecheck_repairs_in_window", map[string]string{"scope": "node"}); got != float64(m.Counts.Node) {
+		t.Errorf("node repairs %v, want %d", got, m.Counts.Node)
+	}
+	for _, g := range m.Counts.GPUs {
+		if got := value(t, fams, "nodecheck_repairs_in_window", map[string]string{"scope": "gpu", "gpu": g.Bus}); got != float64(g.N) {
+			t.Errorf("GPU %s repairs %v, want %d", g.Bus, got, g.N)
+		}
 	}
 }
 

@@ -10,6 +10,8 @@ import (
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/checks/report"
+	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 	"github.com/nodecheck/nodecheck/drain/repair"
 	"github.com/rs/zerolog"
@@ -182,6 +184,20 @@ func bootID(ctx context.Context, facts node.Facts) string {
 		return ""
 	}
 	return strings.TrimSpace(string(data))
+}
+
+// repairMetrics is the metrics' repair part: nil with [repair] off (no repair family in the
+// file, as before repairs existed); else the step the run took ("" when it did not repair)
+// and the record's counts when the run read the record.
+func repairMetrics(cfg *config.Config, fix *repair.Outcome) *report.RepairMetrics {
+	if !cfg.Repair.Enabled {
+		return nil
+	}
+	m := &report.RepairMetrics{}
+	if fix != nil {
+		m.Step, m.Counts = fix.Action, fix.Counts
+	}
+	return m
 }
 
 // logRepair logs the outcome and its warnings.

@@ -3,6 +3,7 @@ package main
 import (
 	"encoding/json"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -97,4 +98,38 @@ func repairSlurmConfig(t *testing.T, show, repairSection string) (cfg, scenario 
 		t.Fatal(err)
 	}
 	return cfg, scenario
+}
+
+// TestRunRepairMetrics: with [repair] on, a health run that resets a GPU writes the repair
+// step and the record's counts into the textfile (golden, promtool-clean where promtool is
+// installed): the reset just recorded counts 1 for the node and for the GPU.
+func TestRunRepairMetrics(t *testing.T) {
+	snap := filepath.Join(repoRoot, "testdata", "snapshots", "h100-remap-pending")
+	show, err := os.ReadFile(filepath.Join(repoRoot, "drain", "testdata", "slurm-22.05", "show-node-drained-nodecheck.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, scenario := repairSlurmConfig(t, string(show), "[repair]\nenabled = true\ngpu_reset = [\"/bin/echo\", \"reset\", \"{gpus}\"]\nmax_repairing = \"\"\nsqueue = \"FAKE\"\n")
+	state := filepath.Join(filepath.Dir(cfg), "state")
+	prom := filepath.Join(t.TempDir(), "nodecheck.prom")
+	_, stderr, _ := run(t, map[string]string{"SLURM_CONF": scenario}, "run", "--config", cfg, "--mode", "health", "--snapshot", snap,
+		"--node", "n1", "--drain", "--resume", "--repair", "--state-dir", state, "--prom-file", prom, "--format", "json")
+	got, err := os.ReadFile(prom)
+	if err != nil {
+		t.Fatalf("no metrics: %v\n%s", err, stderr)
+	}
+	golden(t, filepath.Join("metrics", "run-h100-remap-pending-repair.prom"), normalizeMetrics(string(got)))
+	if promtool, err := exec.LookPath("promtool"); err == nil {
+		cmd := exec.Command(promtool, "check", "metrics")
+		cmd.Stdin = strings.NewReader(string(got))
+		if out, err := cmd.CombinedOutput(); err != nil || len(out) > 0 {
+			t.Errorf("promtool check metrics: %v\n%s", err, out)
+		}
+	}
+	for _, want := range []string{`nodecheck_repair_step{node="n1",step="reset"} 1`, `nodecheck_repairs_in_window{node="n1",scope="node"} 1`,
+		`nodecheck_repairs_in_window{gpu="0000:3b:00.0",node="n1",scope="gpu"} 1`, `nodecheck_repairs_in_window{gpu="0000:19:00.0",node="n1",scope="gpu"} 0`} {
+		if !strings.Contains(string(got), want+"\n") {
+			t.Errorf("metrics lack %q:\n%s", want, got)
+		}
+	}
 }

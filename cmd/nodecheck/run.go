@@ -160,7 +160,7 @@ func runChecks(ctx context.Context, g *globals, o runOpts) int {
 	// Repairs act on what drain left: a node nodecheck drained (README "Repairs").
 	fix := applyRepair(ctx, log, rep, env, o, replay, client, outcome)
 	werr := writeReport(g.stdout, rep, o, outcome, fix)
-	writeMetrics(log, promFilePath(o, env.Config.PromFile, replay), rep, outcome)
+	writeMetrics(log, promFilePath(o, env.Config.PromFile, replay), rep, outcome, repairMetrics(env.Config, fix))
 	if werr != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", werr)
 		return exitCannotRun
@@ -214,11 +214,11 @@ func promFilePath(o runOpts, configured string, replay bool) string {
 
 // writeMetrics writes the run's Prometheus textfile when path is set. A failure is logged and
 // never changes the exit code: metrics describe the run, they do not judge the node.
-func writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.Outcome) {
+func writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.Outcome, fix *report.RepairMetrics) {
 	if path == "" {
 		return
 	}
-	mo := report.MetricsOptions{Version: versionString()}
+	mo := report.MetricsOptions{Version: versionString(), Repair: fix}
 	if d != nil {
 		mo.DrainAction = d.Action
 	}
@@ -237,7 +237,7 @@ func configFailure(g *globals, log zerolog.Logger, o runOpts, e *checks.ConfigEr
 	log.Error().Err(e.Err).Str("mode", string(e.Mode)).Str("verdict", string(checks.VerdictUndecided)).
 		Bool("fail_closed", e.FailClosed).Int("exit", code).Msg("config is unusable; no check ran")
 	rep := checks.ConfigErrorReport(e, setup.StartedAt)
-	writeMetrics(log, promFilePath(o, e.PromFile, o.snapshot != ""), rep, nil)
+	writeMetrics(log, promFilePath(o, e.PromFile, o.snapshot != ""), rep, nil, nil)
 	if code == exitCannotRun {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", e)
 		return code

@@ -59,6 +59,9 @@ type Outcome struct {
 	// earlier one it closed: what the node's history records.
 	Started *Entry `json:"started,omitempty"`
 	Closed  *Entry `json:"closed,omitempty"`
+	// Counts are the record's repair counts after the run, for the metrics; nil when the
+	// record could not be read.
+	Counts *Counts `json:"-"`
 }
 
 // Apply gathers what Decide needs (the node's state, the record, and when a repair may start
@@ -81,7 +84,9 @@ func Apply(ctx context.Context, s Slurm, run Runner, p Policy, r Request) Outcom
 			a.warn(fmt.Sprintf("%v: the repair record starts again, and earlier repairs are not counted toward escalation", err))
 		}
 		rec := recs[r.Node]
-		if !a.decideAndAct(&rec) {
+		changed := a.decideAndAct(&rec)
+		a.out.Counts = p.countsOf(rec, r.GPUs, p.Now())
+		if !changed {
 			return nil, nil
 		}
 		recs[r.Node] = prune(rec, p.Now().Add(-max(p.GPUWindow, p.NodeWindow)))

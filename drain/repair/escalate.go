@@ -2,7 +2,9 @@ package repair
 
 import (
 	"fmt"
+	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/drain"
@@ -114,4 +116,44 @@ func plural(n int, word string) string {
 		return "1 " + word
 	}
 	return strconv.Itoa(n) + " " + word + "s"
+}
+
+// Counts is what the repair record holds at the end of a run, for the metrics: the repairs of
+// the node within node_window, and of each GPU within gpu_window (the counts escalation
+// compares with node_repairs and gpu_repairs).
+type Counts struct {
+	Node int
+	GPUs []GPUCount // every GPU NVML listed, then the record's other GPUs, by bus id
+}
+
+// GPUCount is one GPU's repairs within gpu_window.
+type GPUCount struct {
+	Bus string
+	N   int
+}
+
+// countsOf counts rec's repairs at now: the node's, and those of each GPU of gpus (NVML's)
+// and of the record. A GPU reset only as a peer is not counted, as escalation does not.
+func (p Policy) countsOf(rec Record, gpus []GPU, now time.Time) *Counts {
+	c := &Counts{Node: count(rec, nil, now.Add(-p.NodeWindow))}
+	seen := func(g GPU) bool {
+		return slices.ContainsFunc(c.GPUs, func(x GPUCount) bool { return x.Bus == g.Bus })
+	}
+	add := func(g GPU) {
+		if g.Bus != "" && !seen(g) {
+			c.GPUs = append(c.GPUs, GPUCount{Bus: g.Bus, N: count(rec, &g, now.Add(-p.GPUWindow))})
+		}
+	}
+	for _, g := range gpus {
+		add(g)
+	}
+	for _, e := range rec.Entries {
+		if !e.Started.Before(now.Add(-p.GPUWindow)) {
+			for _, g := range e.GPUs {
+				add(g)
+			}
+		}
+	}
+	slices.SortFunc(c.GPUs, func(a, b GPUCount) int { return strings.Compare(a.Bus, b.Bus) })
+	return c
 }

@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"slices"
 	"testing"
 	"time"
 )
@@ -53,4 +54,24 @@ func FuzzDecodeRecords(f *testing.F) {
 			t.Errorf("decoded %q but cannot encode it: %v", data, err)
 		}
 	})
+}
+
+// TestCountsOf: the metrics' counts are escalation's: repairs within each window, a GPU by
+// serial, a peer's reset not counted for the peer, a GPU the record names but NVML no longer
+// lists kept.
+func TestCountsOf(t *testing.T) {
+	p := testPolicy()
+	p.GPUWindow = 24 * time.Hour
+	lost := GPU{Bus: "0000:cb:00.0", Serial: "1652922000009"}
+	rec := Record{Entries: []Entry{
+		entry(RemedyReset, OutcomeOK, "boot-1", t0.Add(-48*time.Hour), gpu9b),                                          // outside gpu_window, inside node_window
+		entry(RemedyReset, OutcomeOK, "boot-1", t0.Add(-2*time.Hour), gpu9b),                                           // counts for 9b
+		{Action: RemedyReset, GPUs: []GPU{lost}, Peers: []GPU{gpu19}, Started: t0.Add(-time.Hour), Outcome: OutcomeOK}, // 19 only a peer
+		entry(RemedyReboot, OutcomePending, "boot-1", t0.Add(-8*24*time.Hour), gpu9b),                                  // outside both windows
+	}}
+	c := p.countsOf(rec, []GPU{gpu19, gpu9b}, t0)
+	want := []GPUCount{{Bus: "0000:19:00.0", N: 0}, {Bus: "0000:9b:00.0", N: 1}, {Bus: "0000:cb:00.0", N: 1}}
+	if c.Node != 3 || !slices.Equal(c.GPUs, want) {
+		t.Errorf("counts %d %v, want node 3, GPUs %v", c.Node, c.GPUs, want)
+	}
 }
