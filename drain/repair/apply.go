@@ -191,12 +191,23 @@ var repairWords = drain.GuardWords{
 	Nothing:  "no repair",
 }
 
+// resetMargin is the time a reset needs beyond reset_timeout before it starts: the tag, the
+// recount after drain.DefaultSettle, the record.
+const resetMargin = 5 * time.Second
+
 // start tags the node's reason within max_repairing, then resets the GPUs or asks for the
 // reboot. It returns the entry to record, or nil when nothing was done.
 func (a *applier) start(node drain.NodeState, d Decision) *Entry {
 	a.out.Reason = d.Reason
 	tag := drain.Update{Node: node.Name, State: "DRAIN", Reason: d.Reason}
 	untag := drain.Update{Node: node.Name, State: "DRAIN", Reason: node.Reason}
+	if dl, ok := a.ctx.Deadline(); ok && d.Step == StepReset && !a.r.DryRun && time.Until(dl) < a.p.ResetTimeout+resetMargin {
+		// A reset cut short by the run's deadline would count as failed and the next run would
+		// reboot (about 30 minutes) for a fault the reset may have cleared.
+		a.out.Action, a.out.Message = StepSkipped, fmt.Sprintf("%s left of the run's budget, under reset_timeout (%s) and %s for tagging the node: no reset now, the next health check tries again",
+			time.Until(dl).Round(time.Millisecond), a.p.ResetTimeout, resetMargin)
+		return nil
+	}
 	if a.r.DryRun {
 		a.update(tag)
 		a.commands(d)

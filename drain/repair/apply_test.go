@@ -321,3 +321,27 @@ func TestApplyRecordProblems(t *testing.T) {
 		t.Errorf("record after a damaged one: %+v", rec)
 	}
 }
+
+// TestApplyResetNeedsItsTimeout: with less of the run's budget left than reset_timeout and
+// the margin, no reset starts (a reset cut short would count as failed and the next run would
+// reboot): the node is not tagged, nothing runs, and the next health check tries again.
+func TestApplyResetNeedsItsTimeout(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	f := newFake(node("IDLE", xidReason, "DRAIN"), drain.NodeState{Name: "gpu02", State: "IDLE"})
+	r := &runner{out: "GPU 00000000:9B:00.0 was successfully reset.\nAll done.\n"}
+	p := applyPolicy()
+	ctx, cancel := context.WithTimeout(context.Background(), p.ResetTimeout+resetMargin-time.Second)
+	defer cancel()
+	out := Apply(ctx, f, r.run, p, request(t, dir, "boot-1", 0, xidFault))
+	if out.Action != StepSkipped || !strings.Contains(out.Message, "under reset_timeout") || len(r.argv) != 0 {
+		t.Fatalf("%+v, reset argv %q: want skipped, nothing run", out, r.argv)
+	}
+	if got := f.nodes["gpu01"].Reason; got != xidReason {
+		t.Errorf("reason %q, want it untouched (%q)", got, xidReason)
+	}
+	// With the time there, the same run resets.
+	out = Apply(context.Background(), f, r.run, p, request(t, dir, "boot-1", 0, xidFault))
+	if out.Action != StepReset || len(r.argv) != 1 {
+		t.Errorf("with time enough: %+v, argv %q", out, r.argv)
+	}
+}

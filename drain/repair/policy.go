@@ -106,6 +106,9 @@ func (p Policy) Decide(in Input) Decision {
 		return Decision{Step: StepNone, Message: fmt.Sprintf("node is marked for service (%q): repairs stopped, a person takes over", in.Node.Reason)}
 	}
 	tag, tagged := drain.RepairOf(in.Node.Reason)
+	if ok, why := stateAllows(in.Node, tagged); !ok {
+		return Decision{Step: StepNone, Message: fmt.Sprintf("node is %s (%s): nodecheck repairs nothing in this state", in.Node, why)}
+	}
 	if tagged && !open {
 		// The record was lost (or never written): the tag says what was done; the boot
 		// before it is unknown.
@@ -159,6 +162,32 @@ func (p Policy) underWay(in Input, last Entry) Decision {
 	}
 	return Decision{Step: StepResume, Close: OutcomeOK, CloseDetail: fmt.Sprintf("%d clean health runs after the %s", in.Passes, actionWords(last.Action)),
 		Message: fmt.Sprintf("resume: %d clean health runs after the %s (reason was %q)", in.Passes, actionWords(last.Action), in.Node.Reason)}
+}
+
+// underWayStates are the states a repair of nodecheck's own puts a node in: while one is under
+// way (the reason carries its tag) they are the repair's to follow, not a reason to stop.
+var underWayStates = map[string]bool{"DOWN": true, "REBOOT_REQUESTED": true, "REBOOT_ISSUED": true}
+
+// stateAllows says whether a repair may act on a node in its Slurm state: in a state drain
+// acts on (drain.StanceAct), or, with a repair under way, one whose other words are only those
+// that repair brings (a reboot's). Any other state (MAINTENANCE, FAIL, INVALID_REG, power
+// saving, a reboot nodecheck did not ask for, a word nodecheck does not know) belongs to
+// Slurm or a person, as it does for drain: nothing is reset, rebooted or resumed.
+func stateAllows(n drain.NodeState, underWay bool) (bool, string) {
+	stance, why := n.Stance()
+	if stance == drain.StanceAct {
+		return true, ""
+	}
+	if stance != drain.StanceLeave || !underWay {
+		return false, why
+	}
+	for _, w := range append([]string{n.State}, n.Flags...) {
+		row, _ := drain.LookupState(w)
+		if row.Stance == drain.StanceLeave && !underWayStates[row.Word] {
+			return false, why
+		}
+	}
+	return true, ""
 }
 
 // start decides the first repair for the run's failures, no cheaper than rung (reset_gpu, or

@@ -149,7 +149,18 @@ func TestDecide(t *testing.T) {
 			in.Node = node("DOWN", bootTagged+" : reboot issued : reboot complete")
 		}), StepEscalate, OutcomeFailed, "nodecheck: service: gpu 1652922000001 0000:9b:00.0 0 repairs in 7d: gpu_count after a reboot", "after the reboot", "GPU 0000:9b:00.0"},
 		{"escalated: a person takes over", idle("nodecheck: service: gpu 1652922000001 0000:9b:00.0 3 repairs in 7d", xidFault), StepNone, "", "", "marked for service", "no GPU"},
-		{"a DOWN node with no repair: left alone", with(idle(xidReason, xidFault), func(in *Input) { in.Node = node("DOWN", xidReason) }), StepNone, "", "", "leaves a DOWN node", "no GPU"},
+		{"a DOWN node with no repair: left alone", with(idle(xidReason, xidFault), func(in *Input) { in.Node = node("DOWN", xidReason) }), StepNone, "", "", "repairs nothing in this state", "no GPU"},
+		// States drain leaves alone, a repair leaves alone too (drain.StateTable).
+		{"MAINTENANCE: left to the admins", with(idle(xidReason, xidFault), func(in *Input) { in.Node = node("IDLE", xidReason, "DRAIN", "MAINTENANCE") }),
+			StepNone, "", "", "repairs nothing in this state", "no GPU"},
+		{"a reboot nodecheck did not ask for: never asked again", with(idle(lostReason, lostFault), func(in *Input) { in.Node = node("IDLE", lostReason, "DRAIN", "REBOOT_REQUESTED") }),
+			StepNone, "", "", "repairs nothing in this state", "no GPU"},
+		{"a state word nodecheck does not know", with(idle(xidReason, xidFault), func(in *Input) { in.Node = node("IDLE", xidReason, "DRAIN", "BRAND_NEW_FLAG") }),
+			StepNone, "", "", "does not know", "no GPU"},
+		{"a repair under way, then MAINTENANCE: not resumed", with(idle(resetTagged), func(in *Input) {
+			in.Node = node("IDLE", resetTagged, "DRAIN", "MAINTENANCE")
+			in.Passes, in.Record = 2, Record{Entries: []Entry{entry(RemedyReset, OutcomePending, "boot-1", t0.Add(-time.Minute), gpu9b)}}
+		}), StepNone, "", "", "repairs nothing in this state", "no GPU"},
 		{"resumed by drain: the repair closes ok", with(idle(""), func(in *Input) {
 			in.Node = node("IDLE", resetTagged) // 24.11 keeps the reason after a resume
 			in.Record = Record{Entries: []Entry{entry(RemedyReset, OutcomePending, "boot-1", t0.Add(-time.Hour), gpu9b)}}
