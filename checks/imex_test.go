@@ -2,6 +2,8 @@ package checks
 
 import (
 	"context"
+	"errors"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -83,4 +85,14 @@ func TestIMEXSection(t *testing.T) {
 		{name: "channel not a device path", toml: "[checks.imex]\nchannels = [\"channel0\"]\n",
 			wantErr: `nodecheck.toml:2: checks.imex.channels: "channel0": give a device path, such as "/dev/nvidia-caps-imex-channels/channel0"`},
 	})
+}
+
+// TestIMEXPCIUnreadable: a PCI listing that failed is an error naming it, not a skip for "no
+// NVSwitch and no GPU" (never healthy by not looking).
+func TestIMEXPCIUnreadable(t *testing.T) {
+	f := &execFacts{fakeFacts: &fakeFacts{pciErr: errors.New("open /sys/bus/pci/devices: permission denied"), gpus: h100NVML()}}
+	got := imex{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", config.Default(Schema())))
+	if got.Status != StatusError || !strings.Contains(got.Summary, "list PCI devices: open /sys/bus/pci/devices") {
+		t.Errorf("%s %q, want an error naming the PCI listing", got.Status, got.Summary)
+	}
 }
