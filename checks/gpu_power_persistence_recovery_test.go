@@ -1,11 +1,13 @@
 package checks
 
 import (
+	"context"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 func TestJudgeGPUPower(t *testing.T) {
@@ -127,5 +129,23 @@ func TestJudgeGPURecovery(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestGPURecoveryUnread: from driver 550 every GPU reports a recovery action, so a GPU whose
+// reading has none was not looked at (error); before 550 that GPU is not judged (a skip
+// detail), as it always was.
+func TestGPURecoveryUnread(t *testing.T) {
+	for _, tc := range []struct {
+		driver string
+		want   Status
+	}{{"550.54.15", StatusError}, {"535.161.08", StatusOK}, {"", StatusOK}} {
+		inv := node.GPUInventory{Init: node.InitSuccess, DeviceCount: 2, DriverVersion: tc.driver,
+			Devices: []node.GPU{{Index: 0, PCIBusID: "0000:19:00.0", RecoveryAction: "NONE"}, {Index: 1, PCIBusID: "0000:3b:00.0"}},
+			Fields:  node.GPURecoveryAction | node.GPUPCIBusID | node.GPUDriverVersion}
+		got := gpuRecoveryAction{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: inv}, "gpu-h100-01", config.Default(Schema())))
+		if got.Status != tc.want {
+			t.Errorf("driver %q: %s %q, want %s", tc.driver, got.Status, got.Summary, tc.want)
+		}
 	}
 }

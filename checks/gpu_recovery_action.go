@@ -3,6 +3,8 @@ package checks
 import (
 	"context"
 	"fmt"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -43,9 +45,10 @@ func (gpuRecoveryAction) Description() string {
 	return "each GPU: the driver's recovery action (driver 550 and later) is NONE; a reset, reboot or drain it asks for fails"
 }
 
-// GPUFields implements gpuFactsUser: each GPU's recovery action and bus id.
+// GPUFields implements gpuFactsUser: each GPU's recovery action and bus id, and the driver's
+// version (from 550 every GPU reports an action).
 func (gpuRecoveryAction) GPUFields() node.GPUFields {
-	return node.GPURecoveryAction | node.GPUPCIBusID
+	return node.GPURecoveryAction | node.GPUPCIBusID | node.GPUDriverVersion
 }
 
 // gpuRecoveryActionConfig is [checks.gpu_recovery_action]: the common keys only.
@@ -58,7 +61,27 @@ func (gpuRecoveryAction) Section() config.Section {
 }
 
 func (gpuRecoveryAction) Run(ctx context.Context, env *Env) Result {
-	return runGPUSignal(ctx, env, recoverySignal)
+	sig := recoverySignal
+	if inv, err := env.Facts.GPUs(ctx); err == nil && driverMajor(inv.DriverVersion) >= 550 {
+		// Drivers from 550 report the action for every GPU: none read is not "no action".
+		sig.judge = func(g node.GPU) Detail {
+			if g.RecoveryAction == "" {
+				return Detail{Status: StatusError, Message: fmt.Sprintf("driver %s reports recovery actions, but NVML gave none for this GPU: not looked at", inv.DriverVersion)}
+			}
+			return judgeGPURecoveryOne(g)
+		}
+	}
+	return runGPUSignal(ctx, env, sig)
+}
+
+// driverMajor is the major number of a driver version ("550.54.15" -> 550), 0 when unknown.
+func driverMajor(v string) int {
+	major, _, _ := strings.Cut(v, ".")
+	n, err := strconv.Atoi(major)
+	if err != nil {
+		return 0
+	}
+	return n
 }
 
 // recoverySignal is gpu_recovery_action's judge.
