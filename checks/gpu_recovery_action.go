@@ -66,7 +66,7 @@ func (gpuRecoveryAction) Run(ctx context.Context, env *Env) Result {
 		// Drivers from 550 report the action for every GPU: none read is not "no action".
 		sig.judge = func(g node.GPU) Detail {
 			if g.RecoveryAction == "" {
-				return Detail{Status: StatusError, Message: fmt.Sprintf("driver %s reports recovery actions, but NVML gave none for this GPU: not looked at", inv.DriverVersion)}
+				return Detail{Status: StatusError, Message: fmt.Sprintf("driver %s reports recovery actions, but NVML gave none for this GPU: not looked at; see `nvidia-smi -q -i %s`, GPU Recovery Action", inv.DriverVersion, g.PCIBusID)}
 			}
 			return judgeGPURecoveryOne(g)
 		}
