@@ -123,7 +123,7 @@ func (t *jobGPU) stop(status Status, format string, args ...any) {
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
 	cfg := settings[*jobLeftoversConfig](env.Config, idJobLeftovers)
-	if env.Mode != config.ModeProlog && env.Mode != config.ModeEpilog {
+	if !env.Mode.JobHook() {
 		return Result{Status: StatusSkip, Summary: summaryNotInJob + " (mode " + string(env.Mode) + ")"}
 	}
 	if strings.TrimSpace(env.Job.GPUs) == "" {

@@ -61,10 +61,6 @@ const (
 	ExitUndecided = 3 // no check failed but one could not decide (Nagios' UNKNOWN)
 )
 
-// isJobHook reports whether m runs around a job, where a non-zero exit makes slurmctld drain
-// the node ("Prolog error", "Epilog error") and requeue the job.
-func isJobHook(m config.Mode) bool { return m == config.ModeProlog || m == config.ModeEpilog }
-
 // ExitCode is the exit code for a run's verdict in mode m, before any drain action: a
 // prolog or epilog that could not decide exits 0, since a non-zero exit would make Slurm
 // drain the node for a fault nobody saw (and, were the cause a nodecheck bug or a fleet-wide
@@ -78,7 +74,7 @@ func ExitCode(v Verdict, m config.Mode) int {
 	case VerdictUnhealthy:
 		return ExitUnhealthy
 	}
-	if isJobHook(m) {
+	if m.JobHook() {
 		return ExitHealthy
 	}
 	return ExitUndecided
@@ -89,7 +85,7 @@ func ExitCode(v Verdict, m config.Mode) int {
 // (read leniently), so that one bad config pushed to the fleet fails no job; elsewhere
 // nodecheck could not run (2).
 func ConfigErrorExitCode(m config.Mode, failClosed bool) int {
-	if isJobHook(m) && !failClosed {
+	if m.JobHook() && !failClosed {
 		return ExitHealthy
 	}
 	return ExitCannotRun

@@ -63,3 +63,22 @@ func (b Budget) For(m Mode) time.Duration {
 	}
 	return tightest
 }
+
+// JobHook reports whether m runs around a job (Prolog=, Epilog=): slurmctld drains the node
+// when such a run exits non-zero ("Prolog error", "Epilog error") and requeues the job, so
+// these runs must never exit non-zero for a fault nobody saw.
+func (m Mode) JobHook() bool { return m == ModeProlog || m == ModeEpilog }
+
+// Unattended reports whether slurmd, not a person, started the run: prolog, epilog and the
+// health check act on the node as [drain] says and log what they do; a manual run reports
+// and acts only when told to.
+func (m Mode) Unattended() bool { return m.JobHook() || m == ModeHealth }
+
+// CountsCleanRuns reports whether a run in m can count towards a resume: the health check,
+// and a manual run an admin allows to resume (--resume). A prolog or epilog never resumes:
+// it sees only the job's GPUs, and slurmd must not see a node come back mid-allocation.
+func (m Mode) CountsCleanRuns() bool { return m == ModeHealth || m == ModeManual }
+
+// Repairs reports whether a run in m may repair the node: only the health check, which
+// slurmd runs on idle nodes too and whose exit status it only logs.
+func (m Mode) Repairs() bool { return m == ModeHealth }

@@ -73,3 +73,26 @@ func ExampleBudget_For() {
 	fmt.Println(b.For(ModeProlog), b.For(ModeHealth), b.For(ModeManual))
 	// Output: 5s 50s 0s
 }
+
+// What each mode may do, in one table: the one place these meanings are written down.
+func TestModeMeanings(t *testing.T) {
+	tests := []struct {
+		mode                                      Mode
+		jobHook, unattended, countsClean, repairs bool
+	}{
+		{ModeProlog, true, true, false, false},
+		{ModeEpilog, true, true, false, false},
+		{ModeHealth, false, true, true, true},
+		{ModeManual, false, false, true, false},
+		{Mode("bogus"), false, false, false, false},
+	}
+	for _, tc := range tests {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			got := [4]bool{tc.mode.JobHook(), tc.mode.Unattended(), tc.mode.CountsCleanRuns(), tc.mode.Repairs()}
+			want := [4]bool{tc.jobHook, tc.unattended, tc.countsClean, tc.repairs}
+			if got != want {
+				t.Errorf("JobHook, Unattended, CountsCleanRuns, Repairs = %v, want %v", got, want)
+			}
+		})
+	}
+}

@@ -214,7 +214,7 @@ func (a *applier) judge(rec *nodeRecord, node NodeState) plan {
 	a.out.DrainedBy = ids
 	return decide(situation{
 		Mode: a.r.Mode, Unhealthy: len(a.failures) > 0, MayDrain: a.r.Drain,
-		MayResume: a.r.Resume && (a.r.Mode == config.ModeHealth || a.r.Mode == config.ModeManual),
+		MayResume: a.r.Resume && a.r.Mode.CountsCleanRuns(),
 		Node:      node, Prefix: a.p.Prefix, Passes: rec.Passes, PassesKnown: a.known,
 		Need: max(a.need(node.Reason), 1), Evidence: ev.Why, Counted: ev.Effect == effectCount, ByHand: byHand,
 		Undecided: slices.ContainsFunc(a.r.Results, func(c CheckResult) bool { return c.Status == StatusError }),

@@ -78,7 +78,7 @@ func decide(s situation, failures []Failure) plan {
 	if s.Undecided {
 		clean = "no check failed, but the run is undecided"
 	}
-	if !s.Unhealthy && (!s.MayResume || (s.Mode != config.ModeHealth && s.Mode != config.ModeManual)) {
+	if !s.Unhealthy && (!s.MayResume || !s.Mode.CountsCleanRuns()) {
 		return plan{Action: ActionNone, Message: clean}
 	}
 	switch stance, why := s.Node.Stance(); stance {

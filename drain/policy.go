@@ -49,7 +49,7 @@ func CheckFlags(mode config.Mode, f Flags, replay, nodeNamed bool) error {
 	if replay && (f.Drain || f.Resume) && !nodeNamed {
 		return errors.New("--drain and --resume with --snapshot need --node: a replay acts on the live Slurm only for a node named on the command line")
 	}
-	if f.Resume && isHook(mode) {
+	if f.Resume && mode.JobHook() {
 		return fmt.Errorf("--resume: %s runs never resume a node; health and manual runs do", mode)
 	}
 	return nil
@@ -82,7 +82,7 @@ func Permissions(d config.DrainConfig, mode config.Mode, f Flags, replay bool) (
 //     locked, skipped, ...) lets Slurm drain the node itself, which the note says;
 //   - otherwise code as given. The health check's exit status is only logged by slurmd.
 func HookExit(mode config.Mode, code int, a Action) (int, string) {
-	if !isHook(mode) {
+	if !mode.JobHook() {
 		return code, ""
 	}
 	switch {
@@ -93,5 +93,3 @@ func HookExit(mode config.Mode, code int, a Action) (int, string) {
 	}
 	return code, ""
 }
-
-func isHook(mode config.Mode) bool { return mode == config.ModeProlog || mode == config.ModeEpilog }

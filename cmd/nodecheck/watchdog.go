@@ -195,7 +195,7 @@ func (w *watchdog) finish() {
 }
 
 // hook reports whether the run is a prolog or epilog, whose exit code Slurm acts on.
-func (w *watchdog) hook() bool { return w.mode == config.ModeProlog || w.mode == config.ModeEpilog }
+func (w *watchdog) hook() bool { return w.mode.JobHook() }
 
 // signalCode is the exit code when a signal ends the run: that of an undecided run.
 func (w *watchdog) signalCode(os.Signal) int {

@@ -59,7 +59,7 @@ func Permitted(cfg *config.Config, mode config.Mode, replay, flag, nodeNamed boo
 	switch {
 	case !cfg.Repair.Enabled:
 		return false, "[repair] enabled = false"
-	case mode != config.ModeHealth:
+	case !mode.Repairs():
 		return false, fmt.Sprintf("repairs run in health runs only, this is a %s run", mode)
 	case replay && !(flag && nodeNamed):
 		return false, "a snapshot replay repairs the live node only with --repair and --node"
