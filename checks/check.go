@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // Status is the verdict of one check.
@@ -102,10 +103,13 @@ type Env struct {
 	// Budget is how long the whole run may take and why (NewEnv); zero outside a run.
 	Budget Budget
 	// ReadOnly forbids even the one write a check makes to the node: nccl_allreduce keeps
-	// its last result in the state directory (config [state] dir) so that the modes it does
-	// not run in can report it. Set for snapshot replays (which must not touch the live
-	// node) and dry runs.
+	// its last result in the state directory (State) so that the modes it does not run in
+	// can report it. Set for snapshot replays (which must not touch the live node) and dry
+	// runs.
 	ReadOnly bool
+	// State is the run's state directory ([state] dir), opened once by the run for every
+	// file nodecheck keeps there; nil when none is configured.
+	State *files.State
 	// History says where the run keeps the node's history and at what time (NewEnv);
 	// history is what Run loaded of it for the checks that judge over time.
 	History HistorySetup

@@ -5,8 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -524,49 +522,6 @@ func TestGresAffinityDeadline(t *testing.T) {
 	}
 }
 
-// nvlinkCounter counts the NVLink topology readings a run asks of its node.
-type nvlinkCounter struct {
-	node.Facts
-	calls *int
-}
-
-func (c nvlinkCounter) NVLinkTopology(ctx context.Context) (node.NVLinkTopology, error) {
-	*c.calls++
-	return c.Facts.NVLinkTopology(ctx)
-}
-
-// TestNVLinkTopologyPerMode: a whole run of every check on a node whose gres.conf gives
-// Links= reads where the NVLinks lead once in the modes gres_affinity runs in by default
-// (health, manual) and never in a prolog or an epilog, which pay for no NVML session of it.
-func TestNVLinkTopologyPerMode(t *testing.T) {
-	want := map[config.Mode]int{config.ModeProlog: 0, config.ModeEpilog: 0, config.ModeHealth: 1, config.ModeManual: 1}
-	for _, mode := range config.Modes() {
-		t.Run(string(mode), func(t *testing.T) {
-			calls := 0
-			env, _, err := NewEnv(context.Background(), EnvOptions{
-				SnapshotDir: filepath.Join(snapshotsDir, "h100-gres-links-islands"), Mode: mode,
-				Wrap: func(f node.Facts) node.Facts { return nvlinkCounter{f, &calls} },
-			})
-			if err != nil {
-				t.Fatal(err)
-			}
-			rep := Run(context.Background(), env, All(), env.RunOptions())
-			if calls != want[mode] {
-				t.Errorf("a %s run read the NVLink topology %d times, want %d", mode, calls, want[mode])
-			}
-			if mode == config.ModeHealth {
-				i := slices.IndexFunc(rep.Results, func(r Result) bool { return r.Check == idGresAffinity })
-				switch {
-				case i < 0:
-					t.Error("health run on h100-gres-links-islands: no gres_affinity result")
-				case rep.Results[i].Status != StatusWarn:
-					t.Errorf("health run on h100-gres-links-islands: gres_affinity %s %q, want warn", rep.Results[i].Status, rep.Results[i].Summary)
-				}
-			}
-		})
-	}
-}
-
 // TestGresAffinityReadsOnlyWhatItNeeds: without Links=, the NVLink topology (an NVML
 // session of its own) is never asked for; without Cores=, no CPU topology is read.
 func TestGresAffinityReadsOnlyWhatItNeeds(t *testing.T) {
@@ -610,27 +565,4 @@ func FuzzGresAffinity(f *testing.F) {
 			t.Fatalf("empty result for %q: %+v", keys, res)
 		}
 	})
-}
-
-// BenchmarkGresAffinity replays the whole check on the snapshots that give Cores= (116 sysfs
-// reads of the CPU topology, 8 numa_node files) and Links= (the recorded NVLink topology):
-// the README's figures. Each iteration is a fresh run (NewEnv, not timed), so nothing is
-// memoized across iterations; the time is a replay's, reading files of the snapshot's fs/.
-func BenchmarkGresAffinity(b *testing.B) {
-	for _, snap := range []string{"h100-healthy", "h100-gres-cores-wrong-socket", "h100-gres-links-islands"} {
-		b.Run(snap, func(b *testing.B) {
-			b.ReportAllocs()
-			for b.Loop() {
-				b.StopTimer()
-				env, _, err := NewEnv(context.Background(), EnvOptions{SnapshotDir: filepath.Join(snapshotsDir, snap), Mode: config.ModeManual})
-				if err != nil {
-					b.Fatal(err)
-				}
-				b.StartTimer()
-				if res := (gresAffinity{}).Run(context.Background(), env); res.Status != StatusOK && res.Status != StatusWarn {
-					b.Fatalf("%s: %s %q", snap, res.Status, res.Summary)
-				}
-			}
-		})
-	}
 }

@@ -8,9 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
-	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
@@ -31,16 +28,17 @@ func HistoryRules(cfg *config.Config) history.Rules {
 // ErrNoHistory is ReadHistory's error when the node has no history file yet.
 var ErrNoHistory = errors.New("no history yet")
 
-// ReadHistory reads node's history in stateDir without changing anything: no lock (the runs
-// replace the file atomically), no directory created, a bad file left where it is. It
-// returns the file's path; an error wrapping ErrNoHistory when there is none.
-func ReadHistory(stateDir, node string, now time.Time) (*history.History, string, error) {
-	st, path, err := openNodeHistory(stateDir, node, true)
+// ReadHistory reads node's history in the state directory without changing anything: no lock
+// (the runs replace the file atomically), nothing created (open state read-only), a bad file
+// left where it is. It returns the file's path; an error wrapping ErrNoHistory when there is
+// none.
+func ReadHistory(state *files.StateDir, node string, now time.Time) (*history.History, string, error) {
+	st, path, err := openNodeHistory(state, node)
 	if err != nil {
 		return nil, path, err
 	}
-	defer st.close()
-	h, err := st.load(node, now)
+	defer st.Close()
+	h, err := st.Load(node, now)
 	var bad *history.BadFileError
 	if errors.As(err, &bad) {
 		// A read-only look sets nothing aside: the next run does, and starts afresh.
@@ -53,18 +51,18 @@ func ReadHistory(stateDir, node string, now time.Time) (*history.History, string
 // take (waiting at most wait): what sel names no longer counts from now on, and the file
 // keeps who cleared it, when and why. A node with no history yet, or a selector that names
 // nothing in it, is an error naming what is known.
-func ClearHistory(ctx context.Context, stateDir, node string, sel history.Selector, who, reason string, now time.Time, wait time.Duration) ([]history.Clear, string, error) {
-	st, path, err := openNodeHistory(stateDir, node, false)
+func ClearHistory(ctx context.Context, state *files.StateDir, node string, sel history.Selector, who, reason string, now time.Time, wait time.Duration) ([]history.Clear, string, error) {
+	st, path, err := openNodeHistory(state, node)
 	if err != nil {
 		return nil, path, err
 	}
-	defer st.close()
-	unlock, err := st.lock(ctx, node, wait)
+	defer st.Close()
+	unlock, err := st.Lock(ctx, node, wait)
 	if err != nil {
 		return nil, path, err
 	}
 	defer unlock()
-	h, err := st.load(node, now)
+	h, err := st.Load(node, now)
 	if err != nil {
 		// A bad file has been set aside: there is nothing left to clear.
 		return nil, path, err
@@ -73,32 +71,26 @@ func ClearHistory(ctx context.Context, stateDir, node string, sel history.Select
 	if err != nil {
 		return nil, path, err
 	}
-	if err := st.store.Save(h, now); err != nil {
+	if err := st.Save(h, now); err != nil {
 		return nil, path, err
 	}
 	return cleared, path, nil
 }
 
-// openNodeHistory opens the history directory of stateDir for node's file and returns its
-// path; an error wrapping ErrNoHistory when the node has no history yet (a new history is
-// nothing to show or clear).
-func openNodeHistory(stateDir, node string, readOnly bool) (*historyStore, string, error) {
-	st, err := openHistoryStore(stateDir, readOnly)
+// openNodeHistory opens the state directory's history for node's file and returns its path;
+// an error wrapping ErrNoHistory when the node has no history yet (a new history is nothing
+// to show or clear).
+func openNodeHistory(state *files.StateDir, node string) (*history.DirStore, string, error) {
+	st, err := history.InStateDir(state)
 	if err != nil {
 		return nil, "", err
 	}
-	path, err := st.store.Path(node)
-	if err == nil && st.dir == nil {
+	path, err := st.Path(node)
+	if err == nil && !st.Has(node) {
 		err = fmt.Errorf("%s: %w", path, ErrNoHistory)
-	} else if err == nil {
-		if f, oerr := files.OpenIn(st.dir, filepath.Base(path), os.O_RDONLY, 0); errors.Is(oerr, fs.ErrNotExist) {
-			err = fmt.Errorf("%s: %w", path, ErrNoHistory)
-		} else if oerr == nil {
-			f.Close()
-		}
 	}
 	if err != nil {
-		st.close()
+		st.Close()
 		return nil, path, err
 	}
 	return st, path, nil
@@ -108,23 +100,23 @@ func openNodeHistory(stateDir, node string, readOnly bool) (*historyStore, strin
 // with the same target, key, action and start is updated), under the history lock the runs
 // take, waiting at most wait: `nodecheck history` then shows what was tried and when, and a
 // GPU reset ends the faults a reset clears. It returns the file's path.
-func RecordRepairs(ctx context.Context, stateDir, node string, rs []history.Repair, now time.Time, wait time.Duration) (string, error) {
-	st, err := openHistoryStore(stateDir, false)
+func RecordRepairs(ctx context.Context, state *files.StateDir, node string, rs []history.Repair, now time.Time, wait time.Duration) (string, error) {
+	st, err := history.InStateDir(state)
 	if err != nil {
 		return "", err
 	}
-	defer st.close()
-	path, err := st.store.Path(node)
+	defer st.Close()
+	path, err := st.Path(node)
 	if err != nil {
 		return path, err
 	}
-	unlock, err := st.lock(ctx, node, wait)
+	unlock, err := st.Lock(ctx, node, wait)
 	if err != nil {
 		return path, err
 	}
 	defer unlock()
 	// A bad file has been set aside (a run reports that): the repair starts a fresh one.
-	h, err := st.load(node, now)
+	h, err := st.Load(node, now)
 	var bad *history.BadFileError
 	if err != nil && !errors.As(err, &bad) {
 		return path, err
@@ -134,5 +126,5 @@ func RecordRepairs(ctx context.Context, stateDir, node string, rs []history.Repa
 			return path, err
 		}
 	}
-	return path, st.store.Save(h, now)
+	return path, st.Save(h, now)
 }

@@ -17,23 +17,39 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
-	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/files"
 )
 
-// HistorySetup says where a run keeps the node's history; NewEnv fills it.
+// HistorySetup says where a run keeps the node's history; the run fills it.
 type HistorySetup struct {
-	// Dir is the state directory; the history files live in Dir/history. "" keeps no
-	// history, and Off says why.
-	Dir string
-	// From says where Dir came from: "--state-dir" or "[state] dir".
-	From string
-	Off  string
+	// Open opens the store the history files live in (the state directory's history/); nil
+	// keeps no history, and Off says why.
+	Open func() (HistoryStore, error)
+	// Where names the store for messages: "/var/lib/nodecheck (from [state] dir)".
+	Where string
+	Off   string
 	// Now is the run's time for the history: the clock at the run's start, or the snapshot's
 	// taken_at in a replay, so that a sequence of snapshots replays the same on any day.
 	Now time.Time
 	// ReadOnly reads and judges but saves nothing (a dry run).
 	ReadOnly bool
+}
+
+// HistoryStore is where the node's history files are kept between runs: the state
+// directory's history/ (cmd/nodecheck/run opens it under the state directory's rule).
+type HistoryStore interface {
+	// Path is node's history file, for messages; an error for a name no file may have.
+	Path(node string) (string, error)
+	// Lock takes node's history lock, waiting at most wait and never past ctx: an error
+	// wrapping files.ErrLocked when another run holds it. A read-only store locks nothing.
+	Lock(ctx context.Context, node string, wait time.Duration) (unlock func(), err error)
+	// Load reads node's history: a new one when there is none, and a *history.BadFileError
+	// (with a new one) when the file was unusable and has been set aside.
+	Load(node string, now time.Time) (*history.History, error)
+	// Save writes h back atomically; an error for a read-only store.
+	Save(h *history.History, now time.Time) error
+	// ReadOnly reports whether Save refuses (a dry run).
+	ReadOnly() bool
 }
 
 // overTime is a check that judges over time, from the node's history: Run loads the history
@@ -141,7 +157,7 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 		cancel()
 		r.kernel = &kernelLog{out: out, res: res, ok: ok}
 	}
-	if env.History.Dir == "" {
+	if env.History.Open == nil {
 		r.Off = cmp.Or(env.History.Off, "no state directory ([state] dir is empty)")
 		return r
 	}
@@ -155,26 +171,25 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 	return r
 }
 
-// mergeAndSave opens the state directory, takes the node's history lock, loads the file,
+// mergeAndSave opens the history store, takes the node's history lock, loads the file,
 // merges obs and saves it, as env.History allows.
 func (r *runHistory) mergeAndSave(ctx context.Context, env *Env, obs history.Observation) {
 	set := env.History
-	st, err := openHistoryStore(set.Dir, set.ReadOnly)
+	st, err := set.Open()
 	if err != nil {
-		r.Err = fmt.Errorf("%s (from %s): %w", set.Dir, set.From, err)
+		r.Err = fmt.Errorf("%s: %w", set.Where, err)
 		return
 	}
-	defer st.close()
-	if r.File, err = st.store.Path(env.Node); err != nil {
+	if r.File, err = st.Path(env.Node); err != nil {
 		r.Err = err
 		return
 	}
-	save := !set.ReadOnly && st.dir != nil
+	save := !st.ReadOnly()
 	if set.ReadOnly {
 		r.Notes = append(r.Notes, "dry run: the history is read, not saved")
 	}
 	if save {
-		unlock, err := st.lock(ctx, env.Node, historyLockWait)
+		unlock, err := st.Lock(ctx, env.Node, historyLockWait)
 		switch {
 		case errors.Is(err, files.ErrLocked):
 			// The other run saves its own observation; this one judges on what the file
@@ -189,7 +204,7 @@ func (r *runHistory) mergeAndSave(ctx context.Context, env *Env, obs history.Obs
 			defer unlock()
 		}
 	}
-	h, err := st.load(env.Node, r.now)
+	h, err := st.Load(env.Node, r.now)
 	var bad *history.BadFileError
 	switch {
 	case errors.As(err, &bad):
@@ -202,42 +217,17 @@ func (r *runHistory) mergeAndSave(ctx context.Context, env *Env, obs history.Obs
 	if r.noBoot != "" {
 		return // nothing to merge, and nothing to judge this run's boot by
 	}
-	rep := h.Merge(r.now, obs, st.store.Limits)
+	rep := h.Merge(r.now, obs, history.DefaultLimits())
 	r.Notes = append(r.Notes, rep.Notes...)
 	r.h = h
 	if !save {
 		return
 	}
-	if err := st.store.Save(h, r.now); err != nil {
+	if err := st.Save(h, r.now); err != nil {
 		r.Notes = append(r.Notes, fmt.Sprintf("%v: judged on this run's observation, which is not kept", err))
 		return
 	}
 	r.Saved = true
-}
-
-// historySetup says where a run keeps history: --state-dir, else [state] dir on the live node;
-// a replay keeps history only in an explicit --state-dir (never in the live node's), at the
-// snapshot's taken_at; a dry run reads and saves nothing new.
-func historySetup(o EnvOptions, cfg *config.Config, snap *node.Snapshot, start time.Time) HistorySetup {
-	s := HistorySetup{Now: start, ReadOnly: o.DryRun}
-	if snap != nil {
-		s.Now = snap.Meta().TakenAt
-	}
-	switch {
-	case snap != nil && o.StateDir == "", o.NoHistory:
-		// One wording for both, so that a recording and its replay say the same.
-		s.Off = "a snapshot replay keeps it only with --state-dir, a recording never"
-	case o.StateDir != "":
-		s.Dir, s.From = o.StateDir, "--state-dir"
-		if abs, err := absPath(o.WorkDir, o.StateDir); err == nil {
-			s.Dir = abs // relative to where nodecheck was started, not to where it is later
-		}
-	case cfg.State.Dir != "":
-		s.Dir, s.From = cfg.State.Dir, "[state] dir"
-	default:
-		s.Off = "[state] dir is empty"
-	}
-	return s
 }
 
 // report returns what the run did with the node's history; nil when it loaded none.

@@ -17,6 +17,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 func TestParseBootID(t *testing.T) {
@@ -102,7 +103,35 @@ var historyNow = time.Date(2024, 8, 1, 10, 0, 0, 0, time.UTC)
 
 func historyEnv(f node.Facts, mode config.Mode, dir string) *Env {
 	return &Env{Facts: f, Config: config.Default(Schema()), Mode: mode, Node: "gpu01",
-		History: HistorySetup{Dir: dir, From: "--state-dir", Now: historyNow}}
+		History: historyIn(dir, false)}
+}
+
+// historyIn is the history setup a run makes for the state directory dir (opened as
+// cmd/nodecheck/run opens it: files.State, history.InStateDir).
+func historyIn(dir string, readOnly bool) HistorySetup {
+	if dir == "" {
+		return HistorySetup{Now: historyNow, Off: "[state] dir is empty"}
+	}
+	st := files.NewState(dir, "--state-dir", os.Geteuid(), readOnly)
+	return HistorySetup{Where: dir + " (from --state-dir)", Now: historyNow, ReadOnly: readOnly,
+		Open: func() (HistoryStore, error) {
+			d, err := st.Open()
+			if err != nil {
+				return nil, err
+			}
+			return history.InStateDir(d)
+		}}
+}
+
+// stateDirAt opens dir as a state directory, closed when the test ends.
+func stateDirAt(t *testing.T, dir string, readOnly bool) *files.StateDir {
+	t.Helper()
+	d, err := files.OpenStateDir(dir, os.Geteuid(), readOnly)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { d.Close() })
+	return d
 }
 
 func TestLoadRunHistory(t *testing.T) {
@@ -126,7 +155,7 @@ func TestLoadRunHistory(t *testing.T) {
 		if got := strings.Count(strings.Join(f.ran, "\n"), "dmesg"); got != 1 {
 			t.Errorf("dmesg ran %d times, want once", got)
 		}
-		h, _, err := ReadHistory(dir, "gpu01", historyNow)
+		h, _, err := ReadHistory(stateDirAt(t, dir, true), "gpu01", historyNow)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -201,7 +230,7 @@ func TestClearHistoryConcurrent(t *testing.T) {
 		wg.Add(2)
 		go func() {
 			defer wg.Done()
-			_, _, err := ClearHistory(context.Background(), dir, "gpu01", history.Selector{Port: "mlx5_1/1"}, "admin", fmt.Sprintf("reason %d", i), historyNow.Add(time.Minute), 30*time.Second)
+			_, _, err := ClearHistory(context.Background(), stateDirAt(t, dir, false), "gpu01", history.Selector{Port: "mlx5_1/1"}, "admin", fmt.Sprintf("reason %d", i), historyNow.Add(time.Minute), 30*time.Second)
 			errs <- err
 		}()
 		go func() {
@@ -220,7 +249,7 @@ func TestClearHistoryConcurrent(t *testing.T) {
 			t.Error(err)
 		}
 	}
-	h, _, err := ReadHistory(dir, "gpu01", historyNow)
+	h, _, err := ReadHistory(stateDirAt(t, dir, true), "gpu01", historyNow)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -356,7 +385,7 @@ func TestHistoryReadsModeFacts(t *testing.T) {
 			if r := loadRunHistory(context.Background(), env, All()); r.Err != nil || !r.Saved {
 				t.Fatalf("history step: %+v", r.RunHistory)
 			}
-			h, _, err := ReadHistory(dir, "gpu01", historyNow)
+			h, _, err := ReadHistory(stateDirAt(t, dir, true), "gpu01", historyNow)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"math"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -496,13 +495,14 @@ type ncclLastRun struct {
 	NCCL      string    `json:"nccl_version,omitempty"`
 }
 
-// saveLast writes the result to <state.dir>/nccl_allreduce.json, atomically (a temporary
-// file renamed over the old one), so that a reader never sees half a file. It is the one
-// write a check makes, and it is skipped when env.ReadOnly is set (replays and dry runs: a
-// replay must not touch the live node). It returns a detail for the report when
-// the write failed; a failed write does not change the verdict.
+// saveLast writes the result to nccl_allreduce.json in the run's state directory
+// (env.State: atomic, 0600, never through a symlink, under the state directory's rule), so
+// that a reader never sees half a file. It is the one write a check makes, and it is skipped
+// when env.ReadOnly is set (replays and dry runs: a replay must not touch the live node). It
+// returns a detail for the report when the write failed; a failed write does not change the
+// verdict.
 func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool) {
-	if env.ReadOnly || env.Config.State.Dir == "" {
+	if env.ReadOnly || !env.State.Configured() {
 		return Detail{}, true
 	}
 	last := ncclLastRun{Time: c.clock().UTC().Truncate(time.Second), Status: res.Status, Summary: res.Summary,
@@ -515,24 +515,15 @@ func (c ncclAllReduce) saveLast(env *Env, res Result, run NCCLRun) (Detail, bool
 	}
 	b, err := json.MarshalIndent(last, "", "  ")
 	if err == nil {
-		err = ncclWriteFileAtomic(filepath.Join(env.Config.State.Dir, ncclStateFile), append(b, '\n'))
+		var dir *files.StateDir
+		if dir, err = env.State.Open(); err == nil {
+			err = dir.WriteFile(ncclStateFile, append(b, '\n'))
+		}
 	}
 	if err != nil {
 		return Detail{Device: "state", Status: StatusWarn, Message: "last result not kept: " + err.Error() + "; check [state] dir"}, false
 	}
 	return Detail{}, true
-}
-
-// ncclWriteFileAtomic writes data to path with files.WriteAtomic, creating the directory (mode
-// 0755) if missing.
-func ncclWriteFileAtomic(path string, data []byte) error {
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("create state directory: %w", err)
-	}
-	if err := files.WriteAtomic(path, data, 0o644); err != nil {
-		return fmt.Errorf("write %s: %w", path, err)
-	}
-	return nil
 }
 
 // notRun is the skip for a run not made (prolog mode, a busy node), carrying the last

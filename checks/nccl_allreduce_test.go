@@ -14,6 +14,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // reply is what a fake command answers.
@@ -303,7 +304,7 @@ func TestNCCLAllReduceLastRun(t *testing.T) {
 	ran := time.Date(2026, 3, 1, 9, 0, 0, 0, time.UTC)
 	facts := &cmdFacts{fakeFacts: &fakeFacts{gpus: h100Inventory(8), files: map[string]string{}},
 		replies: map[string]reply{allReducePerf: {stdout: readNCCLLog(t, h100Log)}}}
-	env := &Env{Facts: facts, Config: cfg, Mode: config.ModeManual}
+	env := &Env{Facts: facts, Config: cfg, Mode: config.ModeManual, State: stateOf(cfg)}
 	c := ncclAllReduce{now: func() time.Time { return ran }}
 	if got := c.Run(context.Background(), env); got.Status != StatusOK {
 		t.Fatalf("run: %s %s", got.Status, got.Summary)
@@ -347,8 +348,10 @@ func TestNCCLAllReduceReadOnly(t *testing.T) {
 		env      func(cfg *config.Config) *Env
 		wantFile bool
 	}{
-		{"writable", func(cfg *config.Config) *Env { return &Env{Facts: &fakeFacts{}, Config: cfg} }, true},
-		{"ReadOnly", func(cfg *config.Config) *Env { return &Env{Facts: &fakeFacts{}, Config: cfg, ReadOnly: true} }, false},
+		{"writable", func(cfg *config.Config) *Env { return &Env{Facts: &fakeFacts{}, Config: cfg, State: stateOf(cfg)} }, true},
+		{"ReadOnly", func(cfg *config.Config) *Env {
+			return &Env{Facts: &fakeFacts{}, Config: cfg, ReadOnly: true, State: stateOf(cfg)}
+		}, false},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -365,6 +368,35 @@ func TestNCCLAllReduceReadOnly(t *testing.T) {
 	}
 }
 
+// stateOf is the run's state directory for cfg's [state] dir, as cmd/nodecheck/run makes it.
+func stateOf(cfg *config.Config) *files.State {
+	return files.NewState(cfg.State.Dir, "[state] dir", os.Geteuid(), false)
+}
+
+// TestNCCLAllReduceStateSymlink: the last result is never written through a symlink planted
+// in the state directory (the writer it replaced followed one, with mode 0644).
+func TestNCCLAllReduceStateSymlink(t *testing.T) {
+	cfg := config.Default(Schema())
+	cfg.State.Dir = t.TempDir()
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("precious"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(victim, filepath.Join(cfg.State.Dir, ncclStateFile)); err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := (ncclAllReduce{}).saveLast(&Env{Facts: &fakeFacts{}, Config: cfg, State: stateOf(cfg)}, Result{Status: StatusOK, Summary: "x"}, NCCLRun{}); !ok {
+		t.Fatal("saveLast failed")
+	}
+	if b, _ := os.ReadFile(victim); string(b) != "precious" {
+		t.Errorf("written through the symlink: %q", b)
+	}
+	fi, err := os.Lstat(filepath.Join(cfg.State.Dir, ncclStateFile))
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm() != 0o600 {
+		t.Errorf("the state file is %v, %v; want a regular file, 0600", fi, err)
+	}
+}
+
 func TestNCCLAllReduceStateNotWritable(t *testing.T) {
 	cfg := config.Default(Schema())
 	blocker := filepath.Join(t.TempDir(), "file")
@@ -372,7 +404,7 @@ func TestNCCLAllReduceStateNotWritable(t *testing.T) {
 		t.Fatal(err)
 	}
 	cfg.State.Dir = filepath.Join(blocker, "state") // under a regular file: cannot be created
-	d, ok := (ncclAllReduce{}).saveLast(&Env{Facts: &fakeFacts{}, Config: cfg}, Result{Status: StatusOK}, NCCLRun{})
+	d, ok := (ncclAllReduce{}).saveLast(&Env{Facts: &fakeFacts{}, Config: cfg, State: stateOf(cfg)}, Result{Status: StatusOK}, NCCLRun{})
 	if ok || d.Status != StatusWarn || !strings.HasPrefix(d.Message, "last result not kept: create state directory: ") {
 		t.Errorf("got %v %+v, want a warning detail", ok, d)
 	}

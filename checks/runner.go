@@ -55,12 +55,6 @@ func (r *Report) withStatus(st Status) []Result {
 	return out
 }
 
-// ConfigErrorReport is the report of a run that could not use its config (a *ConfigError
-// from NewEnv): no check ran, so it is undecided, never healthy.
-func ConfigErrorReport(e *ConfigError, startedAt time.Time) Report {
-	return Report{Node: e.Node, Mode: e.Mode, Verdict: VerdictUndecided, StartedAt: startedAt, ConfigError: e.Err.Error()}
-}
-
 // RunOptions tunes one run.
 type RunOptions struct {
 	// Budget bounds the whole run from its start; zero means none.
@@ -76,6 +70,15 @@ type RunOptions struct {
 	Now func() time.Time
 }
 
+// RunOptions are the runner's options for env: its config's policies and its deadline.
+func (e *Env) RunOptions() RunOptions {
+	return RunOptions{
+		Deadline:           e.Budget.Deadline,
+		StopOnFirstFailure: e.Config.StopOnFirstFailure,
+		ErrorIsFailure:     e.Config.ErrorIsFailure,
+	}
+}
+
 // Run runs the checks in the order given, each under its own timeout and all within the
 // budget, and returns every result. A check that overruns is abandoned: its goroutine may
 // stay blocked in a system call or NVML, but Run returns and the process can exit.
@@ -87,7 +90,7 @@ func Run(ctx context.Context, env *Env, list []Check, o RunOptions) Report {
 	start := now()
 	rep := Report{Node: cmp.Or(env.Target, env.Node), Mode: env.Mode, StartedAt: start, Budget: env.Budget}
 	if env.Slurm != nil {
-		rep.SlurmConf = env.Slurm.describe()
+		rep.SlurmConf = env.Slurm.Describe()
 	}
 	runCtx := ctx
 	if o.Budget > 0 {

@@ -31,11 +31,12 @@ type SlurmFiles struct {
 // NewSlurmFiles finds slurm.conf at explicit when it is set, else as Slurm does (see
 // slurm.ConfSearch), with SLURM_CONF from getenv. gres.conf sits beside it.
 func NewSlurmFiles(facts node.Facts, explicit string, getenv func(string) string) *SlurmFiles {
-	return newSlurmFiles(facts, slurm.ConfSearch{Explicit: explicit, Getenv: getenv})
+	return SlurmFilesFrom(facts, slurm.ConfSearch{Explicit: explicit, Getenv: getenv})
 }
 
 // newSlurmFiles searches as s says; its Stat is replaced by a read through facts.
-func newSlurmFiles(facts node.Facts, s slurm.ConfSearch) *SlurmFiles {
+// SlurmFilesFrom is the Slurm files found by s, read through facts.
+func SlurmFilesFrom(facts node.Facts, s slurm.ConfSearch) *SlurmFiles {
 	return &SlurmFiles{facts: facts, search: s}
 }
 
@@ -71,9 +72,9 @@ func (s *SlurmFiles) ConfPath(ctx context.Context) (string, error) {
 	return c.Path, err
 }
 
-// describe says which slurm.conf the run read and why, without waiting: "" while the search
+// Describe says which slurm.conf the run read and why, without waiting: "" while the search
 // has not ended (or never started).
-func (s *SlurmFiles) describe() string {
+func (s *SlurmFiles) Describe() string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {

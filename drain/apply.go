@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strings"
 	"time"
@@ -30,14 +29,15 @@ type Policy struct {
 	// RepairPasses, when set ([repair] enabled), replaces ResumeAfterPasses for a node whose
 	// reason carries a repair's tag (RepairOf): [repair] passes_to_resume.
 	RepairPasses   int
-	MaxDrained     Limit         // max_drained
-	ErrorIsFailure bool          // error_is_failure: a check that could not decide drains too
-	StateDir       string        // [state] dir: drain.json and the lock; "" keeps no state (never resumes)
-	LockWait       time.Duration // longest wait for another run's lock; 0 means DefaultLockWait
-	Settle         time.Duration // wait after a drain before counting again; 0 means DefaultSettle
-	Now            func() time.Time
-
-	euid func() int // os.Geteuid, for tests
+	MaxDrained     Limit // max_drained
+	ErrorIsFailure bool  // error_is_failure: a check that could not decide drains too
+	// State is the run's state directory ([state] dir), opened once by the run and shared with
+	// the repair step and the history: drain.json and the lock. Not configured: no state is
+	// kept, and nodecheck never resumes.
+	State    *files.State
+	LockWait time.Duration // longest wait for another run's lock; 0 means DefaultLockWait
+	Settle   time.Duration // wait after a drain before counting again; 0 means DefaultSettle
+	Now      func() time.Time
 }
 
 // Request is one run's verdict and what that run may do.
@@ -77,16 +77,13 @@ type Outcome struct {
 // returns an error: everything is in the Outcome.
 //
 // Overlapping runs (a health check during a prolog, two admins) are serialized by an
-// exclusive lock on StateDir/lock. A run that cannot get it within min(LockWait, ctx's time
+// exclusive lock on the state directory's lock. A run that cannot get it within min(LockWait, ctx's time
 // left) takes no action (Locked). A state directory that cannot be created, locked or trusted
 // is a warning: the run still drains, but does not count clean runs and never resumes.
 func Apply(ctx context.Context, s Slurm, p Policy, r Request) Outcome {
 	a := &applier{ctx: ctx, s: s, p: p, r: r, failures: Failures(r.Results, p.ErrorIsFailure)}
 	if a.p.Now == nil {
 		a.p.Now = time.Now
-	}
-	if a.p.euid == nil {
-		a.p.euid = os.Geteuid
 	}
 	a.out = Outcome{Node: r.Node, DryRun: r.DryRun}
 	a.run()
@@ -114,8 +111,12 @@ func (a *applier) run() {
 		// Nothing this run may do: a healthy prolog's fast path takes no lock and calls no
 		// Slurm command.
 		out.Action, out.Message = ActionNone, "healthy"
-		if unhealthy {
+		switch {
+		case unhealthy:
 			out.Message = "unhealthy, but this run does not drain"
+		case undecided(r.Results):
+			// Never "healthy" when the verdict is not: a check could not look.
+			out.Message = "no check failed, but the run is undecided (a check could not look): no drain action"
 		}
 		return
 	}
@@ -154,6 +155,12 @@ func (a *applier) run() {
 	a.save(rec)
 }
 
+// undecided reports whether a check of results could not decide (error): such a run is
+// never called healthy.
+func undecided(results []CheckResult) bool {
+	return slices.ContainsFunc(results, func(c CheckResult) bool { return c.Status == StatusError })
+}
+
 // counts reports whether the run counts clean runs: health checks, and manual runs allowed
 // to resume.
 func (a *applier) counts() bool {
@@ -164,28 +171,27 @@ func (a *applier) counts() bool {
 // It returns false when the run must stop (locked); an unusable directory is a warning.
 func (a *applier) openState() bool {
 	a.st = emptyState()
-	if a.p.StateDir == "" {
+	if !a.p.State.Configured() {
 		return true
 	}
-	d, err := openStateDir(a.p.StateDir, a.p.euid(), a.r.DryRun)
-	if err == nil && d != nil && !a.r.DryRun {
+	sd, err := a.p.State.Open()
+	d := &stateDir{dir: sd}
+	if err == nil {
 		wait := a.p.LockWait
 		if wait <= 0 {
 			wait = DefaultLockWait
 		}
 		if err = d.lock(a.ctx, wait); errors.Is(err, errLocked) {
-			d.close()
 			a.out.Action, a.out.Message = ActionLocked, err.Error()+": no drain action taken"
 			return false
 		}
 	}
 	if err != nil {
-		d.close()
 		a.out.Warnings = append(a.out.Warnings, fmt.Sprintf("%v: clean runs are not counted and nodecheck will not resume this node", err))
 		return true
 	}
 	a.dir = d
-	a.st, err = d.read(a.p.euid())
+	a.st, err = d.read()
 	if err != nil {
 		a.out.Warnings = append(a.out.Warnings, err.Error())
 	}
@@ -217,7 +223,7 @@ func (a *applier) judge(rec *nodeRecord, node NodeState) plan {
 		MayResume: a.r.Resume && a.r.Mode.CountsCleanRuns(),
 		Node:      node, Prefix: a.p.Prefix, Passes: rec.Passes, PassesKnown: a.known,
 		Need: max(a.need(node.Reason), 1), Evidence: ev.Why, Counted: ev.Effect == effectCount, ByHand: byHand,
-		Undecided: slices.ContainsFunc(a.r.Results, func(c CheckResult) bool { return c.Status == StatusError }),
+		Undecided: undecided(a.r.Results),
 	}, a.failures)
 }
 

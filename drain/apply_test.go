@@ -115,7 +115,7 @@ func (f *fakeSlurm) Argv(u Update) []string {
 var _ Slurm = (*fakeSlurm)(nil)
 
 func testPolicy(t *testing.T) Policy {
-	return Policy{Prefix: "nodecheck:", ResumeAfterPasses: 2, StateDir: filepath.Join(t.TempDir(), "state"), LockWait: time.Second}
+	return Policy{Prefix: "nodecheck:", ResumeAfterPasses: 2, State: testState(filepath.Join(t.TempDir(), "state")), LockWait: time.Second}
 }
 
 // allChecks is the node's checks for these tests, as checks.IDs() would list them.
@@ -351,7 +351,7 @@ func TestApplyLegacyDrain(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testPolicy(t)
 			if tc.state != "" {
-				writeStateFile(t, p.StateDir, tc.state)
+				writeStateFile(t, p.State.Path(), tc.state)
 			}
 			f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: mlx5_5/1 down (+1 more)"})
 			got := Apply(context.Background(), f, p, health(results(CheckResult{Check: "ib_ports", Status: StatusError, Summary: "no sysfs"})))
@@ -441,6 +441,8 @@ func TestApplyOutcomes(t *testing.T) {
 		{"dry run drains nothing", newFake(idle), nil, Request{Node: "n1", Mode: config.ModeHealth, Results: results(ibDown), Drain: true, DryRun: true},
 			ActionDrained, "dry run, would drain", 0, []string{"/usr/bin/scontrol update NodeName=n1 State=DRAIN 'Reason=nodecheck: ib_ports: mlx5_5/1: state 1: DOWN, want 4: ACTIVE'"}},
 		{"healthy prolog calls nothing", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeProlog, Results: results(), Drain: true}, ActionNone, "healthy", 0, nil},
+		{"undecided prolog: never called healthy", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeProlog, Drain: true,
+			Results: results(CheckResult{Check: "gpu_count", Status: StatusError, Summary: "NVML: driver not loaded"})}, ActionNone, "no check failed, but the run is undecided (a check could not look)", 0, nil},
 		{"manual without --drain only reports", &fakeSlurm{down: true}, nil, Request{Node: "n1", Mode: config.ModeManual, Results: results(ibDown)}, ActionNone, "does not drain", 0, nil},
 		{"no time left", newFake(idle), nil, failing, ActionSkipped, "no time left", 0, nil},
 		{"error_is_failure drains for an error", newFake(idle), func(p *Policy) { p.ErrorIsFailure = true },
@@ -494,7 +496,7 @@ func TestApplyStateDirUnusable(t *testing.T) {
 		t.Fatal(err)
 	}
 	p := testPolicy(t)
-	p.StateDir = filepath.Join(file, "state") // below a regular file: cannot be created, even by root
+	p.State = testState(filepath.Join(file, "state")) // below a regular file: cannot be created, even by root
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
 	got := Apply(context.Background(), f, p, health(results(ibDown)))
 	if got.Action != ActionDrained || len(got.Warnings) != 1 || !strings.Contains(got.Warnings[0], "not counted") {
@@ -512,7 +514,7 @@ func TestApplyStateDirUnusable(t *testing.T) {
 // still acts.
 func TestApplyStateWriteFails(t *testing.T) {
 	p := testPolicy(t)
-	if err := os.MkdirAll(filepath.Join(p.StateDir, stateFile), 0o700); err != nil { // a directory where the file goes
+	if err := os.MkdirAll(filepath.Join(p.State.Path(), stateFile), 0o700); err != nil { // a directory where the file goes
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
@@ -528,10 +530,10 @@ func TestApplyStateWriteFails(t *testing.T) {
 // TestApplyCorruptState: a damaged drain.json is reported and replaced; counting restarts.
 func TestApplyCorruptState(t *testing.T) {
 	p := testPolicy(t)
-	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+	if err := os.MkdirAll(p.State.Path(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(p.StateDir, stateFile), []byte(`{"format": 2, "nodes": {"n1": {"consecutive_passes": 5`), 0o600); err != nil {
+	if err := os.WriteFile(filepath.Join(p.State.Path(), stateFile), []byte(`{"format": 2, "nodes": {"n1": {"consecutive_passes": 5`), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: x"})
@@ -539,11 +541,11 @@ func TestApplyCorruptState(t *testing.T) {
 	if got.Action != ActionWaiting || got.Passes != 1 || len(got.Warnings) != 1 {
 		t.Fatalf("got %q passes %d warnings %v; want waiting, 1 pass, one warning", got.Action, got.Passes, got.Warnings)
 	}
-	st := readStateFile(t, p.StateDir)
+	st := readStateFile(t, p.State.Path())
 	if st.Nodes["n1"].Passes != 1 || st.Format != 2 {
 		t.Fatalf("state after the run: %+v", st)
 	}
-	info, err := os.Stat(p.StateDir)
+	info, err := os.Stat(p.State.Path())
 	if err != nil || info.Mode().Perm() != 0o700 {
 		t.Errorf("state dir mode %v, %v; want 0700", info.Mode().Perm(), err)
 	}
@@ -560,7 +562,7 @@ func TestApplyLockGoroutines(t *testing.T) {
 	go func() {
 		first <- Apply(context.Background(), f, p, health(results(ibDown)))
 	}()
-	waitForLock(t, p.StateDir)
+	waitForLock(t, p.State.Path())
 
 	short := p
 	short.LockWait = 100 * time.Millisecond
@@ -590,7 +592,7 @@ func TestApplyLockGoroutines(t *testing.T) {
 // TestApplyLockBudget: the wait for the lock never outlasts the run's budget.
 func TestApplyLockBudget(t *testing.T) {
 	p := testPolicy(t)
-	holder := holdLock(t, p.StateDir, 3*time.Second)
+	holder := holdLock(t, p.State.Path(), 3*time.Second)
 	defer holder()
 	ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
 	defer cancel()
@@ -608,7 +610,7 @@ func TestApplyLockBudget(t *testing.T) {
 // are. A helper process (this test binary, re-run) holds the lock.
 func TestApplyLockOtherProcess(t *testing.T) {
 	p := testPolicy(t)
-	release := holdLock(t, p.StateDir, 10*time.Second)
+	release := holdLock(t, p.State.Path(), 10*time.Second)
 	short := p
 	short.LockWait = 150 * time.Millisecond
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})

@@ -23,7 +23,7 @@ const (
 )
 
 // Actions lists every Action, in the order above: the values of the metrics'
-// nodecheck_drain_action label (checks/report). A new action goes here too.
+// nodecheck_drain_action label (cmd/nodecheck/report). A new action goes here too.
 func Actions() []Action {
 	return []Action{ActionNone, ActionDrained, ActionResumed, ActionWaiting, ActionKept, ActionHeld, ActionUnreachable, ActionLocked, ActionSkipped}
 }

@@ -168,7 +168,7 @@ func concurrentRound(t *testing.T, limit Limit, n int, tick, settle time.Duratio
 		name := fmt.Sprintf("n%d", i+1)
 		wg.Go(func() {
 			p := Policy{Prefix: "nodecheck:", ResumeAfterPasses: 2, MaxDrained: limit, Settle: settle, LockWait: time.Second,
-				StateDir: filepath.Join(t.TempDir(), "state")}
+				State: testState(filepath.Join(t.TempDir(), "state"))}
 			slurm := &countOnce{fakeSlurm: f, name: name, done: &start, seen: counted, mu: &mu}
 			out := Apply(context.Background(), slurm, p, Request{Node: name, Mode: config.ModeEpilog, Results: results(ibDown), Known: allChecks, Drain: true})
 			mu.Lock()

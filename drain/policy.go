@@ -1,14 +1,14 @@
 package drain
 
 import (
-	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/nodecheck/nodecheck/config"
 )
 
-// PolicyFrom reads a Policy from a node's effective nodecheck.toml: [drain], [state] and
-// error_is_failure. It fails only on a max_drained that config.Validate would have refused (a
+// PolicyFrom reads a Policy from a node's effective nodecheck.toml: [drain] and
+// error_is_failure; the run sets State, the state directory it opened. It fails only on a max_drained that config.Validate would have refused (a
 // config built in code may not have been validated): a limit that cannot be read must not
 // be ignored.
 func PolicyFrom(cfg *config.Config) (Policy, error) {
@@ -26,7 +26,6 @@ func PolicyFrom(cfg *config.Config) (Policy, error) {
 		ResumeAfterPasses: cfg.Drain.ResumeAfterPasses,
 		MaxDrained:        Limit{N: n, Percent: percent},
 		ErrorIsFailure:    cfg.ErrorIsFailure,
-		StateDir:          cfg.State.Dir,
 	}, nil
 }
 
@@ -36,21 +35,38 @@ func ClientFrom(cfg *config.Config, slurmConf string) *Client {
 	return New(cfg.Drain.Scontrol, cfg.Drain.Sinfo, WithSlurmConf(slurmConf), WithSqueue(cfg.Repair.Squeue))
 }
 
-// Flags are what the command line asks of drain: --drain and --resume.
+// Flags are what the command line asks a run to do to the live node: --drain, --resume and
+// --repair.
 type Flags struct {
 	Drain  bool
 	Resume bool
+	Repair bool
 }
 
 // CheckFlags refuses flag combinations that cannot mean what the user wants, before any check
-// runs: --drain or --resume on a replay without a node named on the command line (the live
-// node to act on), and --resume in a prolog or epilog, which never resume.
+// runs, by one rule for all three: a replay acts on the live Slurm only for a node named on
+// the command line (--node), whatever it is told to do; --resume is for health and manual
+// runs, which count clean runs; --repair is for health runs, the only ones that repair.
 func CheckFlags(mode config.Mode, f Flags, replay, nodeNamed bool) error {
-	if replay && (f.Drain || f.Resume) && !nodeNamed {
-		return errors.New("--drain and --resume with --snapshot need --node: a replay acts on the live Slurm only for a node named on the command line")
+	if replay && !nodeNamed {
+		var named []string
+		for _, fl := range []struct {
+			on   bool
+			name string
+		}{{f.Drain, "--drain"}, {f.Resume, "--resume"}, {f.Repair, "--repair"}} {
+			if fl.on {
+				named = append(named, fl.name)
+			}
+		}
+		if len(named) > 0 {
+			return fmt.Errorf("%s with --snapshot need --node: a replay acts on the live Slurm only for a node named on the command line", strings.Join(named, " and "))
+		}
 	}
-	if f.Resume && mode.JobHook() {
+	if f.Resume && !mode.CountsCleanRuns() {
 		return fmt.Errorf("--resume: %s runs never resume a node; health and manual runs do", mode)
+	}
+	if f.Repair && !mode.Repairs() {
+		return fmt.Errorf("--repair: %s runs never repair a node; health runs do (add --mode health)", mode)
 	}
 	return nil
 }

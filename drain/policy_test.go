@@ -57,7 +57,13 @@ func TestCheckFlags(t *testing.T) {
 		nodeNamed bool
 		want      string // "" for no error
 	}{
-		{"replay --drain without --node", config.ModeManual, Flags{Drain: true}, true, false, "--drain and --resume with --snapshot need --node"},
+		{"replay --drain without --node", config.ModeManual, Flags{Drain: true}, true, false, "--drain with --snapshot need --node"},
+		{"replay --repair without --node: the same rule as --drain", config.ModeHealth, Flags{Repair: true}, true, false, "--repair with --snapshot need --node"},
+		{"replay --drain --repair without --node", config.ModeHealth, Flags{Drain: true, Repair: true}, true, false, "--drain and --repair with --snapshot need --node"},
+		{"replay --repair --node in health mode", config.ModeHealth, Flags{Repair: true}, true, true, ""},
+		{"--repair in a manual run", config.ModeManual, Flags{Repair: true}, true, true, "--repair: manual runs never repair a node; health runs do"},
+		{"--repair in a prolog", config.ModeProlog, Flags{Repair: true}, false, false, "--repair: prolog runs never repair"},
+		{"--repair in a live health run", config.ModeHealth, Flags{Repair: true}, false, false, ""},
 		{"replay --resume without --node", config.ModeHealth, Flags{Resume: true}, true, false, "need --node"},
 		{"replay --drain --node", config.ModeHealth, Flags{Drain: true}, true, true, ""},
 		{"--resume in a prolog", config.ModeProlog, Flags{Resume: true}, false, true, "--resume: prolog runs never resume a node"},
@@ -118,7 +124,7 @@ func TestPolicyFrom(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Policy{Prefix: "nodecheck:", ResumeAfterPasses: 2, MaxDrained: Limit{N: 5, Percent: true}, ErrorIsFailure: true, StateDir: "/run/nodecheck"}
+	want := Policy{Prefix: "nodecheck:", ResumeAfterPasses: 2, MaxDrained: Limit{N: 5, Percent: true}, ErrorIsFailure: true}
 	if diff := cmp.Diff(want, got, cmp.AllowUnexported(Policy{})); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -67,13 +67,14 @@ func TestReadStateRefuses(t *testing.T) {
 			dir := t.TempDir()
 			path := filepath.Join(dir, stateFile)
 			tc.make(t, path)
-			sd, err := openStateDir(dir, os.Geteuid(), false)
+			dir2, err := files.OpenStateDir(dir, os.Geteuid(), false)
 			if err != nil {
 				t.Fatal(err)
 			}
-			defer sd.close()
+			defer dir2.Close()
+			sd := &stateDir{dir: dir2}
 			start := time.Now()
-			st, err := sd.read(os.Geteuid())
+			st, err := sd.read()
 			if d := time.Since(start); d > time.Second {
 				t.Errorf("read took %s", d)
 			}

@@ -14,19 +14,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // lockState opens dir as a run does and takes its lock.
 func lockState(ctx context.Context, dir string, wait time.Duration) (*stateDir, error) {
-	d, err := openStateDir(dir, os.Geteuid(), false)
+	sd, err := files.OpenStateDir(dir, os.Geteuid(), false)
 	if err != nil {
 		return nil, err
 	}
+	d := &stateDir{dir: sd}
 	if err := d.lock(ctx, wait); err != nil {
 		d.close()
 		return nil, err
 	}
 	return d, nil
+}
+
+// testState is the state directory at dir as a run opens it, for one run: a test that
+// changes the directory between runs makes a new one, as a new process would.
+func testState(dir string) *files.State {
+	return files.NewState(dir, "[state] dir", os.Geteuid(), false)
 }
 
 func writeStateFile(t *testing.T, dir, content string) {
@@ -95,11 +103,11 @@ func needRoot(t *testing.T) {
 func TestApplyUntrustedStateDir(t *testing.T) {
 	needRoot(t)
 	p := testPolicy(t)
-	writeStateFile(t, p.StateDir, `{"format": 2, "nodes": {"n1": {"consecutive_passes": 99, "drained_by": ["ib_ports"], "reason": "nodecheck: ib_ports: x"}}}`)
-	if err := os.Chown(p.StateDir, 65534, 65534); err != nil {
+	writeStateFile(t, p.State.Path(), `{"format": 2, "nodes": {"n1": {"consecutive_passes": 99, "drained_by": ["ib_ports"], "reason": "nodecheck: ib_ports: x"}}}`)
+	if err := os.Chown(p.State.Path(), 65534, 65534); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Chmod(p.StateDir, 0o777); err != nil {
+	if err := os.Chmod(p.State.Path(), 0o777); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: x"})
@@ -108,7 +116,7 @@ func TestApplyUntrustedStateDir(t *testing.T) {
 		if got.Action != ActionWaiting || len(got.Warnings) != 1 {
 			t.Fatalf("run %d: %q %q %v, want waiting with a warning", i+1, got.Action, got.Message, got.Warnings)
 		}
-		want := "state directory " + p.StateDir + " is owned by uid 65534, not root and mode -rwxrwxrwx lets group or others write it, and nodecheck runs as root; run: chown root " + p.StateDir + " && chmod go-w " + p.StateDir
+		want := "state directory " + p.State.Path() + " is owned by uid 65534, not root and mode -rwxrwxrwx lets group or others write it, and nodecheck runs as root; run: chown root " + p.State.Path() + " && chmod go-w " + p.State.Path()
 		if !strings.HasPrefix(got.Warnings[0], want) {
 			t.Errorf("warning %q\nwant it to start %q", got.Warnings[0], want)
 		}
@@ -121,7 +129,7 @@ func TestApplyUntrustedStateDir(t *testing.T) {
 	if got := Apply(context.Background(), f, p, health(results(ibDown))); got.Action != ActionDrained {
 		t.Errorf("failing run: %+v", got)
 	}
-	if st := readStateFile(t, p.StateDir); st.Nodes["n1"].Passes != 99 {
+	if st := readStateFile(t, p.State.Path()); st.Nodes["n1"].Passes != 99 {
 		t.Errorf("the untrusted drain.json was rewritten: %+v", st)
 	}
 }
@@ -131,8 +139,8 @@ func TestApplyUntrustedStateDir(t *testing.T) {
 func TestApplyUntrustedStateFile(t *testing.T) {
 	needRoot(t)
 	p := testPolicy(t)
-	writeStateFile(t, p.StateDir, `{"format": 2, "nodes": {"n1": {"consecutive_passes": 99, "drained_by": ["ib_ports"], "reason": "nodecheck: ib_ports: x"}}}`)
-	if err := os.Chmod(filepath.Join(p.StateDir, stateFile), 0o666); err != nil {
+	writeStateFile(t, p.State.Path(), `{"format": 2, "nodes": {"n1": {"consecutive_passes": 99, "drained_by": ["ib_ports"], "reason": "nodecheck: ib_ports: x"}}}`)
+	if err := os.Chmod(filepath.Join(p.State.Path(), stateFile), 0o666); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: x"})
@@ -148,7 +156,7 @@ func TestApplyStateDirSymlink(t *testing.T) {
 	p := testPolicy(t)
 	elsewhere := filepath.Join(t.TempDir(), "elsewhere")
 	writeStateFile(t, elsewhere, `{"format": 2, "nodes": {"n1": {"consecutive_passes": 99, "drained_by": ["ib_ports"], "reason": "nodecheck: ib_ports: x"}}}`)
-	if err := os.Symlink(elsewhere, p.StateDir); err != nil {
+	if err := os.Symlink(elsewhere, p.State.Path()); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: x"})
@@ -162,11 +170,11 @@ func TestApplyStateDirSymlink(t *testing.T) {
 // create (or open) its target; the run still drains a failing node.
 func TestApplyLockSymlink(t *testing.T) {
 	p := testPolicy(t)
-	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+	if err := os.MkdirAll(p.State.Path(), 0o700); err != nil {
 		t.Fatal(err)
 	}
 	target := filepath.Join(t.TempDir(), "etc-shadow-like")
-	if err := os.Symlink(target, filepath.Join(p.StateDir, lockFile)); err != nil {
+	if err := os.Symlink(target, filepath.Join(p.State.Path(), lockFile)); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})
@@ -186,10 +194,10 @@ func TestApplyStateFileSymlink(t *testing.T) {
 	if err := os.WriteFile(victim, []byte(`{"format": 2, "nodes": {"n1": {"consecutive_passes": 99}}}`), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.MkdirAll(p.StateDir, 0o700); err != nil {
+	if err := os.MkdirAll(p.State.Path(), 0o700); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.Symlink(victim, filepath.Join(p.StateDir, stateFile)); err != nil {
+	if err := os.Symlink(victim, filepath.Join(p.State.Path(), stateFile)); err != nil {
 		t.Fatal(err)
 	}
 	f := newFake(NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: x"})
@@ -200,7 +208,7 @@ func TestApplyStateFileSymlink(t *testing.T) {
 	if data, _ := os.ReadFile(victim); !strings.Contains(string(data), "99") {
 		t.Errorf("the symlink's target was written: %s", data)
 	}
-	if fi, err := os.Lstat(filepath.Join(p.StateDir, stateFile)); err != nil || !fi.Mode().IsRegular() {
+	if fi, err := os.Lstat(filepath.Join(p.State.Path(), stateFile)); err != nil || !fi.Mode().IsRegular() {
 		t.Errorf("drain.json: %v %v, want a regular file in place of the link", fi, err)
 	}
 }
@@ -210,7 +218,7 @@ func TestApplyStateFileSymlink(t *testing.T) {
 func TestApplyLockedMessage(t *testing.T) {
 	p := testPolicy(t)
 	p.LockWait = 10 * time.Second
-	release := holdLock(t, p.StateDir, 5*time.Second)
+	release := holdLock(t, p.State.Path(), 5*time.Second)
 	defer release()
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
 	defer cancel()

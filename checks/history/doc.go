@@ -1,12 +1,13 @@
 // Package history is a node's memory across nodecheck runs: XID events, GPU counter samples,
 // InfiniBand port states and link events, boot ids, admin clears and the repair record, kept
 // in one bounded, versioned file per node. It reads no hardware, runs nothing and imports
-// nothing from the module; every judgement is a pure function with the clock passed in
+// from the module only config/files, through which it keeps its files in the state
+// directory (InStateDir); every judgement is a pure function with the clock passed in
 // ("now" is the snapshot's taken_at in a replay).
 //
 // # A run
 //
-//	store := history.Store{Dir: stateDir + "/history", Read: boundedNoFollowRead, Write: atomicNoFollowWrite, Limits: history.DefaultLimits()}
+//	store, err := history.InStateDir(stateDir) // a *files.StateDir, opened once by the run
 //	h, err := store.Load(node, now)            // once per run; *BadFileError: a fresh history, the file set aside
 //	kl := history.ScanKernelLog(dmesgOutput)   // XIDs, mlx5 link lines, driver loads, with kernel times
 //	rep := h.Merge(now, history.Observation{Time: now, BootID: bootID, BootTime: now.Add(-uptime),

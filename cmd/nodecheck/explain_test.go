@@ -19,7 +19,7 @@ func TestExplain(t *testing.T) {
 			args = append(args, id)
 		}
 		t.Run(name, func(t *testing.T) {
-			out, stderr, code := run(t, nil, args...)
+			out, stderr, code := runCLI(t, nil, args...)
 			if code != exitHealthy || stderr != "" {
 				t.Fatalf("exit code %d, stderr %q", code, stderr)
 			}
@@ -40,7 +40,7 @@ func TestExplainErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, code := run(t, nil, tc.args...)
+			out, stderr, code := runCLI(t, nil, tc.args...)
 			if code != exitCannotRun {
 				t.Errorf("exit code %d, want %d", code, exitCannotRun)
 			}

@@ -51,7 +51,7 @@ func TestGenDocs(t *testing.T) {
 
 // TestNoGenDocsVerb: the shipped binary (built without the gendocs tag) has no gen-docs verb.
 func TestNoGenDocsVerb(t *testing.T) {
-	_, stderr, code := run(t, nil, "gen-docs", "--man", t.TempDir())
+	_, stderr, code := runCLI(t, nil, "gen-docs", "--man", t.TempDir())
 	if code != exitCannotRun || !strings.Contains(stderr, "unknown command") {
 		t.Errorf("gen-docs: exit %d, stderr %q; want %d and unknown command", code, stderr, exitCannotRun)
 	}

@@ -12,7 +12,9 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/spf13/cobra"
 )
 
@@ -123,14 +125,15 @@ func btoi(b bool) int {
 
 // historyTarget is whose history, where, by which rules.
 type historyTarget struct {
-	node     string
-	stateDir string
-	cfg      *config.Config
+	node  string
+	state *files.State // the history's directory, as a run resolves it
+	cfg   *config.Config
 }
 
-// resolveHistory finds the node, its effective config and the state directory as a run
-// would, with --node taken as given (a copied state directory may hold other nodes').
-func resolveHistory(ctx context.Context, g *globals, o historyOpts) (historyTarget, error) {
+// resolveHistory finds the node, its effective config and the history's state directory as a
+// run would (run.ResolveState), with --node taken as given (a copied state directory may hold
+// other nodes'). readOnly opens it without creating or writing anything.
+func resolveHistory(ctx context.Context, g *globals, o historyOpts, readOnly bool) (historyTarget, error) {
 	var t historyTarget
 	if o.nodeName != "" {
 		cfg, err := loadConfigFile(ctx, o.configPath)
@@ -142,19 +145,21 @@ func resolveHistory(ctx context.Context, g *globals, o historyOpts) (historyTarg
 		}
 		t.node, t.cfg = o.nodeName, cfg
 	} else {
-		env, _, err := checks.NewEnv(ctx, checks.EnvOptions{Mode: config.ModeManual, ConfigPath: o.configPath, Getenv: g.getenv})
+		env, setup, err := run.NewEnv(ctx, run.EnvOptions{Mode: config.ModeManual, ConfigPath: o.configPath, Getenv: g.getenv, NoHistory: true, DryRun: true})
 		if err != nil {
 			return t, err
 		}
+		setup.State.Close()
 		t.node, t.cfg = env.Node, env.Config
 	}
-	t.stateDir = o.stateDir
-	if t.stateDir == "" {
-		t.stateDir = t.cfg.State.Dir
+	st, err := run.ResolveState(t.cfg, o.stateDir, "", false, false, readOnly)
+	if err != nil {
+		return t, err
 	}
-	if t.stateDir == "" {
+	if st.History == nil {
 		return t, errors.New("no state directory: [state] dir is empty and --state-dir not given")
 	}
+	t.state = st.History
 	return t, nil
 }
 
@@ -169,13 +174,19 @@ func showHistory(ctx context.Context, g *globals, o historyOpts) int {
 		fmt.Fprintf(g.stderr, "nodecheck: --since: %v\n", err)
 		return exitCannotRun
 	}
-	t, err := resolveHistory(ctx, g, o)
+	t, err := resolveHistory(ctx, g, o, true)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: history: %v\n", err)
 		return exitCannotRun
 	}
+	defer t.state.Close()
 	now := time.Now()
-	h, path, err := checks.ReadHistory(t.stateDir, t.node, now)
+	dir, err := t.state.Open()
+	if err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: history: %v\n", err)
+		return exitCannotRun
+	}
+	h, path, err := checks.ReadHistory(dir, t.node, now)
 	if errors.Is(err, checks.ErrNoHistory) {
 		fmt.Fprintf(g.stdout, "node %s: no history yet (%s): the health check keeps one from its first run\n", t.node, path)
 		return exitHealthy
@@ -208,7 +219,13 @@ func showHistory(ctx context.Context, g *globals, o historyOpts) int {
 // clearHistory is `nodecheck history clear` without the flag parsing: it records the clear,
 // logs it (who and why) and prints what was cleared.
 func clearHistory(ctx context.Context, g *globals, o historyOpts, sel history.Selector, reason string) int {
-	t, err := resolveHistory(ctx, g, o)
+	t, err := resolveHistory(ctx, g, o, false)
+	if err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: history clear: %v\n", err)
+		return exitCannotRun
+	}
+	defer t.state.Close()
+	dir, err := t.state.Open()
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: history clear: %v\n", err)
 		return exitCannotRun
@@ -216,7 +233,7 @@ func clearHistory(ctx context.Context, g *globals, o historyOpts, sel history.Se
 	log, closeLog := newLogger(g.stderr, t.cfg.Log)
 	defer closeLog()
 	who := whoAmI(g.getenv)
-	cleared, path, err := checks.ClearHistory(ctx, t.stateDir, t.node, sel, who, reason, time.Now(), historyLockWait)
+	cleared, path, err := checks.ClearHistory(ctx, dir, t.node, sel, who, reason, time.Now(), historyLockWait)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: history clear: %v\n", err)
 		return exitCannotRun

@@ -37,7 +37,7 @@ func TestImportNvidiaSMIReproducesSnapshot(t *testing.T) {
 	for i := range want.Devices {
 		want.Devices[i].NVLinks = nil
 	}
-	stdout, stderr, code := run(t, nil, "import-nvidia-smi", "--query", capture("gpud-q-h100x8-535.161.08.txt"))
+	stdout, stderr, code := runCLI(t, nil, "import-nvidia-smi", "--query", capture("gpud-q-h100x8-535.161.08.txt"))
 	if code != exitHealthy || stderr != "" {
 		t.Fatalf("exit %d, stderr %q", code, stderr)
 	}
@@ -67,7 +67,7 @@ func TestImportNvidiaSMIOutAndNVLinks(t *testing.T) {
 		t.Fatal(err)
 	}
 	// gpud-nvlink-status-a100.txt names 8 GPUs, 6 of which this -q lacks: refused.
-	_, stderr, code := run(t, nil, "import-nvidia-smi", "--query", qFile, "--nvlink-status", capture("gpud-nvlink-status-a100.txt"), "--out", out)
+	_, stderr, code := runCLI(t, nil, "import-nvidia-smi", "--query", qFile, "--nvlink-status", capture("gpud-nvlink-status-a100.txt"), "--out", out)
 	if code != exitCannotRun || !strings.Contains(stderr, "gpud-nvlink-status-a100.txt: nvlink status names GPU ") || !strings.Contains(stderr, "(+3 more), which the nvidia-smi -q capture does not list: not the same node") {
 		t.Errorf("foreign UUIDs: exit %d, stderr %q", code, stderr)
 	}
@@ -85,7 +85,7 @@ func TestImportNvidiaSMIOutAndNVLinks(t *testing.T) {
 	if err := os.WriteFile(nvlFile, []byte(strings.Join(lines[:26], "")), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	stdout, stderr, code := run(t, nil, "import-nvidia-smi", "--query", qFile, "--nvlink-status", nvlFile, "--out", out)
+	stdout, stderr, code := runCLI(t, nil, "import-nvidia-smi", "--query", qFile, "--nvlink-status", nvlFile, "--out", out)
 	if code != exitHealthy || stdout != "" || stderr != "" {
 		t.Fatalf("exit %d, stdout %q, stderr %q", code, stdout, stderr)
 	}
@@ -156,7 +156,7 @@ func TestImportNvidiaSMIErrors(t *testing.T) {
 			"nodecheck: import-nvidia-smi: write /nonexistent/dir/nvml.json: no such file or directory"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			stdout, stderr, code := run(t, nil, append([]string{"import-nvidia-smi"}, tc.args...)...)
+			stdout, stderr, code := runCLI(t, nil, append([]string{"import-nvidia-smi"}, tc.args...)...)
 			if code != exitCannotRun || stdout != "" || !strings.HasPrefix(stderr, tc.wantStderr) {
 				t.Errorf("exit %d, stdout %q, stderr %q; want exit %d and stderr starting %q", code, stdout, stderr, exitCannotRun, tc.wantStderr)
 			}

@@ -8,7 +8,6 @@ import (
 	"syscall"
 	"testing"
 
-	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 )
 
@@ -86,20 +85,5 @@ func TestLoggerFileFIFO(t *testing.T) {
 	log.Error().Msg("still logged")
 	if !strings.Contains(stderr.String(), "log.file:") || !strings.Contains(stderr.String(), "still logged") {
 		t.Errorf("stderr = %q, want the refusal and the log line", stderr.String())
-	}
-}
-
-// TestLogResultsRemedy: a failing check's log line carries its remedy; others carry none.
-func TestLogResultsRemedy(t *testing.T) {
-	var stderr bytes.Buffer
-	log, closeLog := newLogger(&stderr, config.LogConfig{Level: "warn"})
-	logResults(log, checks.Report{Results: []checks.Result{
-		{Check: "gpu_memory_errors", Status: checks.StatusFail, Summary: "gpu 3: row remapping pending", Remedy: checks.RemedyResetGPU},
-		{Check: "ib_ports", Status: checks.StatusWarn, Summary: "slow"},
-	}})
-	closeLog()
-	lines := strings.Split(strings.TrimSpace(stderr.String()), "\n")
-	if len(lines) < 2 || !strings.Contains(lines[0], `"remedy":"reset_gpu"`) || strings.Contains(lines[1], `"remedy"`) {
-		t.Errorf("log lines:\n%s\nwant the failure with \"remedy\":\"reset_gpu\", the warning without", stderr.String())
 	}
 }

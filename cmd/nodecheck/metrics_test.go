@@ -51,7 +51,7 @@ func TestRunPromFile(t *testing.T) {
 			if tc.flag {
 				args = append(args, "--prom-file", path)
 			}
-			_, stderr, code := run(t, nil, args...)
+			_, stderr, code := runCLI(t, nil, args...)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
 			}
@@ -107,7 +107,7 @@ func TestRunPromFileConfigError(t *testing.T) {
 			if tc.wantCode == exitCannotRun {
 				args = append(args, "--mode", "health")
 			}
-			_, stderr, code := run(t, tc.env, args...)
+			_, stderr, code := runCLI(t, tc.env, args...)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
 			}
@@ -147,7 +147,7 @@ func TestRunPromFileWriteFailure(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, code := run(t, nil, "run", "--snapshot", filepath.Join(snaps, tc.snap), "--prom-file", path)
+			out, stderr, code := runCLI(t, nil, "run", "--snapshot", filepath.Join(snaps, tc.snap), "--prom-file", path)
 			if code != tc.want {
 				t.Errorf("exit code %d, want %d", code, tc.want)
 			}

@@ -1,72 +1,12 @@
 package main
 
 import (
-	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"testing"
-
-	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/checks/node"
-	"github.com/nodecheck/nodecheck/config"
-	"github.com/nodecheck/nodecheck/drain/repair"
 )
-
-// TestArchitectureWords: every architecture the GPU model table gives is one repair.ResetSet
-// knows (checks and drain/repair never import each other; the CLI hands the words over).
-func TestArchitectureWords(t *testing.T) {
-	for _, a := range checks.GPUArchitectures() {
-		if !slices.Contains(repair.Architectures(), a) {
-			t.Errorf("checks gives architecture %q, which repair.Architectures does not list", a)
-		}
-	}
-}
-
-// TestRepairFacts: the facts the repair step hands ResetSet, from the bundled snapshots' own
-// readings: architecture, NVLinks (GPU 6 of a100-nvlink-all-inactive has all 12 inactive),
-// NVSwitches and Fabric Manager's state as fabric_manager read it.
-func TestRepairFacts(t *testing.T) {
-	for _, tc := range []struct {
-		snap          string
-		gpu           int
-		arch          string
-		links, active int
-		switches      int
-		fm            string
-	}{
-		{"h100-healthy", 0, repair.ArchHopper, 18, 18, 4, "active"},
-		{"a100-healthy", 0, repair.ArchAmpere, 12, 12, 6, "active"},
-		{"a100-nvlink-all-inactive", 6, repair.ArchAmpere, 12, 0, 6, "active"},
-		{"h100-fm-down", 0, repair.ArchHopper, 18, 18, 4, "inactive"},
-	} {
-		t.Run(tc.snap, func(t *testing.T) {
-			snap, err := node.OpenSnapshot(filepath.Join(repoRoot, "testdata", "snapshots", tc.snap))
-			if err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			gpus, ok := repairGPUs(ctx, snap)
-			if !ok || len(gpus) != 8 {
-				t.Fatalf("%d GPUs, known %v", len(gpus), ok)
-			}
-			if g := gpus[tc.gpu]; g.Arch != tc.arch || g.Links != tc.links || g.ActiveLinks != tc.active {
-				t.Errorf("GPU %s: arch %q, %d links, %d active; want %q, %d, %d", g.Bus, g.Arch, g.Links, g.ActiveLinks, tc.arch, tc.links, tc.active)
-			}
-			fm := checks.All()
-			i := slices.IndexFunc(fm, func(c checks.Check) bool { return c.ID() == "fabric_manager" })
-			env := &checks.Env{Facts: snap, Config: config.Default(checks.Schema()), Mode: config.ModeHealth}
-			res := fm[i].Run(ctx, env)
-			res.Check = "fabric_manager"
-			f := repairFabric(ctx, snap, checks.Report{Results: []checks.Result{res}})
-			if f.NVSwitches != tc.switches || f.FabricManager != tc.fm {
-				t.Errorf("fabric %+v, want %d NVSwitches, Fabric Manager %q", f, tc.switches, tc.fm)
-			}
-		})
-	}
-}
 
 // TestRunRepairResetTogether: a dry run on an HGX A100 with a reset-class fault and
 // fabric_manager turned off (Fabric Manager's state unknown) resets the faulty GPU together
@@ -116,8 +56,8 @@ func TestRunRepairResetTogether(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, scenario := repairSlurmConfig(t, string(show),
 				"[repair]\nenabled = true\ngpu_reset = [\"/bin/echo\", \"reset\", \"{gpus}\"]\nmax_repairing = \"\"\nsqueue = \"FAKE\"\n"+tc.extra)
-			out, stderr, _ := run(t, map[string]string{"SLURM_CONF": scenario}, "run", "--config", cfg, "--mode", "health", "--snapshot", snap,
-				"--node", "n1", "--drain", "--resume", "--repair", "--dry-run", "--format", "text")
+			out, stderr, _ := runCLI(t, map[string]string{"SLURM_CONF": scenario}, "run", "--config", cfg, "--mode", "health", "--snapshot", snap,
+				"--node", "n1", "--drain", "--resume", "--repair", "--test-bed", "--dry-run", "--format", "text")
 			for _, w := range tc.want {
 				if !strings.Contains(out, w) {
 					t.Errorf("output lacks %q:\n%s\n%s", w, out, stderr)

@@ -24,6 +24,8 @@ func TestRunRepairWiring(t *testing.T) {
 	}
 	const on = "[repair]\nenabled = true\ngpu_reset = [\"/bin/echo\", \"reset\", \"{gpus}\"]\nmax_repairing = \"\"\nsqueue = \"FAKE\"\n"
 	args := []string{"--mode", "health", "--snapshot", snap, "--node", "n1", "--drain", "--resume"}
+	// The snapshot was recorded on another host: this one repairs only as a test bed.
+	bed := append(slices.Clone(args), "--test-bed")
 	tests := []struct {
 		name      string
 		repair    string // [repair] section
@@ -32,12 +34,13 @@ func TestRunRepairWiring(t *testing.T) {
 		wantCalls int         // calls past drain's two ([--version], show)
 		wantOut   string
 	}{
-		{"[repair] absent: as before", "", append(slices.Clone(args), "--repair"), "", 0, ""},
-		{"[repair] off: as before", "[repair]\nenabled = false\n", append(slices.Clone(args), "--repair"), "", 0, ""},
+		{"[repair] absent, --repair: said, not silently ignored", "", append(slices.Clone(bed), "--repair"), repair.StepSkipped, 0, ""},
+		{"[repair] off, --repair: said", "[repair]\nenabled = false\n", append(slices.Clone(bed), "--repair"), repair.StepSkipped, 0, ""},
 		{"a replay without --repair does not repair", on, args, "", 0, ""},
-		{"dry run prints each step", on, append(slices.Clone(args), "--repair", "--dry-run", "--format", "text"), "", 2,
+		{"another host's snapshot repairs nothing here", on, append(slices.Clone(args), "--repair"), repair.StepSkipped, 0, ""},
+		{"dry run prints each step", on, append(slices.Clone(bed), "--repair", "--dry-run", "--format", "text"), "", 2,
 			"repair: reset: dry run, would reset GPU 0000:"},
-		{"reset", on, append(slices.Clone(args), "--repair", "--state-dir", "STATE"), repair.StepReset, 3, ""},
+		{"reset", on, append(slices.Clone(bed), "--repair", "--state-dir", "STATE"), repair.StepReset, 3, ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -50,7 +53,7 @@ func TestRunRepairWiring(t *testing.T) {
 			if !slices.Contains(tc.args, "--format") {
 				a = append(a, "--format", "json")
 			}
-			out, stderr, _ := run(t, map[string]string{"SLURM_CONF": scenario}, a...)
+			out, stderr, _ := runCLI(t, map[string]string{"SLURM_CONF": scenario}, a...)
 			if tc.wantOut != "" {
 				if !strings.Contains(out, tc.wantOut) || !strings.Contains(out, "  would run: /bin/echo reset 0000:") {
 					t.Errorf("output lacks %q and the reset:\n%s\n%s", tc.wantOut, out, stderr)
@@ -70,7 +73,7 @@ func TestRunRepairWiring(t *testing.T) {
 						t.Errorf("commands %q, warnings %q", rep.Repair.Commands, rep.Repair.Warnings)
 					}
 					// nodecheck history shows what was tried and when.
-					hist, stderr, code := run(t, nil, "history", "--state-dir", state, "--node", "gpu-h100-01") // the snapshot's node
+					hist, stderr, code := runCLI(t, nil, "history", "--state-dir", state, "--node", "gpu-h100-01") // the snapshot's node
 					if code != 0 || !strings.Contains(hist, "repair reset_gpu: ok (for gpu_memory_errors@0000:") {
 						t.Errorf("nodecheck history (exit %d) lacks the reset:\n%s\n%s", code, hist, stderr)
 					}
@@ -112,8 +115,8 @@ func TestRunRepairMetrics(t *testing.T) {
 	cfg, scenario := repairSlurmConfig(t, string(show), "[repair]\nenabled = true\ngpu_reset = [\"/bin/echo\", \"reset\", \"{gpus}\"]\nmax_repairing = \"\"\nsqueue = \"FAKE\"\n")
 	state := filepath.Join(filepath.Dir(cfg), "state")
 	prom := filepath.Join(t.TempDir(), "nodecheck.prom")
-	_, stderr, _ := run(t, map[string]string{"SLURM_CONF": scenario}, "run", "--config", cfg, "--mode", "health", "--snapshot", snap,
-		"--node", "n1", "--drain", "--resume", "--repair", "--state-dir", state, "--prom-file", prom, "--format", "json")
+	_, stderr, _ := runCLI(t, map[string]string{"SLURM_CONF": scenario}, "run", "--config", cfg, "--mode", "health", "--snapshot", snap,
+		"--node", "n1", "--drain", "--resume", "--repair", "--test-bed", "--state-dir", state, "--prom-file", prom, "--format", "json")
 	got, err := os.ReadFile(prom)
 	if err != nil {
 		t.Fatalf("no metrics: %v\n%s", err, stderr)

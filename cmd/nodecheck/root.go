@@ -7,17 +7,17 @@ import (
 	"io"
 	"path/filepath"
 
-	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/spf13/cobra"
 )
 
 // Exit codes, one table for every verb (README "Verdicts and exit codes"); run's come from the checks
 // library, which decides them per verdict and mode (checks.ExitCode).
 const (
-	exitHealthy   = checks.ExitHealthy   // healthy, or nothing wrong found
-	exitUnhealthy = checks.ExitUnhealthy // a check failed (lint: an error-severity problem)
-	exitCannotRun = checks.ExitCannotRun // usage error, unreadable or invalid input, nodecheck could not run
-	exitUndecided = checks.ExitUndecided // run: no check failed, but one could not decide
+	exitHealthy   = run.ExitHealthy   // healthy, or nothing wrong found
+	exitUnhealthy = run.ExitUnhealthy // a check failed (lint: an error-severity problem)
+	exitCannotRun = run.ExitCannotRun // usage error, unreadable or invalid input, nodecheck could not run
+	exitUndecided = run.ExitUndecided // run: no check failed, but one could not decide
 )
 
 // exitError carries an exit code out of a cobra RunE.

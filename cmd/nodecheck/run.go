@@ -9,10 +9,10 @@ import (
 
 	"github.com/mattn/go-isatty"
 	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/checks/report"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/report"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
-	"github.com/nodecheck/nodecheck/drain/repair"
 	"github.com/rs/zerolog"
 	"github.com/spf13/cobra"
 )
@@ -31,6 +31,7 @@ type runOpts struct {
 	drain      bool
 	resume     bool
 	repair     bool
+	testBed    bool
 	promFile   string
 	stateDir   string
 }
@@ -103,6 +104,7 @@ README.md). --dry-run prints each step instead; a replay repairs only with --rep
 	f.BoolVar(&o.drain, "drain", false, "drain the node if a check fails, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.resume, "resume", false, "resume the node if nodecheck drained it and it passed resume_after_passes clean runs in a row, also in a manual run or (with --node) a snapshot replay")
 	f.BoolVar(&o.repair, "repair", false, "with [repair] enabled, repair the live node (--node) from a snapshot replay in health mode, as a live health run does")
+	f.BoolVar(&o.testBed, "test-bed", false, "with --repair and --snapshot: this host is a test bed, which a replay may repair though the snapshot was recorded on another host")
 	f.BoolVar(&o.dryRun, "dry-run", false, "decide as usual, but print the commands a drain, resume or repair would run, and run none")
 	f.StringVar(&o.stateDir, "state-dir", "", "keep the node's history (and nothing else of the state) in this directory instead of [state] dir; a snapshot replay keeps history only when given this flag, so that a sequence of snapshots replays in order into it")
 	f.StringVar(&o.promFile, "prom-file", "", "write Prometheus metrics of the run to this file for node_exporter's textfile collector (default: prom_file in nodecheck.toml; a snapshot replay or dry run writes them only when given this flag)")
@@ -116,65 +118,41 @@ README.md). --dry-run prints each step instead; a replay repairs only with --rep
 
 // runChecks is `nodecheck run` without the flag parsing: it returns the exit code.
 func runChecks(ctx context.Context, g *globals, o runOpts) int {
-	log, _ := newLogger(g.stderr, config.LogConfig{Level: "info"})
 	mode, list, err := parseRunFlags(g, o)
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
 		return exitCannotRun
 	}
-	// The watchdog's first arming: the mode's default budget, until the config is read (which
-	// may itself block on a hung file system).
-	g.watch.Arm(mode, config.DefaultBudget().For(mode), false)
-	env, setup, err := checks.NewEnv(ctx, checks.EnvOptions{
-		Mode: mode, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
-		SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(), Checks: list,
-		StateDir: o.stateDir,
-		Start:    g.watch.Start(), // the process's creation: the budget and the watchdog count from one moment
+	out := run.Run(ctx, run.Options{
+		EnvOptions: run.EnvOptions{
+			Mode: mode, Argv0: g.argv0, ConfigPath: o.configPath, SnapshotDir: o.snapshot, NodeName: o.nodeName,
+			SlurmConf: o.slurmConf, Getenv: g.getenv, DryRun: o.dryRun, GPUSource: newGPUSource(), Checks: list,
+			StateDir: o.stateDir,
+			Start:    g.watch.Start(), // the process's creation: the budget and the watchdog count from one moment
+		},
+		Partial: len(o.checkIDs) > 0, Drain: o.drain, Resume: o.resume, Repair: o.repair, TestBed: o.testBed,
+		PromFile: o.promFile, Version: versionString(),
+		Logger: func(lc config.LogConfig) (zerolog.Logger, func()) { return newLogger(g.stderr, lc) },
+		Arm:    g.watch.Arm,
 	})
-	var cfgErr *checks.ConfigError
-	if errors.As(err, &cfgErr) {
-		g.watch.Arm(mode, config.DefaultBudget().For(mode), cfgErr.FailClosed)
-		return configFailure(g, log, o, cfgErr, setup)
+	if out.Err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: %v\n", out.Err)
+		return out.Exit
 	}
-	if err != nil {
-		fmt.Fprintf(g.stderr, "nodecheck: %v\n", err)
+	if err := writeReport(g.stdout, out, o); err != nil {
+		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", err)
 		return exitCannotRun
 	}
-	g.watch.Arm(mode, env.Budget.Run, env.Config.FailClosed)
-	replay := setup.Snapshot != nil
-	log, closeLog := newLogger(g.stderr, env.Config.Log)
-	defer closeLog()
-
-	rep := checks.Run(ctx, env, list, env.RunOptions())
-	logHistory(log, rep.History)
-	if mode != config.ModeManual {
-		// A person at a terminal reads the table; logs are for the hooks' unattended runs.
-		logResults(log, rep)
-	}
-	// Drain before writing the report, which says what was done; and in a prolog before
-	// exiting, so that the node carries nodecheck's reason rather than Slurm's "Prolog error".
-	code := checks.ExitCode(rep.Verdict, mode)
-	// One client for drain and repair: it asks scontrol its version once.
-	client := drain.ClientFrom(env.Config, slurmConfForClients(ctx, g, env.Slurm, replay))
-	outcome, code := applyDrain(ctx, log, rep, env.Config, mode, o, replay, client, code)
-	// Repairs act on what drain left: a node nodecheck drained (README "Repairs").
-	fix := applyRepair(ctx, log, rep, env, o, replay, client, outcome)
-	werr := writeReport(g.stdout, rep, o, outcome, fix)
-	writeMetrics(log, promFilePath(o, env.Config.PromFile, replay), rep, outcome, repairMetrics(env.Config, fix))
-	if werr != nil {
-		fmt.Fprintf(g.stderr, "nodecheck: write report: %v\n", werr)
-		return exitCannotRun
-	}
-	return code
+	return out.Exit
 }
 
 // parseRunFlags checks the flags that need no config: the format, the mode (else detected
-// from Slurm's environment), the checks to run, and the drain flags.
+// from Slurm's environment), the checks to run, and what the run may do to the node.
 func parseRunFlags(g *globals, o runOpts) (config.Mode, []checks.Check, error) {
 	if o.format != "text" && o.format != "json" {
 		return "", nil, fmt.Errorf("--format %q: use text or json", o.format)
 	}
-	mode := checks.DetectMode(g.getenv, g.argv0)
+	mode := run.DetectMode(g.getenv, g.argv0)
 	if o.mode != "" {
 		m, err := config.ParseMode(o.mode)
 		if err != nil {
@@ -193,127 +171,34 @@ func parseRunFlags(g *globals, o runOpts) (config.Mode, []checks.Check, error) {
 		}
 		list = sel
 	}
-	if err := checkDrainFlags(o, mode, o.snapshot != ""); err != nil {
+	flags := drain.Flags{Drain: o.drain, Resume: o.resume, Repair: o.repair}
+	if err := drain.CheckFlags(mode, flags, o.snapshot != "", o.nodeName != ""); err != nil {
 		return "", nil, err
+	}
+	if o.testBed && !(o.repair && o.snapshot != "") {
+		return "", nil, errors.New("--test-bed goes with --repair and --snapshot: it lets a replay repair a host the snapshot was not recorded on")
 	}
 	return mode, list, nil
 }
 
-// promFilePath is where the run writes its metrics: --prom-file, else prom_file from the
-// config, which a snapshot replay and a dry run leave alone (they must not write to this
-// machine unless told to). "" writes none.
-func promFilePath(o runOpts, configured string, replay bool) string {
-	if o.promFile != "" {
-		return o.promFile
-	}
-	if replay || o.dryRun {
-		return ""
-	}
-	return configured
-}
-
-// writeMetrics writes the run's Prometheus textfile when path is set. A failure is logged and
-// never changes the exit code: metrics describe the run, they do not judge the node.
-func writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.Outcome, fix *report.RepairMetrics) {
-	if path == "" {
-		return
-	}
-	mo := report.MetricsOptions{Version: versionString(), Repair: fix}
-	if d != nil {
-		mo.DrainAction = d.Action
-	}
-	if err := report.WriteMetricsFile(path, rep, mo); err != nil {
-		log.Error().Err(err).Msg("metrics not written; the exit code is unchanged")
-	}
-}
-
-// configFailure ends a run whose config is unusable (a *checks.ConfigError): no check ran,
-// so the run is undecided. It is logged as an error, reported, and written to the metrics
-// when there is a path for them (--prom-file, or prom_file read leniently from the broken
-// file), so that a bad config pushed to the fleet shows on a dashboard. The exit code is
-// checks.ConfigErrorExitCode's: a prolog or epilog passes unless fail_closed says otherwise.
-func configFailure(g *globals, log zerolog.Logger, o runOpts, e *checks.ConfigError, setup checks.Setup) int {
-	code := checks.ConfigErrorExitCode(e.Mode, e.FailClosed)
-	log.Error().Err(e.Err).Str("mode", string(e.Mode)).Str("verdict", string(checks.VerdictUndecided)).
-		Bool("fail_closed", e.FailClosed).Int("exit", code).Msg("config is unusable; no check ran")
-	rep := checks.ConfigErrorReport(e, setup.StartedAt)
-	writeMetrics(log, promFilePath(o, e.PromFile, o.snapshot != ""), rep, nil, nil)
-	if code == exitCannotRun {
-		fmt.Fprintf(g.stderr, "nodecheck: %v\n", e)
-		return code
-	}
-	_ = writeReport(g.stdout, rep, o, nil, nil)
-	return code
-}
-
-func writeReport(w io.Writer, rep checks.Report, o runOpts, d *drain.Outcome, fix *repair.Outcome) error {
+func writeReport(w io.Writer, out run.Outcome, o runOpts) error {
 	if o.format == "json" {
 		var opts []report.JSONOption
-		if d != nil {
-			opts = append(opts, report.WithDrain(d))
+		if out.Drain != nil {
+			opts = append(opts, report.WithDrain(out.Drain))
 		}
-		if fix != nil {
-			opts = append(opts, report.WithRepair(fix))
+		if out.Repair != nil {
+			opts = append(opts, report.WithRepair(out.Repair))
 		}
-		return report.WriteJSON(w, rep, opts...)
+		return report.WriteJSON(w, out.Report, opts...)
 	}
-	if err := report.WriteText(w, rep, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true}); err != nil {
+	if err := report.WriteText(w, out.Report, report.TextOptions{Color: isTerminal(w), Details: o.details, Timing: true}); err != nil {
 		return err
 	}
-	if err := writeDrainText(w, d); err != nil {
-		return err
-	}
-	return writeRepairText(w, fix)
+	return report.WriteActions(w, out.Drain, out.Repair)
 }
 
 func isTerminal(w io.Writer) bool {
 	f, ok := w.(*os.File)
 	return ok && isatty.IsTerminal(f.Fd())
-}
-
-// logHistory logs what the run could not do with the node's history, and anything it set
-// aside: an admin must see that earlier events stopped counting.
-func logHistory(log zerolog.Logger, h *checks.RunHistory) {
-	if h == nil {
-		return
-	}
-	if h.Err != nil {
-		log.Error().Err(h.Err).Msg("the node's history cannot be used: the checks that judge over time say error")
-	}
-	for _, n := range h.Notes {
-		log.Warn().Str("history", h.File).Msg(n)
-	}
-}
-
-func logResults(log zerolog.Logger, rep checks.Report) {
-	for _, r := range rep.Results {
-		ev := log.Debug()
-		switch r.Status {
-		case checks.StatusWarn:
-			ev = log.Warn()
-		case checks.StatusFail, checks.StatusError:
-			ev = log.Error()
-		}
-		ev = ev.Str("check", r.Check).Str("status", string(r.Status)).Dur("duration", r.Duration)
-		if r.Remedy != "" {
-			ev = ev.Str("remedy", string(r.Remedy))
-		}
-		if r.Err != nil {
-			ev = ev.AnErr("cause", r.Err)
-		}
-		ev.Msg(r.Summary)
-	}
-	ev := log.Info()
-	msg := "run finished"
-	if rep.Verdict == checks.VerdictUndecided {
-		// Undecided exits 0 in a prolog or epilog: this line is where it must be seen.
-		ev = log.Error()
-		msg = "run finished undecided: a check could not look, nothing is known to be wrong"
-		if rep.Interrupted {
-			msg = "run interrupted before it could decide"
-		}
-	}
-	ev.Str("node", rep.Node).Str("mode", string(rep.Mode)).Str("verdict", string(rep.Verdict)).Bool("healthy", rep.Healthy).
-		Int("failed", len(rep.Failed())).Int("undecided", len(rep.Undecided())).Dur("duration", rep.Duration).
-		Dur("budget", rep.Budget.Run).Msg(msg)
 }

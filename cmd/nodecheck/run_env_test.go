@@ -34,11 +34,11 @@ func TestRunRelativeSlurmConf(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Chdir(dir)
-	out, stderr, _ := run(t, nil, "run", "--slurm-conf", "live/slurm.conf", "--node", "gpu01", "--check", "gres_devices", "--details")
+	out, stderr, _ := runCLI(t, nil, "run", "--slurm-conf", "live/slurm.conf", "--node", "gpu01", "--check", "gres_devices", "--details")
 	if want := "slurm.conf " + filepath.Join(dir, "live", "slurm.conf") + " (--slurm-conf)\n"; !strings.Contains(out, want) {
 		t.Errorf("output lacks %q; stdout:\n%s\nstderr:\n%s", want, out, stderr)
 	}
-	out, stderr, code := run(t, nil, "run", "--slurm-conf", "elsewhere/slurm.conf", "--node", "gpu01")
+	out, stderr, code := runCLI(t, nil, "run", "--slurm-conf", "elsewhere/slurm.conf", "--node", "gpu01")
 	if code != exitCannotRun || !strings.Contains(stderr, "--slurm-conf "+filepath.Join(dir, "elsewhere", "slurm.conf")+" does not exist") {
 		t.Errorf("exit %d, stderr:\n%s", code, stderr)
 	}
@@ -52,7 +52,7 @@ func TestRunRelativeSlurmConf(t *testing.T) {
 // verdict is undecided, never HEALTHY; a manual run exits 3.
 func TestRunNeverHealthyWithoutSlurmConf(t *testing.T) {
 	snap := undecidedSnapshot(t)
-	out, _, code := run(t, nil, "run", "--snapshot", snap, "--check", "gres_devices,gpu_count,gpu_models")
+	out, _, code := runCLI(t, nil, "run", "--snapshot", snap, "--check", "gres_devices,gpu_count,gpu_models")
 	if code != exitUndecided {
 		t.Errorf("exit %d, want %d", code, exitUndecided)
 	}
@@ -126,11 +126,11 @@ func TestRunSlurmLimitBudget(t *testing.T) {
 		t.Fatal(err)
 	}
 	prolog := map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42"}
-	out, _, _ := run(t, prolog, "run", "--snapshot", snap, "--check", "gres_devices", "--details")
+	out, _, _ := runCLI(t, prolog, "run", "--snapshot", snap, "--check", "gres_devices", "--details")
 	if want := "budget 2s (budget.prolog, built-in default: 5s; Slurm PrologEpilogTimeout 3s (slurm.conf:2), less a margin)\n"; !strings.Contains(out, want) {
 		t.Errorf("--details lacks %q:\n%s", want, out)
 	}
-	out, _, _ = run(t, prolog, "run", "--snapshot", snap, "--check", "gres_devices", "--format", "json")
+	out, _, _ = runCLI(t, prolog, "run", "--snapshot", snap, "--check", "gres_devices", "--format", "json")
 	for _, want := range []string{`"seconds": 2,`, `"slurm_limit": "PrologEpilogTimeout",`, `"slurm_limit_seconds": 3,`, `"slurm_limit_set_at": "/etc/slurm/slurm.conf:2",`} {
 		if !strings.Contains(out, want) {
 			t.Errorf("JSON lacks %s:\n%s", want, out)

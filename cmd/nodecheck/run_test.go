@@ -22,7 +22,7 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 const repoRoot = "../.."
 
 // run calls the binary's own entry point with a clean environment plus env.
-func run(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
+func runCLI(t *testing.T, env map[string]string, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
 	getenv := func(k string) string { return env[k] }
@@ -128,7 +128,7 @@ func TestRunSnapshots(t *testing.T) {
 			if !ok {
 				t.Fatalf("snapshot %s has no expected exit code in this test", name)
 			}
-			out, stderr, code := run(t, nil, "run", "--all", "--snapshot", dir, "--format", "json")
+			out, stderr, code := runCLI(t, nil, "run", "--all", "--snapshot", dir, "--format", "json")
 			if code != want {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, want, stderr)
 			}
@@ -137,7 +137,7 @@ func TestRunSnapshots(t *testing.T) {
 			if name == "h100-ib-hang" {
 				return // the text form adds nothing but another 2 s wait
 			}
-			out, _, _ = run(t, nil, "run", "--all", "--snapshot", dir)
+			out, _, _ = runCLI(t, nil, "run", "--all", "--snapshot", dir)
 			golden(t, "run/"+name+".txt", normalize(out))
 		})
 	}
@@ -225,7 +225,7 @@ func TestRunEpilogLeftovers(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			env := map[string]string{"SLURM_SCRIPT_CONTEXT": "epilog_slurmd", "SLURM_JOB_ID": "42",
 				"SLURM_JOB_GPUS": tc.gpus, "SLURM_JOB_UID": "1001", "SLURM_JOB_USER": "alice"}
-			out, stderr, code := run(t, env, "run", "--snapshot", dir, "--check", "job_leftovers")
+			out, stderr, code := runCLI(t, env, "run", "--snapshot", dir, "--check", "job_leftovers")
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.wantCode, stderr)
 			}
@@ -239,7 +239,7 @@ func TestRunEpilogLeftovers(t *testing.T) {
 func TestHangEndsWithinBudget(t *testing.T) {
 	dir := filepath.Join(repoRoot, "testdata", "snapshots", "h100-ib-hang")
 	start := time.Now()
-	out, stderr, code := run(t, map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42"},
+	out, stderr, code := runCLI(t, map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42"},
 		"run", "--snapshot", dir, "--format", "json")
 	elapsed := time.Since(start)
 	if elapsed > 5*time.Second {
@@ -280,7 +280,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			out, stderr, code := run(t, tc.env, "run", "--snapshot", snap, "--config", tc.config)
+			out, stderr, code := runCLI(t, tc.env, "run", "--snapshot", snap, "--config", tc.config)
 			if code != tc.wantCode {
 				t.Errorf("exit code %d, want %d", code, tc.wantCode)
 			}
@@ -342,7 +342,7 @@ func TestExitCodes(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			_, stderr, code := run(t, tc.env, tc.args...)
+			_, stderr, code := runCLI(t, tc.env, tc.args...)
 			if code != tc.want {
 				t.Errorf("exit code %d, want %d; stderr:\n%s", code, tc.want, stderr)
 			}
@@ -378,6 +378,6 @@ func errorIsFailureConfig(t *testing.T) string {
 }
 
 func TestList(t *testing.T) {
-	out, _, _ := run(t, nil, "list", "--format", "json")
+	out, _, _ := runCLI(t, nil, "list", "--format", "json")
 	golden(t, "list.json", out)
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/config/files"
 )
 
 // seqDir is a step of a snapshot sequence under testdata/snapshots/sequences.
@@ -31,7 +32,7 @@ type result struct {
 // the exit code, each check's result and stderr.
 func replay(t *testing.T, dir string, args ...string) (int, map[string]result, string) {
 	t.Helper()
-	out, stderr, code := run(t, nil, append([]string{"run", "--all", "--format", "json", "--snapshot", dir}, args...)...)
+	out, stderr, code := runCLI(t, nil, append([]string{"run", "--all", "--format", "json", "--snapshot", dir}, args...)...)
 	var rep jsonReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil {
 		t.Fatalf("replay %s: %v\nstdout:\n%s\nstderr:\n%s", dir, err, out, stderr)
@@ -115,7 +116,7 @@ func TestSequences(t *testing.T) {
 // timeline is `nodecheck history --format json --at last` for the sequence's node.
 func timeline(t *testing.T, state string, args ...string) history.Timeline {
 	t.Helper()
-	out, stderr, code := run(t, nil, append([]string{"history", "--state-dir", state, "--node", "gpu-h100-01", "--at", "last", "--format", "json"}, args...)...)
+	out, stderr, code := runCLI(t, nil, append([]string{"history", "--state-dir", state, "--node", "gpu-h100-01", "--at", "last", "--format", "json"}, args...)...)
 	if code != 0 {
 		t.Fatalf("history: exit %d; stderr:\n%s", code, stderr)
 	}
@@ -164,7 +165,7 @@ func TestSequenceStickyFromHistory(t *testing.T) {
 	t.Run("clear", func(t *testing.T) {
 		state := t.TempDir()
 		replay(t, seqDir("xid-sticky-reboot", "1"), "--state-dir", state)
-		out, stderr, code := run(t, map[string]string{"SUDO_USER": "alice"}, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01",
+		out, stderr, code := runCLI(t, map[string]string{"SUDO_USER": "alice"}, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01",
 			"--gpu", "00000000:19:00.0", "--reason", "GPU reseated, ticket 4711")
 		if code != 0 || !strings.Contains(out, "cleared gpu 0000:19:00.0 GPU-ee7954ec-da95-fd7a-ddfd-c6b32cc2f8aa of node gpu-h100-01 by root (sudo by alice)") ||
 			!strings.Contains(out, ": GPU reseated, ticket 4711") {
@@ -184,10 +185,10 @@ func TestSequenceStickyFromHistory(t *testing.T) {
 			t.Errorf("the clear is not on the record: %+v", tl.GPUs[0].Entries)
 		}
 		// Nothing to clear, and one selector only.
-		if _, stderr, code := run(t, nil, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01", "--gpu", "0000:aa:00.0"); code != 2 || !strings.Contains(stderr, `no GPU "0000:aa:00.0" in the history (known: 0000:19:00.0 GPU-ee7954ec`) {
+		if _, stderr, code := runCLI(t, nil, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01", "--gpu", "0000:aa:00.0"); code != 2 || !strings.Contains(stderr, `no GPU "0000:aa:00.0" in the history (known: 0000:19:00.0 GPU-ee7954ec`) {
 			t.Errorf("clear of an unknown GPU: exit %d, stderr %s", code, stderr)
 		}
-		if _, _, code := run(t, nil, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01", "--all", "--port", "mlx5_0/1"); code != 2 {
+		if _, _, code := runCLI(t, nil, "history", "clear", "--state-dir", state, "--node", "gpu-h100-01", "--all", "--port", "mlx5_0/1"); code != 2 {
 			t.Errorf("two selectors: exit %d, want 2", code)
 		}
 	})
@@ -300,7 +301,12 @@ func TestHistoryBadFile(t *testing.T) {
 			if b, _ := os.ReadFile(kept[0]); string(b) != tc.content {
 				t.Errorf("the file set aside holds %q", b)
 			}
-			if _, _, err := checks.ReadHistory(state, "gpu-h100-01", time.Now()); err != nil {
+			dir, err := files.OpenStateDir(state, os.Geteuid(), true)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer dir.Close()
+			if _, _, err := checks.ReadHistory(dir, "gpu-h100-01", time.Now()); err != nil {
 				t.Errorf("the fresh history does not read back: %v", err)
 			}
 		})

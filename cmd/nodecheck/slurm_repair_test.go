@@ -34,7 +34,7 @@ type repairReport struct {
 // replay needs) and returns the report.
 func (tb *bed) health(t *testing.T, cfg, snap, node string) repairReport {
 	t.Helper()
-	out, stderr, _ := tb.run(t, "run", "--format", "json", "--mode", "health", "--snapshot", snap, "--node", node, "--drain", "--resume", "--repair", "--config", cfg)
+	out, stderr, _ := tb.run(t, "run", "--format", "json", "--mode", "health", "--snapshot", snap, "--node", node, "--drain", "--resume", "--repair", "--test-bed", "--config", cfg)
 	var rep repairReport
 	if err := json.Unmarshal([]byte(out), &rep); err != nil || rep.Repair == nil {
 		t.Fatalf("health run on %s: %v, no repair:\n%s\nstderr:\n%s", node, err, out, stderr)
@@ -215,7 +215,7 @@ func TestSlurmRepairHook(t *testing.T) {
 		lost := tb.NodeSnapshot(t, "n1", tb.Snapshot(t, "h100-gpu-lost"))
 		healthy := tb.NodeSnapshot(t, "n1", tb.Snapshot(t, "h100-healthy"))
 		hook := func(snap string) {
-			tb.Hook(t, "n1", "health", "SLURM_CONF="+tb.Conf, tb.Nodecheck, "run", "--snapshot", snap, "--node", "n1", "--drain", "--resume", "--repair", "--config", cfg)
+			tb.Hook(t, "n1", "health", "SLURM_CONF="+tb.Conf, tb.Nodecheck, "run", "--snapshot", snap, "--node", "n1", "--drain", "--resume", "--repair", "--test-bed", "--config", cfg)
 		}
 		var seen []string
 		watch := func() bool {

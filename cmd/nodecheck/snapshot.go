@@ -10,6 +10,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/spf13/cobra"
 )
@@ -91,7 +92,7 @@ type recorded struct {
 	gpuErr error
 }
 
-// recordNode builds a manual run's environment through a node.Recorder (checks.NewEnv), runs
+// recordNode builds a manual run's environment through a node.Recorder (run.NewEnv), runs
 // every check, adds the node's inventory and the config, and saves it.
 func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, error) {
 	var res recorded
@@ -100,7 +101,7 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 	}
 	takenAt := time.Now().UTC().Truncate(time.Second)
 	var rec *node.Recorder
-	env, _, err := checks.NewEnv(ctx, checks.EnvOptions{
+	env, setup, err := run.NewEnv(ctx, run.EnvOptions{
 		Mode: config.ModeManual, ConfigPath: o.configPath, SnapshotDir: o.from, NodeName: o.nodeName,
 		SlurmConf: o.slurmConf, Getenv: g.getenv, GPUSource: newGPUSource(), Start: g.watch.Start(),
 		// Every fact, whatever the checks judge: a snapshot serves checks added later.
@@ -113,6 +114,7 @@ func recordNode(ctx context.Context, g *globals, o snapshotOpts) (recorded, erro
 	if err != nil {
 		return res, fmt.Errorf("no check ran, so nothing was recorded: %w", err)
 	}
+	defer setup.State.Close()
 	res.report = checks.Run(ctx, env, checks.All(), env.RunOptions())
 
 	res.gpus, res.gpuErr = rec.RecordInventory(ctx, inventoryTimeout)

@@ -26,7 +26,7 @@ var startupForbidden = []struct{ prefix, why string }{
 	{"go.yaml.in/yaml", "YAML: nothing at run time reads it"},
 	{"github.com/jaypipes/ghw", "ghw links net/http, crypto/tls and YAML; node_inventory reads /proc and /sys itself (checks/node/inventory.go)"},
 	{"github.com/jaypipes/pcidb", "pcidb downloads pci.ids over HTTP: net/http and crypto/tls"},
-	{"github.com/prometheus", "the metrics are written by checks/report's own writer; expfmt validates it in tests"},
+	{"github.com/prometheus", "the metrics are written by cmd/nodecheck/report's own writer; expfmt validates it in tests"},
 	{"net/http", "HTTP/2 tables and TLS: nodecheck speaks no HTTP"},
 	{"crypto/tls", "TLS: nodecheck speaks no TLS"},
 }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
 )
 
@@ -41,10 +42,10 @@ const (
 //
 // Exit codes, from DESIGN.md section 5 and the README's table (a hook must not take the
 // cluster down for a nodecheck failure): an expiry is nodecheck not finishing, as an unusable
-// config is nodecheck not starting, so it exits as checks.ConfigErrorExitCode says: 0 in a
+// config is nodecheck not starting, so it exits as run.ConfigErrorExitCode says: 0 in a
 // prolog or epilog (the job goes on; the line is in slurmd's log) unless the config says
 // fail_closed = true, then 2; 2 in a health or manual run. A signal interrupts the run, which
-// makes it undecided (checks.ExitCode): 0 in a prolog or epilog, 3 in a health or manual
+// makes it undecided (run.ExitCode): 0 in a prolog or epilog, 3 in a health or manual
 // run, whether the run ends on its own within signalGrace (then it exits with its own code,
 // which says the same) or not.
 type watchdog struct {
@@ -136,7 +137,7 @@ func (w *watchdog) expire() {
 	if w.done || w.signals > 0 {
 		return
 	}
-	code := checks.ConfigErrorExitCode(w.mode, w.failClosed)
+	code := run.ConfigErrorExitCode(w.mode, w.failClosed)
 	fmt.Fprintf(w.stderr, "nodecheck: watchdog: the %s run is still going %s after its budget of %s (blocked where no deadline reaches: a hung file system, a wedged GPU driver, a full stdout pipe?); %s\n",
 		w.mode, watchdogMargin, w.budget, w.exitText(code))
 	w.done = true
@@ -199,7 +200,7 @@ func (w *watchdog) hook() bool { return w.mode.JobHook() }
 
 // signalCode is the exit code when a signal ends the run: that of an undecided run.
 func (w *watchdog) signalCode(os.Signal) int {
-	return checks.ExitCode(checks.VerdictUndecided, w.mode)
+	return run.ExitCode(checks.VerdictUndecided, w.mode)
 }
 
 // exitText says what the process does, and why a hook exits 0.

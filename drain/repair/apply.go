@@ -1,6 +1,7 @@
 package repair
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -8,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/config/text"
 	"github.com/nodecheck/nodecheck/drain"
 )
@@ -39,9 +41,14 @@ type Request struct {
 	// Passes and PassesKnown are drain's Outcome: the clean runs in a row, this one included.
 	Passes      int
 	PassesKnown bool
-	StateDir    string        // [state] dir: the record and the lock
-	LockWait    time.Duration // 0: drain.DefaultLockWait
-	DryRun      bool
+	// State is the run's state directory ([state] dir), opened once by the run: the record
+	// (RecordFile) and the runs' lock (drain.LockFile).
+	State    *files.State
+	LockWait time.Duration // 0: drain.DefaultLockWait
+	DryRun   bool
+	// DrainReason is the reason drain set, or in a dry run would set: what a dry run takes
+	// the node to carry when the controller cannot be read, to show the repair plan offline.
+	DrainReason string
 }
 
 // Outcome is what Apply did (or, in a dry run, would do), for the report ("repair" in the
@@ -74,36 +81,67 @@ func Apply(ctx context.Context, s Slurm, run Runner, p Policy, r Request) Outcom
 		p.Now = time.Now
 	}
 	a := &applier{ctx: ctx, s: s, run: run, p: p, r: r, out: Outcome{Node: r.Node, DryRun: r.DryRun}}
-	if r.StateDir == "" {
+	if !r.State.Configured() {
 		a.out.Action, a.out.Message = StepSkipped, "no state directory ([state] dir): repairs need their record, so none is made"
 		return a.out
 	}
-	err := drain.WithStateFile(ctx, r.StateDir, RecordFile, r.LockWait, r.DryRun, func(data []byte) ([]byte, error) {
-		recs, err := decodeRecords(data)
-		if err != nil {
-			a.warn(fmt.Sprintf("%v: the repair record starts again, and earlier repairs are not counted toward escalation", err))
+	if err := a.openRecord(); err != nil {
+		a.out.Action = StepSkipped
+		a.out.Message = fmt.Sprintf("state directory: %v: no repair", err)
+		if errors.Is(err, files.ErrLocked) {
+			a.out.Message = fmt.Sprintf("%v: no repair in this run", err)
 		}
-		rec := recs[r.Node]
-		changed := a.decideAndAct(&rec)
-		a.out.Counts = p.countsOf(rec, r.GPUs, p.Now())
-		if !changed {
-			return nil, nil
-		}
-		recs[r.Node] = prune(rec, p.Now().Add(-max(p.GPUWindow, p.NodeWindow)))
-		return encodeRecords(recs)
-	})
-	if err != nil {
-		if a.out.Action == "" {
-			a.out.Action = StepSkipped
-			a.out.Message = fmt.Sprintf("state directory: %v: no repair", err)
-			if errors.Is(err, drain.ErrLocked) {
-				a.out.Message = fmt.Sprintf("%v: no repair in this run", err)
-			}
-		} else {
-			a.warn(fmt.Sprintf("the repair record was not saved (%v): the next run may not know this repair", err))
-		}
+		return a.out
 	}
+	defer a.unlock()
+	rec := a.recs[r.Node]
+	if a.decideAndAct(&rec) {
+		a.save(rec, "")
+	}
+	a.out.Counts = p.countsOf(rec, r.GPUs, p.Now())
 	return a.out
+}
+
+// openRecord opens the state directory, takes the runs' lock (waiting at most LockWait and
+// never past ctx) and reads the record; a damaged record is a warning and starts afresh.
+func (a *applier) openRecord() error {
+	dir, err := a.r.State.Open()
+	if err != nil {
+		return err
+	}
+	wait := a.r.LockWait
+	if wait <= 0 {
+		wait = drain.DefaultLockWait
+	}
+	if a.unlock, err = dir.Lock(a.ctx, drain.LockFile, wait); err != nil {
+		return err
+	}
+	data, err := dir.ReadFile(RecordFile, maxRecordSize)
+	if err != nil {
+		a.unlock()
+		return err
+	}
+	a.dir = dir
+	if a.recs, err = decodeRecords(data); err != nil {
+		a.warn(fmt.Sprintf("%v: the repair record starts again, and earlier repairs are not counted toward escalation", err))
+	}
+	return nil
+}
+
+// save writes rec as the node's record (pruned to the escalation windows); why, when set,
+// says what a failure to save loses. A dry run saves nothing.
+func (a *applier) save(rec Record, why string) {
+	if a.r.DryRun {
+		return
+	}
+	a.recs[a.r.Node] = prune(rec, a.p.Now().Add(-max(a.p.GPUWindow, a.p.NodeWindow)))
+	data, err := encodeRecords(a.recs)
+	if err == nil {
+		err = a.dir.WriteFile(RecordFile, data)
+	}
+	if err != nil {
+		a.warn(fmt.Sprintf("the repair record was not saved (%v): %s", err, cmp.Or(why, "the next run may not know this repair")))
+	}
 }
 
 // applier is one Apply.
@@ -114,6 +152,10 @@ type applier struct {
 	p   Policy
 	r   Request
 	out Outcome
+
+	dir    *files.StateDir
+	unlock func()
+	recs   map[string]Record // the record file's nodes
 }
 
 func (a *applier) warn(w string) { a.out.Warnings = append(a.out.Warnings, w) }
@@ -121,13 +163,29 @@ func (a *applier) warn(w string) { a.out.Warnings = append(a.out.Warnings, w) }
 // decideAndAct reads the node, decides and acts; it reports whether rec changed.
 func (a *applier) decideAndAct(rec *Record) bool {
 	node, err := a.s.Node(a.ctx, a.r.Node)
-	if err != nil {
+	plan := ""
+	switch {
+	case err != nil && a.r.DryRun && a.r.DrainReason != "":
+		// Offline: the plan for the node as drain leaves it, idle, with no job. Only a dry run
+		// assumes; a real repair acts on nothing it has not read.
+		plan = fmt.Sprintf("plan, the controller not reached (%v): for the node drained as %q, idle, no job, ", err, a.r.DrainReason)
+		node = drain.NodeState{Name: a.r.Node, State: "IDLE", Flags: []string{"DRAIN"}, Reason: a.r.DrainReason}
+	case err != nil:
 		a.out.Action, a.out.Message = StepSkipped, fmt.Sprintf("cannot read the state of node %s (%v): no repair", a.r.Node, err)
 		return false
 	}
+	defer func() {
+		if plan != "" {
+			a.out.Message = plan + a.out.Message
+		}
+	}()
 	in := Input{Node: node, Passes: a.r.Passes, PassesKnown: a.r.PassesKnown, Faults: a.r.Faults, GPUs: a.r.GPUs, GPUsKnown: a.r.GPUsKnown,
 		Fabric: a.r.Fabric, BootID: a.r.BootID, Record: *rec, Now: a.p.Now()}
-	if node.OutOfService() && drain.Owned(node.Reason, a.p.Prefix) && len(a.r.Faults) > 0 {
+	switch {
+	case plan != "":
+		in.Total = 1 // max_repairing is not counted offline: the plan says so
+		plan += "max_repairing not counted; "
+	case node.OutOfService() && drain.Owned(node.Reason, a.p.Prefix) && len(a.r.Faults) > 0:
 		a.gather(&in)
 	}
 	d := a.p.Decide(in)
@@ -141,8 +199,7 @@ func (a *applier) decideAndAct(rec *Record) bool {
 	}
 	switch d.Step {
 	case StepReset, StepReboot:
-		if e := a.start(node, d); e != nil {
-			rec.Entries = append(rec.Entries, *e)
+		if e := a.start(node, d, rec); e != nil {
 			a.out.Started, changed = e, true
 		}
 	case StepEscalate:
@@ -196,8 +253,11 @@ var repairWords = drain.GuardWords{
 const resetMargin = 5 * time.Second
 
 // start tags the node's reason within max_repairing, then resets the GPUs or asks for the
-// reboot. It returns the entry to record, or nil when nothing was done.
-func (a *applier) start(node drain.NodeState, d Decision) *Entry {
+// reboot. It adds the entry to rec and returns it, or nil when nothing was done. A reset is
+// in the record before its command runs: a run killed during it (SIGTERM at slurmd's
+// HealthCheckTimeout, SIGKILL) leaves a repair that counts toward escalation, as the tag on
+// the reason says one was under way.
+func (a *applier) start(node drain.NodeState, d Decision, rec *Record) *Entry {
 	a.out.Reason = d.Reason
 	tag := drain.Update{Node: node.Name, State: "DRAIN", Reason: d.Reason}
 	untag := drain.Update{Node: node.Name, State: "DRAIN", Reason: node.Reason}
@@ -228,7 +288,12 @@ func (a *applier) start(node drain.NodeState, d Decision) *Entry {
 	}
 	e := *d.Entry
 	if d.Step == StepReset {
+		started := e
+		started.Detail = resetStarted
+		rec.Entries = append(rec.Entries, started)
+		a.save(*rec, "a reset interrupted now would not count toward escalation")
 		a.reset(&e)
+		rec.Entries[len(rec.Entries)-1] = e
 		return &e
 	}
 	a.out.Commands = append(a.out.Commands, drain.QuoteArgv(a.s.RebootArgv(node.Name, d.Reason)))
@@ -238,8 +303,13 @@ func (a *applier) start(node drain.NodeState, d Decision) *Entry {
 		a.out.Action, a.out.Message = StepSkipped, fmt.Sprintf("the reboot request failed (%v): the node stays drained, and the next health check tries again", err)
 		return nil
 	}
+	rec.Entries = append(rec.Entries, e)
 	return &e
 }
+
+// resetStarted is the detail of a reset entry recorded before its command ran: what the
+// record says when the run did not live to see the command end.
+const resetStarted = "reset started; the run ended before the command did"
 
 // reset runs the reset command for e's GPUs within ResetTimeout and the run's deadline, and
 // sets e's outcome: pending when it succeeded (the next runs judge whether it helped),

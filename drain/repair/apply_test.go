@@ -2,6 +2,7 @@ package repair
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
@@ -21,6 +23,7 @@ type fakeSlurm struct {
 	nodes   map[string]drain.NodeState
 	jobs    int
 	jobsErr error
+	nodeErr error // the controller does not answer
 	calls   []string
 }
 
@@ -35,7 +38,7 @@ func newFake(nodes ...drain.NodeState) *fakeSlurm {
 func (f *fakeSlurm) Node(_ context.Context, name string) (drain.NodeState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return f.nodes[name], nil
+	return f.nodes[name], f.nodeErr
 }
 
 func (f *fakeSlurm) Nodes(context.Context) ([]drain.NodeState, error) {
@@ -104,13 +107,17 @@ func (f *fakeSlurm) reboot(node string) {
 // runner is a reset command's stand-in: it prints what the test gives it (nvidia-smi's words,
 // from the test bed's captured outputs) and records the argv.
 type runner struct {
-	code int
-	out  string
-	argv [][]string
+	code   int
+	out    string
+	argv   [][]string
+	during func() // called while the command "runs"
 }
 
 func (r *runner) run(_ context.Context, argv []string) (int, string, error) {
 	r.argv = append(r.argv, argv)
+	if r.during != nil {
+		r.during()
+	}
 	return r.code, r.out, nil
 }
 
@@ -122,7 +129,8 @@ func applyPolicy() Policy {
 
 func request(t *testing.T, dir, boot string, passes int, faults ...Fault) Request {
 	t.Helper()
-	return Request{Node: "gpu01", Faults: faults, GPUs: []GPU{gpu19, gpu9b}, GPUsKnown: true, BootID: boot, Passes: passes, PassesKnown: true, StateDir: dir}
+	return Request{Node: "gpu01", Faults: faults, GPUs: []GPU{gpu19, gpu9b}, GPUsKnown: true, BootID: boot, Passes: passes, PassesKnown: true,
+		State: files.NewState(dir, "[state] dir", os.Geteuid(), false)}
 }
 
 func readRecord(t *testing.T, dir string) Record {
@@ -228,6 +236,64 @@ func TestApplyNoRepair(t *testing.T) {
 	}
 }
 
+// TestApplyResetRecordedBeforeItRuns: the reset is in repair.json before its command runs, so
+// that a run killed during the reset (SIGTERM at HealthCheckTimeout, SIGKILL) leaves a repair
+// that counts toward gpu_repairs; the next run finds it under way.
+func TestApplyResetRecordedBeforeItRuns(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	f := newFake(node("IDLE", xidReason, "DRAIN"))
+	var during Record
+	r := &runner{out: "GPU 00000000:9B:00.0 was successfully reset.\n", during: func() { during = readRecord(t, dir) }}
+	p := applyPolicy()
+	if out := Apply(context.Background(), f, r.run, p, request(t, dir, "boot-1", 0, xidFault)); out.Action != StepReset {
+		t.Fatalf("first run: %+v", out)
+	}
+	if len(during.Entries) != 1 || during.Entries[0].Action != RemedyReset || during.Entries[0].Outcome != OutcomePending || during.Entries[0].Detail != resetStarted {
+		t.Fatalf("record while the reset ran: %+v; want the reset, pending, marked started", during)
+	}
+	// The run that was killed: its record is what was written before the command ran.
+	writeRecord(t, dir, during)
+	out := Apply(context.Background(), f, r.run, p, request(t, dir, "boot-1", 0, xidFault))
+	if out.Action != StepReboot || out.Closed == nil || out.Closed.Action != RemedyReset {
+		t.Errorf("the run after an interrupted reset: %+v; want the reset closed failed and a reboot", out)
+	}
+	if out.Counts == nil || out.Counts.Node != 2 {
+		t.Errorf("counts %+v: the interrupted reset must count toward escalation", out.Counts)
+	}
+}
+
+func writeRecord(t *testing.T, dir string, rec Record) {
+	t.Helper()
+	data, err := encodeRecords(map[string]Record{"gpu01": rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, RecordFile), data, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestApplyDryRunOffline: a dry run shows the repair plan when the controller cannot be read,
+// for the node as drain would leave it, marked as a plan; a real run repairs nothing then.
+func TestApplyDryRunOffline(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "state")
+	f := newFake()
+	f.nodeErr = errors.New("scontrol: Unable to contact slurm controller")
+	r := &runner{}
+	req := request(t, dir, "boot-1", 0, xidFault)
+	req.DrainReason = xidReason
+	if out := Apply(context.Background(), f, r.run, applyPolicy(), req); out.Action != StepSkipped || len(r.argv) != 0 {
+		t.Errorf("a real run without the controller: %+v, reset %q; want skipped, nothing run", out, r.argv)
+	}
+	req.DryRun = true
+	req.State = files.NewState(dir, "[state] dir", os.Geteuid(), true)
+	out := Apply(context.Background(), f, r.run, applyPolicy(), req)
+	if out.Action != StepReset || !strings.HasPrefix(out.Message, "plan, the controller not reached") || !strings.Contains(out.Message, "would reset") ||
+		!slices.Contains(out.Commands, "/usr/bin/nvidia-smi -r -i 0000:9b:00.0") || len(f.calls) != 0 || len(r.argv) != 0 {
+		t.Errorf("offline plan: %+v", out)
+	}
+}
+
 // TestApplyDryRun prints the tag and the reset and changes nothing.
 func TestApplyDryRun(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "state")
@@ -235,6 +301,7 @@ func TestApplyDryRun(t *testing.T) {
 	r := &runner{}
 	req := request(t, dir, "boot-1", 0, xidFault)
 	req.DryRun = true
+	req.State = files.NewState(dir, "[state] dir", os.Geteuid(), true)
 	out := Apply(context.Background(), f, r.run, applyPolicy(), req)
 	want := []string{"/usr/bin/scontrol update NodeName=gpu01 State=DRAIN 'Reason=" + resetTagged + "'", "/usr/bin/nvidia-smi -r -i 0000:9b:00.0"}
 	if out.Action != StepReset || !strings.HasPrefix(out.Message, "dry run, would reset") || !slices.Equal(out.Commands, want) || len(f.calls) != 0 || len(r.argv) != 0 {

@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config"
@@ -24,8 +25,10 @@ type Runner func(ctx context.Context, argv []string) (code int, output string, e
 // maxOutput bounds what a reset command's output is kept of.
 const maxOutput = 64 << 10
 
-// Exec is the real Runner: argv[0] must be an absolute path; the command is killed at ctx's
-// end and its pipes given up a second later.
+// Exec is the real Runner: argv[0] must be an absolute path. The command runs in a process
+// group of its own, and at ctx's end the whole group is killed, not only the command: a reset
+// script's children (nvidia-smi under a wrapper, a sleep in a retry loop) must not outlive the
+// run and go on acting on the GPU. Its pipes are given up a second later.
 func Exec(ctx context.Context, argv []string) (int, string, error) {
 	if len(argv) == 0 || !filepath.IsAbs(argv[0]) {
 		return -1, "", fmt.Errorf("%q: want an absolute program path", argv)
@@ -33,6 +36,8 @@ func Exec(ctx context.Context, argv []string) (int, string, error) {
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
 	var out capped
 	cmd.Stdout, cmd.Stderr = &out, &out
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	cmd.Cancel = func() error { return syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL) }
 	cmd.WaitDelay = time.Second
 	err := cmd.Run()
 	var exit *exec.ExitError

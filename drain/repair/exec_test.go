@@ -2,7 +2,11 @@ package repair
 
 import (
 	"context"
+	"os"
+	"path/filepath"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -43,5 +47,35 @@ func TestExec(t *testing.T) {
 	start := time.Now()
 	if _, _, err := Exec(ctx, []string{"/bin/sleep", "10"}); err == nil || time.Since(start) > 5*time.Second {
 		t.Errorf("a hung reset: %v after %s", err, time.Since(start))
+	}
+}
+
+// TestExecKillsProcessGroup: at the deadline the reset command's children die with it (the
+// command is a shell that started a sleep, as a wrapper script starts nvidia-smi).
+func TestExecKillsProcessGroup(t *testing.T) {
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	_, _, err := Exec(ctx, []string{"/bin/sh", "-c", "/bin/sleep 30 & echo $! > " + pidFile + "; wait"})
+	if err == nil {
+		t.Fatal("a hung reset returned no error")
+	}
+	b, rerr := os.ReadFile(pidFile)
+	if rerr != nil {
+		t.Fatal(rerr)
+	}
+	pid, _ := strconv.Atoi(strings.TrimSpace(string(b)))
+	deadline := time.Now().Add(3 * time.Second)
+	for {
+		// A zombie awaiting its reaper counts as dead: /proc/PID/stat's state is Z.
+		stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil || strings.Contains(string(stat), ") Z ") {
+			return
+		}
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+			t.Fatalf("the reset command's child %d outlived the deadline: %s", pid, stat)
+		}
+		time.Sleep(20 * time.Millisecond)
 	}
 }

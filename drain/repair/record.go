@@ -7,10 +7,12 @@ import (
 )
 
 // RecordFile is the repair record's file in the state directory: one Record per node this
-// host runs as (one on a real node; several on a test bed), kept under the runs' lock
-// (drain.WithStateFile). It moves into the node's history file once the history is wired
-// into runs.
+// host runs as (one on a real node; several on a test bed), kept in the state directory
+// (files.StateDir) under the runs' lock (drain.LockFile).
 const RecordFile = "repair.json"
+
+// maxRecordSize bounds the record file: 100 entries of a few hundred bytes per node.
+const maxRecordSize = 1 << 20
 
 // recordFormat is the file's format number; another number is refused.
 const recordFormat = 1

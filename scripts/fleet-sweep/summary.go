@@ -61,7 +61,7 @@ type detail struct {
 	Observed string `json:"observed"`
 }
 
-// reportSchema is the report schema this sweep reads: checks/report.SchemaVersion. A report of
+// reportSchema is the report schema this sweep reads: cmd/nodecheck/report.SchemaVersion. A report of
 // another schema comes from another nodecheck version, whose keys may mean something else.
 const reportSchema = 1
 

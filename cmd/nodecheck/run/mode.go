@@ -1,4 +1,4 @@
-package checks
+package run
 
 import (
 	"path/filepath"

@@ -1,21 +1,13 @@
-package main
+package run
 
 import (
 	"context"
-	"fmt"
-	"io"
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 	"github.com/rs/zerolog"
 )
-
-// checkDrainFlags rejects --drain, --resume and --dry-run combinations that cannot mean what
-// the user wants, before any check runs (drain.CheckFlags).
-func checkDrainFlags(o runOpts, mode config.Mode, replay bool) error {
-	return drain.CheckFlags(mode, drain.Flags{Drain: o.drain, Resume: o.resume}, replay, o.nodeName != "")
-}
 
 // drainResults is the run's report as drain reads it: every check's status, in run order.
 func drainResults(rep checks.Report) []drain.CheckResult {
@@ -31,8 +23,9 @@ func drainResults(rep checks.Report) []drain.CheckResult {
 // when slurmctld does not answer), and returns the outcome (nil when the run may not act at
 // all: a manual run without --drain or --resume) and the exit code by drain.HookExit: code
 // is the verdict's.
-func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, mode config.Mode, o runOpts, replay bool, client *drain.Client, code int) (*drain.Outcome, int) {
-	mayDrain, mayResume := drain.Permissions(eff.Drain, mode, drain.Flags{Drain: o.drain, Resume: o.resume}, replay)
+func (o Options) applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff *config.Config, setup Setup, client *drain.Client, code int) (*drain.Outcome, int) {
+	mode := rep.Mode
+	mayDrain, mayResume := drain.Permissions(eff.Drain, mode, drain.Flags{Drain: o.Drain, Resume: o.Resume}, setup.Snapshot != nil)
 	if !mayDrain && !mayResume {
 		return nil, code
 	}
@@ -41,12 +34,13 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		log.Error().Err(err).Msg("no drain action taken")
 		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: err.Error()}, code
 	}
+	policy.State = setup.State.State
 	if rep.Interrupted {
 		// Told to stop: act on nothing, since the checks did not finish looking.
 		return &drain.Outcome{Action: drain.ActionSkipped, Node: rep.Node, Message: "interrupted: no drain action taken"}, code
 	}
 	if d := rep.Budget.Deadline; !d.IsZero() {
-		// The budget counts from the run's start, setup included (checks.NewEnv).
+		// The budget counts from the run's start, setup included (NewEnv).
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithDeadline(ctx, d)
 		defer cancel()
@@ -58,9 +52,9 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 		Known:   checks.IDs(),
 		Drain:   mayDrain,
 		Resume:  mayResume,
-		// An undecided run needs no flag: drain reads every check's status (judgeRun).
-		Partial: len(o.checkIDs) > 0,
-		DryRun:  o.dryRun,
+		// An undecided run needs no flag: drain reads every check's status.
+		Partial: o.Partial,
+		DryRun:  o.DryRun,
 	})
 	code, note := drain.HookExit(mode, code, out.Action)
 	if out.Action == drain.ActionHeld && note != "" {
@@ -76,9 +70,9 @@ func applyDrain(ctx context.Context, log zerolog.Logger, rep checks.Report, eff 
 // file it found itself (--slurm-conf, slurm_conf, SLURM_CONF, slurmd's configless cache,
 // /etc/slurm/slurm.conf). A replay reads slurm.conf from the snapshot, which says nothing about
 // the live cluster: only the process's own SLURM_CONF counts then.
-func slurmConfForClients(ctx context.Context, g *globals, slurm *checks.SlurmFiles, replay bool) string {
+func slurmConfForClients(ctx context.Context, getenv func(string) string, slurm *checks.SlurmFiles, replay bool) string {
 	if replay {
-		return g.getenv("SLURM_CONF")
+		return getenv("SLURM_CONF")
 	}
 	p, err := slurm.ConfPath(ctx)
 	if err != nil {
@@ -121,31 +115,4 @@ func logAction(log zerolog.Logger, ev *zerolog.Event, node string, dryRun bool, 
 	for _, w := range warnings {
 		log.Warn().Str("node", node).Msg(w)
 	}
-}
-
-// writeDrainText adds the drain outcome under the text table: what was done, and the
-// commands run (or, with --dry-run, the ones that would have been).
-func writeDrainText(w io.Writer, out *drain.Outcome) error {
-	if out == nil {
-		return nil
-	}
-	return writeActionText(w, "drain", string(out.Action), out.Message, out.DryRun, out.Commands, out.Warnings)
-}
-
-// writeActionText writes what a step of the run (drain, repair) did: "WHAT: ACTION: MESSAGE",
-// then the commands it ran (or would run) and its warnings.
-func writeActionText(w io.Writer, what, action, msg string, dryRun bool, commands, warnings []string) error {
-	verb := "ran"
-	if dryRun {
-		verb = "would run"
-	}
-	s := fmt.Sprintf("%s: %s: %s\n", what, action, msg)
-	for _, c := range commands {
-		s += fmt.Sprintf("  %s: %s\n", verb, c)
-	}
-	for _, warn := range warnings {
-		s += fmt.Sprintf("  warning: %s\n", warn)
-	}
-	_, err := io.WriteString(w, s)
-	return err
 }

@@ -1,4 +1,4 @@
-package checks
+package run
 
 import (
 	"context"
@@ -10,11 +10,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
-const snapshotsDir = "../testdata/snapshots"
+const snapshotsDir = "../../../testdata/snapshots"
 
 // writeFile writes data at dir/rel, making the directories.
 func writeFile(t *testing.T, dir, rel, data string) string {
@@ -88,7 +89,7 @@ func TestNewEnv(t *testing.T) {
 		mode                              config.Mode
 		budget                            time.Duration
 		readOnly                          bool
-		job                               Job
+		job                               checks.Job
 		// or the error
 		configErr  bool // a *ConfigError
 		failClosed bool
@@ -97,7 +98,7 @@ func TestNewEnv(t *testing.T) {
 		{name: "replay: node, config and slurm.conf from the snapshot", o: EnvOptions{SnapshotDir: healthy, Mode: config.ModeManual},
 			node: "gpu-h100-01", nodeFrom: "the snapshot", slurmConf: "/etc/slurm/slurm.conf (packaged default)", mode: config.ModeManual, readOnly: true},
 		{name: "replay in a prolog: the job is this process's, the node the snapshot's", o: EnvOptions{SnapshotDir: healthy, Getenv: prolog},
-			node: "gpu-h100-01", nodeFrom: "the snapshot", mode: config.ModeProlog, budget: 5 * time.Second, readOnly: true, job: Job{ID: "7", GPUs: "0,1"}},
+			node: "gpu-h100-01", nodeFrom: "the snapshot", mode: config.ModeProlog, budget: 5 * time.Second, readOnly: true, job: checks.Job{ID: "7", GPUs: "0,1"}},
 		{name: "replay: PrologTimeout in the snapshot's slurm.conf caps the prolog budget", o: EnvOptions{SnapshotDir: timeouts, Mode: config.ModeProlog},
 			node: "gpu01", mode: config.ModeProlog, budget: 3 * time.Second, readOnly: true},
 		{name: "replay: EpilogTimeout=UNLIMITED leaves the epilog budget", o: EnvOptions{SnapshotDir: timeouts, Mode: config.ModeEpilog},
@@ -172,7 +173,7 @@ func TestNewEnv(t *testing.T) {
 				t.Errorf("deadline %v, want start %v + %s", e.Budget.Deadline, setup.StartedAt, tc.budget)
 			}
 			if tc.slurmConf != "" {
-				if got := e.Slurm.describe(); !strings.HasPrefix(got, tc.slurmConf) {
+				if got := e.Slurm.Describe(); !strings.HasPrefix(got, tc.slurmConf) {
 					t.Errorf("slurm.conf %q\nwant      %q", got, tc.slurmConf)
 				}
 			}
@@ -193,7 +194,7 @@ func TestNewEnvInstalledSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.Slurm.describe(), conf+" (default of "+filepath.Join(root, "opt/slurm-23.11/sbin/slurmd")+")"; got != want {
+	if got, want := e.Slurm.Describe(), conf+" (default of "+filepath.Join(root, "opt/slurm-23.11/sbin/slurmd")+")"; got != want {
 		t.Errorf("slurm.conf %q, want %q", got, want)
 	}
 
@@ -212,7 +213,7 @@ func TestNewEnvInstalledSlurm(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got, want := e.Slurm.describe(), daemonConf+" (slurmd -f, pid 4242)"; got != want {
+	if got, want := e.Slurm.Describe(), daemonConf+" (slurmd -f, pid 4242)"; got != want {
 		t.Errorf("slurm.conf %q, want %q", got, want)
 	}
 }

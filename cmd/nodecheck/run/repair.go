@@ -1,16 +1,16 @@
-package main
+package run
 
 import (
 	"context"
 	"fmt"
-	"io"
+	"os"
 	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
-	"github.com/nodecheck/nodecheck/checks/report"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/report"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/drain"
 	"github.com/nodecheck/nodecheck/drain/repair"
@@ -22,23 +22,30 @@ const bootIDPath = "/proc/sys/kernel/random/boot_id"
 
 // applyRepair runs the repair step after drain acted (repair.Apply), within what is left of
 // the run's budget, and returns its outcome; nil when the run does not repair at all
-// ([repair] off, not a health run, a replay without --repair and --node), so that with
-// [repair] absent a run is exactly as before.
-func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env *checks.Env, o runOpts, replay bool, client *drain.Client, d *drain.Outcome) *repair.Outcome {
-	if ok, why := repair.Permitted(env.Config, env.Mode, replay, o.repair, o.nodeName != ""); !ok {
-		if o.repair {
-			log.Warn().Msg("--repair: no repair: " + why)
+// ([repair] off, not a health run), so that with [repair] absent a run is exactly as before.
+// A replay repairs only with --repair and --node, and only the host its snapshot was
+// recorded on (--test-bed lifts that for a test bed).
+func (o Options) applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env *checks.Env, setup Setup, client *drain.Client, d *drain.Outcome) *repair.Outcome {
+	replay := setup.Snapshot != nil
+	if ok, why := repair.Permitted(env.Config, env.Mode, replay, o.Repair, o.NodeName != ""); !ok {
+		if o.Repair {
+			// Asked for by name: say why not where the report is read, not only in the log.
+			out := &repair.Outcome{Action: repair.StepSkipped, Node: rep.Node, DryRun: o.DryRun, Message: "--repair: no repair: " + why}
+			logRepair(log, *out)
+			return out
 		}
 		return nil
 	}
-	out := &repair.Outcome{Action: repair.StepSkipped, Node: rep.Node, DryRun: o.dryRun}
+	out := &repair.Outcome{Action: repair.StepSkipped, Node: rep.Node, DryRun: o.DryRun}
 	policy, err := repair.PolicyFrom(env.Config)
 	switch {
 	case err != nil:
 		out.Message = err.Error()
+	case replay && !o.TestBed && !sameHost(ctx, setup.Snapshot.Meta().Hostname):
+		out.Message = fmt.Sprintf("the snapshot was recorded on host %q, not on this one: a replay repairs only the host it recorded (--test-bed on a test bed)", setup.Snapshot.Meta().Hostname)
 	case rep.Interrupted:
 		out.Message = "interrupted: no repair"
-	case len(o.checkIDs) > 0:
+	case o.Partial:
 		out.Message = "only some checks ran (--check): no repair"
 	case d == nil:
 		out.Message = "drain did not act in this run: no repair"
@@ -53,13 +60,27 @@ func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env
 		defer cancel()
 	}
 	req := repair.Request{Node: rep.Node, Faults: repairFaults(rep, env.Config.ErrorIsFailure), BootID: bootID(ctx, env.Facts),
-		Passes: d.Passes, PassesKnown: true, StateDir: env.Config.State.Dir, DryRun: o.dryRun}
+		Passes: d.Passes, PassesKnown: true, State: setup.State.State, DryRun: o.DryRun, DrainReason: d.Reason}
 	req.GPUs, req.GPUsKnown = repairGPUs(ctx, env.Facts)
 	req.Fabric = repairFabric(ctx, env.Facts, rep)
 	res := repair.Apply(ctx, client, repair.Exec, policy, req)
-	recordRepairs(ctx, env.History, env.Node, &res)
+	recordRepairs(ctx, setup.State, env.Node, &res)
 	logRepair(log, res)
 	return &res
+}
+
+// sameHost reports whether recorded, a snapshot's meta.json hostname, is this host. A
+// snapshot without a hostname names no host, so it is not this one.
+func sameHost(ctx context.Context, recorded string) bool {
+	if recorded == "" {
+		return false
+	}
+	h, err := os.Hostname()
+	if err != nil {
+		return false
+	}
+	short := func(s string) string { s, _, _ = strings.Cut(s, "."); return strings.ToLower(s) }
+	return short(h) == short(recorded)
 }
 
 // recordRepairs writes what the repair did to the hardware into the node's history
@@ -69,17 +90,24 @@ func applyRepair(ctx context.Context, log zerolog.Logger, rep checks.Report, env
 // did not help or never happened). The repair's own state (what is under way, the boot it
 // started in) stays in the state directory's repair.json. The file is the run's own history
 // (node: env.Node, which a replay names from its snapshot). A failure to record is a warning.
-func recordRepairs(ctx context.Context, hs checks.HistorySetup, node string, out *repair.Outcome) {
+func recordRepairs(ctx context.Context, st StatePaths, node string, out *repair.Outcome) {
 	rs := historyRepairs(out)
-	if len(rs) == 0 || out.DryRun || hs.ReadOnly {
+	if len(rs) == 0 || out.DryRun || st.History.ReadOnly() {
 		return
 	}
-	if hs.Dir == "" {
-		out.Warnings = append(out.Warnings, "the repair is not in the node's history ("+hs.Off+")")
+	if st.History == nil {
+		out.Warnings = append(out.Warnings, "the repair is not in the node's history ("+st.HistoryOff+")")
 		return
 	}
-	if path, err := checks.RecordRepairs(ctx, hs.Dir, node, rs, time.Now(), drain.DefaultLockWait); err != nil {
-		out.Warnings = append(out.Warnings, fmt.Sprintf("the repair is not in the node's history %s: %v", path, err))
+	dir, err := st.History.Open()
+	if err == nil {
+		var path string
+		if path, err = checks.RecordRepairs(ctx, dir, node, rs, time.Now(), drain.DefaultLockWait); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
+	if err != nil {
+		out.Warnings = append(out.Warnings, fmt.Sprintf("the repair is not in the node's history %v", err))
 	}
 }
 
@@ -210,13 +238,4 @@ func logRepair(log zerolog.Logger, out repair.Outcome) {
 		ev = log.Warn()
 	}
 	logAction(log, ev.Str("repair", string(out.Action)), out.Node, out.DryRun, out.Reason, out.Commands, out.Message, out.Warnings)
-}
-
-// writeRepairText adds the repair outcome under the drain's: what was done, and the commands
-// run (or, with --dry-run, the ones that would have been).
-func writeRepairText(w io.Writer, out *repair.Outcome) error {
-	if out == nil {
-		return nil
-	}
-	return writeActionText(w, "repair", string(out.Action), out.Message, out.DryRun, out.Commands, out.Warnings)
 }

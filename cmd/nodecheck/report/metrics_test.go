@@ -28,7 +28,7 @@ import (
 
 var update = flag.Bool("update", false, "rewrite the golden files under testdata/golden/metrics")
 
-const metricsGoldenDir = "../../testdata/golden/metrics"
+const metricsGoldenDir = "../../../testdata/golden/metrics"
 
 var started = time.Date(2025, 3, 14, 15, 9, 26, 535_000_000, time.UTC)
 
@@ -142,10 +142,10 @@ func goldenMetrics(t *testing.T, name, got string) {
 	}
 	want, err := os.ReadFile(path)
 	if err != nil {
-		t.Fatalf("read golden (run go test ./checks/report -update to create it): %v", err)
+		t.Fatalf("read golden (run go test ./cmd/nodecheck/report -update to create it): %v", err)
 	}
 	if diff := cmp.Diff(string(want), got); diff != "" {
-		t.Errorf("%s differs (-want +got); if the change is intended, run go test ./checks/report -update and review the diff:\n%s", path, diff)
+		t.Errorf("%s differs (-want +got); if the change is intended, run go test ./cmd/nodecheck/report -update and review the diff:\n%s", path, diff)
 	}
 }
 

@@ -1,4 +1,4 @@
-package checks
+package run
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/node"
 )
 
@@ -15,7 +16,7 @@ type NodeNameSources struct {
 	Getenv   func(string) string // SLURMD_NODENAME, set by slurmd for every script it starts
 	Snapshot string              // node_name recorded in a snapshot's meta.json
 	Facts    node.Facts          // for the host name
-	Slurm    *SlurmFiles         // slurm.conf, to map the host name to a NodeName
+	Slurm    *checks.SlurmFiles  // slurm.conf, to map the host name to a NodeName
 }
 
 // ResolveNodeName finds the node's Slurm name: --node, then SLURMD_NODENAME, then the

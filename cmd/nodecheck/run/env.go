@@ -1,4 +1,4 @@
-package checks
+package run
 
 // Building a run's environment: the node's facts (live or a snapshot), nodecheck.toml with
 // its fallback rules, slurm.conf where the installed Slurm looks, the node's Slurm name, the
@@ -9,12 +9,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
 	"unicode"
 
+	"github.com/nodecheck/nodecheck/checks"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -48,8 +50,8 @@ type EnvOptions struct {
 	// GPUSource is the live node's NVML (the cgo adapter); nil reports NVML as not built in.
 	GPUSource node.GPUSource
 	// Checks are the checks the run will run (a --check selection); nil is All(). With the
-	// mode and the node's config they decide which GPU facts NVML is asked for (GPUFieldsFor).
-	Checks []Check
+	// mode and the node's config they decide which GPU facts NVML is asked for (checks.GPUFieldsFor).
+	Checks []checks.Check
 	// GPUFields, when not 0, is what NVML is asked for instead: node.AllGPUFields for
 	// `nodecheck snapshot`, which records every fact whatever its checks judge.
 	GPUFields node.GPUFields
@@ -81,6 +83,10 @@ type Setup struct {
 	Snapshot *node.Snapshot
 	// ConfigFile is the nodecheck.toml read; "" for the built-in defaults.
 	ConfigFile string
+	// State is the run's state directories, each opened at its first use and once: drain,
+	// the repair step, the history and nccl_allreduce share them. Close them when the run
+	// is done.
+	State StatePaths
 	// NodeFrom says where the node's name came from: "--node", "SLURMD_NODENAME", "the
 	// snapshot" or "the host name".
 	NodeFrom string
@@ -110,7 +116,7 @@ const setupTimeout = 30 * time.Second
 // at all (a usage error, a named path that does not exist, a snapshot that cannot be read):
 // each names what it is about. Everything read before the checks runs within the mode's
 // budget, which counts from the run's start (EnvOptions.Start; Env.Budget.Deadline).
-func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
+func NewEnv(ctx context.Context, o EnvOptions) (*checks.Env, Setup, error) {
 	now, getenv := o.clock(), o.environ()
 	setup := Setup{StartedAt: o.Start}
 	if setup.StartedAt.IsZero() {
@@ -165,37 +171,41 @@ func NewEnv(ctx context.Context, o EnvOptions) (*Env, Setup, error) {
 	if conf, err := slurmFiles.Conf(sctx); err == nil {
 		hooks = conf.Hooks
 	}
-	budget := BudgetFor(mode, eff.Budget, setup.ConfigFile, hooks)
+	budget := checks.BudgetFor(mode, eff.Budget, setup.ConfigFile, hooks)
 	if budget.Run > 0 {
 		budget.Deadline = setup.StartedAt.Add(budget.Run)
 	}
-	env := &Env{
+	if setup.State, err = ResolveState(eff, o.StateDir, o.WorkDir, replay, o.NoHistory, o.DryRun); err != nil {
+		return nil, setup, err
+	}
+	env := &checks.Env{
 		// One reading per run of each whole-node listing, NVML limited to what the checks of
 		// this mode judge.
 		Facts:  node.NewMemo(facts, node.WithGPUFields(o.gpuFields(eff, mode))),
 		Config: eff, Mode: mode, Node: name, Target: target, Slurm: slurmFiles, Budget: budget,
-		Job: Job{
+		Job: checks.Job{
 			ID: getenv("SLURM_JOB_ID"), GPUs: getenv("SLURM_JOB_GPUS"),
 			UID: getenv("SLURM_JOB_UID"), User: getenv("SLURM_JOB_USER"),
 		},
 		// A replay must not write to this machine, nor may a dry run write anywhere.
 		ReadOnly: replay || o.DryRun,
-		History:  historySetup(o, eff, snap, setup.StartedAt),
+		State:    setup.State.State,
+		History:  setup.State.historySetup(snap, setup.StartedAt, o.DryRun),
 	}
 	return env, setup, nil
 }
 
 // gpuFields are the GPU facts the run reads: those given, else those its checks judge in
-// the mode (GPUFieldsFor).
+// the mode (checks.GPUFieldsFor).
 func (o EnvOptions) gpuFields(eff *config.Config, mode config.Mode) node.GPUFields {
 	if o.GPUFields != 0 {
 		return o.GPUFields
 	}
 	list := o.Checks
 	if list == nil {
-		list = ordered
+		list = checks.All()
 	}
-	return GPUFieldsFor(list, eff, mode)
+	return checks.GPUFieldsFor(list, eff, mode)
 }
 
 // clock is o.Now, or time.Now when none is given.
@@ -212,15 +222,6 @@ func (o EnvOptions) environ() func(string) string {
 		return func(string) string { return "" }
 	}
 	return o.Getenv
-}
-
-// RunOptions are the runner's options for env: its config's policies and its deadline.
-func (e *Env) RunOptions() RunOptions {
-	return RunOptions{
-		Deadline:           e.Budget.Deadline,
-		StopOnFirstFailure: e.Config.StopOnFirstFailure,
-		ErrorIsFailure:     e.Config.ErrorIsFailure,
-	}
 }
 
 // openFacts gives the live node, or the recorded one at o.SnapshotDir, wrapped as o says.
@@ -268,23 +269,23 @@ func LoadRunConfig(ctx context.Context, facts node.Facts, replay bool, path stri
 	if replay && !explicit {
 		data, err := facts.ReadFile(ctx, path)
 		if isNotExist(err) {
-			return config.Default(Schema()), nil, nil
+			return config.Default(checks.Schema()), nil, nil
 		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("read %s in the snapshot: %w", path, err)
 		}
-		cfg, err := config.ParseConfig(data, path, Schema())
+		cfg, err := config.ParseConfig(data, path, checks.Schema())
 		return cfg, data, err
 	}
 	// One bounded read (config.LoadConfigData): a FIFO or /dev/zero given as the config is
 	// refused at once, and the bytes for the peeks are those of the same read, when the file
 	// was read but did not parse.
-	cfg, data, err := config.LoadConfigData(ctx, path, Schema())
+	cfg, data, err := config.LoadConfigData(ctx, path, checks.Schema())
 	switch {
 	case err == nil:
 		return cfg, nil, nil
 	case isNotExist(err) && !explicit:
-		return config.Default(Schema()), nil, nil
+		return config.Default(checks.Schema()), nil, nil
 	case isNotExist(err):
 		return nil, nil, fmt.Errorf("--config %s does not exist", path)
 	}
@@ -321,7 +322,7 @@ func absPath(dir, p string) (string, error) {
 // slurm_conf in nodecheck.toml is a *ConfigError (a prolog must not fail every job for it
 // unless fail_closed says so). Any other outcome, a file found or not, is for the checks to
 // report: one that needs slurm.conf and has none says error, and the run is undecided.
-func findSlurmConf(ctx context.Context, facts node.Facts, o EnvOptions, cfg *config.Config, mode config.Mode, getenv func(string) string, snap *node.Snapshot) (*SlurmFiles, error) {
+func findSlurmConf(ctx context.Context, facts node.Facts, o EnvOptions, cfg *config.Config, mode config.Mode, getenv func(string) string, snap *node.Snapshot) (*checks.SlurmFiles, error) {
 	s := slurm.ConfSearch{Getenv: getenv}
 	switch {
 	case o.SlurmConf != "":
@@ -357,7 +358,7 @@ func findSlurmConf(ctx context.Context, facts node.Facts, o EnvOptions, cfg *con
 			s.Daemon, s.DaemonFrom, s.Installed = r.daemon.Path, r.daemon.From, r.installed
 		}
 	}
-	files := newSlurmFiles(facts, s)
+	files := checks.SlurmFilesFrom(facts, s)
 	_, err := files.Found(ctx)
 	var fe *slurm.FindConfError
 	if errors.As(err, &fe) && fe.Path != "" && isNotExist(fe.Err) {
@@ -406,7 +407,7 @@ func snapshotNodeName(s *node.Snapshot) string {
 // would judge the node against another node's lines, or none. In a replay of a snapshot
 // that names its node, the checks judge that recorded node against its own slurm.conf, and
 // --node only names the live Slurm node the run reports on and acts on (Env.Target).
-func resolveNode(ctx context.Context, o EnvOptions, getenv func(string) string, snap *node.Snapshot, facts node.Facts, s *SlurmFiles) (name, target, from string, err error) {
+func resolveNode(ctx context.Context, o EnvOptions, getenv func(string) string, snap *node.Snapshot, facts node.Facts, s *checks.SlurmFiles) (name, target, from string, err error) {
 	recorded := snapshotNodeName(snap)
 	if snap != nil && recorded != "" && o.NodeName != "" {
 		for _, n := range []struct{ name, from string }{{recorded, "the snapshot"}, {o.NodeName, "--node"}} {
@@ -475,3 +476,5 @@ func nodeListHint(conf *slurm.SlurmConf) string {
 	}
 	return "its nodes: " + strings.Join(names, ",")
 }
+
+func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }

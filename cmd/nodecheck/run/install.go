@@ -1,4 +1,4 @@
-package checks
+package run
 
 // What the Slurm installed on the live node says about where slurm.conf is: the file the
 // slurmd that started this process reads (its -f option or its SLURM_CONF), and the default
