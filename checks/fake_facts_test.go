@@ -20,10 +20,8 @@ type fakeFacts struct {
 	pciErr  error
 	gpus    node.GPUInventory
 	gpuErr  error
-	inv     node.Inventory
-	invErr  error
-	links   node.NVLinkTopology
-	linkErr error
+	facts   map[string]any   // declared facts' values, by name (node.Fact's Name)
+	factErr map[string]error // the error a declared fact answers with, by name
 }
 
 var _ node.Facts = (*fakeFacts)(nil)
@@ -57,10 +55,14 @@ func (f *fakeFacts) PCIDevices(context.Context) ([]node.PCIDevice, error) { retu
 
 func (f *fakeFacts) GPUs(context.Context) (node.GPUInventory, error) { return f.gpus, f.gpuErr }
 
-func (f *fakeFacts) Inventory(context.Context) (node.Inventory, error) { return f.inv, f.invErr }
-
-func (f *fakeFacts) NVLinkTopology(context.Context) (node.NVLinkTopology, error) {
-	return f.links, f.linkErr
+// Fact answers a declared fact from facts and factErr; one in neither was not recorded.
+func (f *fakeFacts) Fact(_ context.Context, d node.FactDecl) (any, error) {
+	v, ok := f.facts[d.FactName()]
+	err := f.factErr[d.FactName()]
+	if !ok && err == nil {
+		return nil, fmt.Errorf("read %s: not recorded: %w", d.FactName(), fs.ErrNotExist)
+	}
+	return v, err
 }
 
 func charDev(major, minor uint32) node.DevNode {

@@ -35,7 +35,7 @@ func (gresAffinity) Description() string {
 }
 
 // GPUFields implements gpuFactsUser: minor numbers and bus ids, to tell which PCI device each
-// gres.conf File= is. Where the NVLinks lead is no GPU fact: Facts.NVLinkTopology reads it in
+// gres.conf File= is. Where the NVLinks lead is no GPU fact: node.NVLinkTopologyFact reads it in
 // an NVML session of its own, and only when a line for the node gives Links=.
 func (gresAffinity) GPUFields() node.GPUFields {
 	return node.GPUMinorNumber | node.GPUPCIBusID
@@ -86,7 +86,7 @@ func (gresAffinity) Run(ctx context.Context, env *Env) Result {
 		}
 	}
 	if slices.ContainsFunc(gpus, func(g affinityGPU) bool { return g.links != nil }) {
-		t, err := env.Facts.NVLinkTopology(ctx)
+		t, err := node.Read(ctx, env.Facts, node.NVLinkTopologyFact)
 		if err != nil {
 			return factsError(ctx, "read the NVLink topology from NVML for Links=", err)
 		}

@@ -384,7 +384,8 @@ func affinityNode(gres string) *fakeFacts {
 		inv.Devices = append(inv.Devices, node.GPU{Index: i, MinorNumber: i, PCIBusID: b})
 		files["/sys/bus/pci/devices/"+sysfsBusID(b)+"/numa_node"] = fmt.Sprintf("%d\n", i/4)
 	}
-	return &fakeFacts{files: files, devs: nvidiaDevs(8), gpus: inv, links: switchTopology(h100NVMLBus, 18)}
+	return &fakeFacts{files: files, devs: nvidiaDevs(8), gpus: inv,
+		facts: map[string]any{node.NVLinkTopologyFact.Name: switchTopology(h100NVMLBus, 18)}}
 }
 
 // noNVMLProc makes f a node whose NVML is down and whose driver's procfs names each GPU.
@@ -442,7 +443,9 @@ func TestGresAffinityRun(t *testing.T) {
 		{"Links= with the NVSwitch topology", "NodeName=gpu01 Name=gpu File=/dev/nvidia4 Links=0,0,0,0,-1,0,0,0\n", nil, StatusOK,
 			"Links= of 1 GPU as NVML sees the NVLinks"},
 		{"Links= but NVLinks not recorded", "NodeName=gpu01 Name=gpu File=/dev/nvidia4 Links=0,0,0,0,-1,0,0,0\n",
-			func(f *fakeFacts) { f.linkErr = fmt.Errorf("read NVLink topology: not recorded: %w", fs.ErrNotExist) }, StatusError,
+			func(f *fakeFacts) {
+				f.factErr = map[string]error{node.NVLinkTopologyFact.Name: fmt.Errorf("read NVLink topology: not recorded: %w", fs.ErrNotExist)}
+			}, StatusError,
 			"read the NVLink topology from NVML for Links=: read NVLink topology: not recorded: file does not exist"},
 		{"AutoDetect", "AutoDetect=nvml\nNodeName=gpu01 Name=gpu File=/dev/nvidia[0-3] Cores=0-55\n", nil, StatusSkip,
 			"gres.conf uses AutoDetect=nvml for gpu01 (/etc/slurm/gres.conf:1): slurmd takes each GPU's cores and links from the driver itself, and checks any Cores= or Links= given against them"},
@@ -482,9 +485,12 @@ func (f slowFacts) ReadFile(ctx context.Context, path string) ([]byte, error) {
 	return f.fakeFacts.ReadFile(ctx, path)
 }
 
-func (f slowFacts) NVLinkTopology(ctx context.Context) (node.NVLinkTopology, error) {
+func (f slowFacts) Fact(ctx context.Context, d node.FactDecl) (any, error) {
+	if d != node.NVLinkTopologyFact {
+		return f.fakeFacts.Fact(ctx, d)
+	}
 	<-ctx.Done()
-	return node.NVLinkTopology{}, fmt.Errorf("read NVLink topology: %w", ctx.Err())
+	return nil, fmt.Errorf("read NVLink topology: %w", ctx.Err())
 }
 
 // TestGresAffinityDeadline: the check fails only when a read does not end in time, and then
@@ -526,7 +532,7 @@ func TestGresAffinityDeadline(t *testing.T) {
 // session of its own) is never asked for; without Cores=, no CPU topology is read.
 func TestGresAffinityReadsOnlyWhatItNeeds(t *testing.T) {
 	f := affinityNode("NodeName=gpu01 Name=gpu File=/dev/nvidia[0-7] Cores=0-111\n")
-	f.linkErr = errors.New("NVLinkTopology called")
+	f.factErr = map[string]error{node.NVLinkTopologyFact.Name: errors.New("NVLinkTopology read")}
 	if res := runGresAffinity(f); res.Status != StatusOK {
 		t.Errorf("Cores= only: %s %q, want ok without the NVLink topology", res.Status, res.Summary)
 	}
@@ -559,7 +565,7 @@ func FuzzGresAffinity(f *testing.F) {
 				topo.Devices[4].Links[i].RemoteBusID = h100NVMLBus[int(remote)%8]
 			}
 		}
-		fk.links = topo
+		fk.facts[node.NVLinkTopologyFact.Name] = topo
 		res := runGresAffinity(fk)
 		if res.Summary == "" || res.Status == "" {
 			t.Fatalf("empty result for %q: %+v", keys, res)

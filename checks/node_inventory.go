@@ -55,7 +55,7 @@ type inventoryItem struct {
 }
 
 func (nodeInventory) Run(ctx context.Context, env *Env) Result {
-	inv, err := env.Facts.Inventory(ctx)
+	inv, err := node.Read(ctx, env.Facts, node.InventoryFact)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return Result{Status: StatusFail, Summary: nodeInventoryTimedOut, Err: err, Remedy: remedyOf(faultTimeout)}

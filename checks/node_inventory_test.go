@@ -66,7 +66,8 @@ func TestNodeInventory(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeFacts{files: map[string]string{}, inv: tc.inv, invErr: tc.invErr}
+			f := &fakeFacts{files: map[string]string{}, facts: map[string]any{node.InventoryFact.Name: tc.inv},
+				factErr: map[string]error{node.InventoryFact.Name: tc.invErr}}
 			if tc.slurmConf != "" {
 				f.files["/etc/slurm/slurm.conf"] = tc.slurmConf
 			}
@@ -92,7 +93,7 @@ func TestNodeInventoryTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	f := &fakeFacts{invErr: fmt.Errorf("read CPU and memory inventory: %w", ctx.Err())}
+	f := &fakeFacts{factErr: map[string]error{node.InventoryFact.Name: fmt.Errorf("read CPU and memory inventory: %w", ctx.Err())}}
 	got := nodeInventory{}.Run(ctx, &Env{Facts: f, Config: config.Default(Schema()), Node: "gpu01"})
 	assertRemedies(t, got)
 	if got.Status != StatusFail || got.Summary != nodeInventoryTimedOut {

@@ -100,7 +100,11 @@ func checkRefused(t *testing.T, b blocker, err error, took time.Duration, names 
 }
 
 func TestOpenSnapshotRefusesBlockers(t *testing.T) {
-	for _, name := range []string{metaFile, nvmlFile, devicesFile, commandsFile, inventoryFile} {
+	names := []string{metaFile, nvmlFile, devicesFile, commandsFile}
+	for _, d := range DeclaredFacts() {
+		names = append(names, d.FactName()+".json")
+	}
+	for _, name := range names {
 		for _, b := range blockers(snapshotJSONLimit) {
 			t.Run(name+"/"+b.name, func(t *testing.T) {
 				dir := t.TempDir()

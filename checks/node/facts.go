@@ -1,6 +1,3 @@
-// Package node owns every fact nodecheck reads from a node (files, device nodes, sysfs, NVML
-// facts, command output) behind one interface with a live and a snapshot implementation.
-// It never judges what it reads: checks do that.
 package node
 
 import (
@@ -48,19 +45,15 @@ type Facts interface {
 	// not be made at all: ctx ending first (a wedged GPU can block NVML for minutes), or a
 	// snapshot without nvml.json (an error wrapping fs.ErrNotExist: no NVML facts recorded).
 	GPUs(ctx context.Context) (GPUInventory, error)
-	// Inventory is the node's CPU topology and usable memory as /sys/devices/system/cpu and
-	// /proc/meminfo give them. A snapshot without inventory.json gives an error wrapping
-	// fs.ErrNotExist.
-	Inventory(ctx context.Context) (Inventory, error)
-	// NVLinkTopology is where each GPU's active NVLinks lead, as NVML says; it follows GPUs'
-	// contract (NVML failing to initialise is Init, not an error; a snapshot without
-	// nvlinks.json gives an error wrapping fs.ErrNotExist). It is a reading of its own, made
-	// only when a check asks for it.
-	NVLinkTopology(ctx context.Context) (NVLinkTopology, error)
+	// Fact reads a declared fact (see Fact; checks call Read, which types the answer): on the
+	// live node its reader, in a snapshot its <Name>.json. A snapshot without that file gives
+	// an error wrapping fs.ErrNotExist (the fact was not recorded); each declaration states
+	// what else its value and errors mean. The answer is a T of the *Fact[T] given.
+	Fact(ctx context.Context, d FactDecl) (any, error)
 }
 
-// Inventory is the node's CPUs and memory, in slurm.conf's terms; its JSON form is a
-// snapshot's inventory.json. A zero means the node could not tell.
+// Inventory is the node's CPUs and memory, in slurm.conf's terms (InventoryFact); its JSON
+// form is a snapshot's inventory.json. A zero means the node could not tell.
 type Inventory struct {
 	Sockets         int    `json:"sockets"`           // physical packages
 	CoresPerSocket  int    `json:"cores_per_socket"`  // cores of all sockets / sockets

@@ -1,11 +1,13 @@
 package node
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"io/fs"
 	"math"
 	"path"
+	"reflect"
 	"slices"
 	"strconv"
 	"strings"
@@ -120,7 +122,7 @@ func FuzzNaturalCompare(f *testing.F) {
 	})
 }
 
-// FuzzSnapshotJSON feeds the same bytes to every snapshot file parser (nvlinks.json's too):
+// FuzzSnapshotJSON feeds the same bytes to every snapshot file parser (every declared fact's too):
 // none may panic, and what they accept must hold the promises replay relies on.
 func FuzzSnapshotJSON(f *testing.F) {
 	for _, s := range []string{
@@ -133,6 +135,9 @@ func FuzzSnapshotJSON(f *testing.F) {
 		`{"init": "SUCCESS", "fields": ["serial", "clock_event_reasons"], "devices": [{"index": 0, "clock_event_reasons": {"reasons": ["hw_slowdown"]}, "temperature": {"gpu_c": 30, "tlimit_margin_c": -2}, "recovery_action": "GPU_RESET"}]}`,
 		`{"init": "SUCCESS", "devices": [{"index": 0, "minor_number": 0, "pci_bus_id": "00000000:19:00.0", "links": [{"link": 0, "remote_pci_bus_id": "00000000:83:00.0", "remote_type": "SWITCH"}]}]}`,
 		`{"init": "SUCCESS", "devices": [{"links": [{"link": -1}]}]}`,
+		`{"init": "SUCCESS", "delay_ms": 5, "devices": [{"index": 1, "links": [{"link": 2}]}]}`,
+		`{"sockets": 2, "cores_per_socket": 56, "threads_per_core": 2, "cpus": 224, "memory_usable_mib": 2063731}`,
+		`{"sockets": -1}`, `{"cpus": 1e3}`, `{"timed_out": true, "delay_ms": 10}`, `null`, `[]`,
 		"[\n{\"path\": 1}]", `{"format": "1"}`, `[{"argv": []}]`, "",
 	} {
 		f.Add([]byte(s))
@@ -176,17 +181,40 @@ func FuzzSnapshotJSON(f *testing.F) {
 				}
 			}
 		}
-		if r, err := parseNVLinks(b); err == nil {
-			if r.Init == "" && !r.TimedOut || r.DelayMS < 0 {
-				t.Fatalf("parseNVLinks accepted %+v", r)
-			}
-			for _, d := range r.Devices {
-				if slices.ContainsFunc(d.Links, func(l NVLinkEnd) bool { return l.Link < 0 }) {
-					t.Fatalf("parseNVLinks accepted a negative link: %+v", d)
-				}
-			}
+		for _, d := range DeclaredFacts() {
+			fuzzFactRecord(t, d, b)
 		}
 	})
+}
+
+// fuzzFactRecord holds what d's decoding accepts from b to the promises replay and recording
+// rely on: no negative delay, a value its Check accepts, and a value that a Recorder writes
+// back in a form that decodes to itself.
+func fuzzFactRecord(t *testing.T, d FactDecl, b []byte) {
+	v, k, err := d.decode(b)
+	if err != nil {
+		return
+	}
+	if k.DelayMS < 0 {
+		t.Fatalf("%s: accepted delay_ms %d", d.FactName(), k.DelayMS)
+	}
+	if k.TimedOut {
+		return // the value is never replayed
+	}
+	if reflect.TypeOf(v) != d.valueType() {
+		t.Fatalf("%s: decoded a %T, want a %v", d.FactName(), v, d.valueType())
+	}
+	once, err := encodeJSON(v)
+	if err != nil {
+		t.Fatalf("%s: %+v does not encode: %v", d.FactName(), v, err)
+	}
+	v2, _, err := d.decode(once)
+	if err != nil {
+		t.Fatalf("%s: the record of %+v does not replay: %v\n%s", d.FactName(), v, err, once)
+	}
+	if twice, _ := encodeJSON(v2); !bytes.Equal(once, twice) {
+		t.Fatalf("%s: recorded again it changes:\n%s\n%s", d.FactName(), once, twice)
+	}
 }
 
 func FuzzParseHexID(f *testing.F) {

@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -13,22 +12,22 @@ import (
 	"github.com/nodecheck/nodecheck/config/files"
 )
 
-// Inventory implements Facts by reading the CPU topology from /sys/devices/system/cpu (under
+// InventoryFact is the node's CPU topology and usable memory (Inventory), recorded as
+// inventory.json. Live reads the CPU topology from /sys/devices/system/cpu (under
 // Paths.Sys) and the usable memory from /proc/meminfo (under Paths.FS), every file through
-// config/files (bounded, regular files only). The reading runs whole under ctx, as the IB and
-// PCI listings do: a wedged read is abandoned at ctx's end.
+// config/files (bounded, regular files only), the whole reading abandoned at ctx's end.
 //
 // It counts what github.com/jaypipes/ghw counts (ghw.CPU, ghw.Memory), which nodecheck used
 // until the prolog's start-up left it out: ghw links net/http, crypto/tls and YAML, whose
 // initialisation every process paid (README "Speed"). The test TestInventoryMatchesGHW holds
 // the two to the same answer on the fixtures and on the machine that runs it.
-func (l *Live) Inventory(ctx context.Context) (Inventory, error) {
-	if err := ctx.Err(); err != nil {
-		return Inventory{}, fmt.Errorf("read CPU and memory inventory: %w", err)
-	}
-	return listWithin(ctx, "/sys/"+cpuDir, func() (Inventory, error) {
+var InventoryFact = &Fact[Inventory]{
+	Name: "inventory",
+	What: "CPU and memory inventory",
+	Live: func(_ context.Context, l *Live) (Inventory, error) {
 		return readInventory(dirTree(l.paths.Sys), l.hostPath("/proc/meminfo"))
-	})
+	},
+	Check: checkInventory,
 }
 
 // cpuDir is /sys/devices/system/cpu relative to the sysfs root.
@@ -153,46 +152,15 @@ func readMemTotal(meminfo string) (uint64, error) {
 	return 0, fmt.Errorf("%s: no MemTotal line", meminfo)
 }
 
-// Inventory implements Facts from inventory.json. A snapshot without it has no inventory
-// recorded: an error wrapping fs.ErrNotExist.
-func (s *Snapshot) Inventory(ctx context.Context) (Inventory, error) {
-	if err := ctx.Err(); err != nil {
-		return Inventory{}, fmt.Errorf("read CPU and memory inventory: %w", err)
-	}
-	if s.inv == nil {
-		return Inventory{}, fmt.Errorf("read CPU and memory inventory: not recorded (the snapshot has no %s): %w", inventoryFile, fs.ErrNotExist)
-	}
-	return *s.inv, nil
-}
-
-// parseInventory reads inventory.json, refusing unknown keys and negative counts.
-func parseInventory(b []byte) (Inventory, error) {
-	var inv Inventory
-	dec := json.NewDecoder(strings.NewReader(string(b)))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(&inv); err != nil {
-		return Inventory{}, jsonError(inventoryFile, b, err, inv)
-	}
+// checkInventory refuses negative counts in a replayed inventory.
+func checkInventory(inv Inventory) error {
 	for _, f := range []struct {
 		key string
 		v   int
 	}{{"sockets", inv.Sockets}, {"cores_per_socket", inv.CoresPerSocket}, {"threads_per_core", inv.ThreadsPerCore}, {"cpus", inv.CPUs}} {
 		if f.v < 0 {
-			return Inventory{}, fmt.Errorf("%s: %s %d is negative", inventoryFile, f.key, f.v)
+			return fmt.Errorf("%s %d is negative", f.key, f.v)
 		}
 	}
-	return inv, nil
-}
-
-// Inventory implements Facts and records the answer as inventory.json. One that failed is
-// not recorded, so it replays as "not recorded".
-func (r *Recorder) Inventory(ctx context.Context) (Inventory, error) {
-	r.noteListed("inventory")
-	inv, err := r.inner.Inventory(ctx)
-	if err == nil {
-		r.mu.Lock()
-		r.inv = &inv
-		r.mu.Unlock()
-	}
-	return inv, err
+	return nil
 }

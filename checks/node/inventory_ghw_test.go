@@ -97,7 +97,7 @@ func TestInventoryMatchesGHW(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := l.Inventory(context.Background())
+			got, err := Read(context.Background(), l, InventoryFact)
 			if err != nil {
 				t.Fatalf("Inventory: %v", err)
 			}

@@ -4,9 +4,11 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync/atomic"
@@ -16,6 +18,9 @@ import (
 )
 
 const inventoryFixture = "testdata/inventory-2cpu"
+
+// inventoryJSON is InventoryFact's snapshot file.
+const inventoryJSON = "inventory.json"
 
 // fixtureInventory is what testdata/inventory-2cpu holds (see its SOURCE).
 var fixtureInventory = Inventory{Sockets: 1, CoresPerSocket: 2, ThreadsPerCore: 1, CPUs: 2, MemoryUsableMiB: 24105}
@@ -49,7 +54,7 @@ func TestLiveInventoryFixture(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			got, err := l.Inventory(context.Background())
+			got, err := Read(context.Background(), l, InventoryFact)
 			if err != nil {
 				t.Fatalf("Inventory: %v", err)
 			}
@@ -66,7 +71,7 @@ func TestLiveInventoryEmptyTree(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if inv, err := l.Inventory(context.Background()); err == nil {
+	if inv, err := Read(context.Background(), l, InventoryFact); err == nil {
 		t.Errorf("Inventory of an empty tree = %+v, want an error", inv)
 	}
 }
@@ -81,7 +86,7 @@ func TestLiveInventoryReal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := l.Inventory(context.Background())
+	got, err := Read(context.Background(), l, InventoryFact)
 	if err != nil {
 		t.Fatalf("Inventory: %v", err)
 	}
@@ -133,7 +138,7 @@ func TestLiveInventoryDone(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	cancel()
-	if _, err := l.Inventory(ctx); !errors.Is(err, context.Canceled) {
+	if _, err := Read(ctx, l, InventoryFact); !errors.Is(err, context.Canceled) {
 		t.Errorf("Inventory with ctx done: %v, want context.Canceled", err)
 	}
 }
@@ -142,13 +147,13 @@ func TestSnapshotInventory(t *testing.T) {
 	ctx := context.Background()
 	t.Run("absent", func(t *testing.T) {
 		s, _ := writeSnapshot(t, map[string]string{})
-		if _, err := s.Inventory(ctx); !errors.Is(err, fs.ErrNotExist) {
+		if _, err := Read(ctx, s, InventoryFact); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("Inventory without inventory.json: %v, want fs.ErrNotExist", err)
 		}
 	})
 	t.Run("present", func(t *testing.T) {
-		s, _ := writeSnapshot(t, map[string]string{inventoryFile: `{"sockets": 2, "cores_per_socket": 56, "threads_per_core": 2, "cpus": 224, "memory_usable_mib": 2063731}`})
-		got, err := s.Inventory(ctx)
+		s, _ := writeSnapshot(t, map[string]string{inventoryJSON: `{"sockets": 2, "cores_per_socket": 56, "threads_per_core": 2, "cpus": 224, "memory_usable_mib": 2063731}`})
+		got, err := Read(ctx, s, InventoryFact)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -158,13 +163,14 @@ func TestSnapshotInventory(t *testing.T) {
 		}
 	})
 	for _, tc := range []struct{ name, json, wantErr string }{
-		{name: "unknown key", json: `{"cpus": 2, "cores": 2}`, wantErr: `unknown field "cores"`},
+		{name: "not an object", json: `[{"cpus": 2}]`, wantErr: "inventory.json: want a JSON object"},
+		{name: "mistyped", json: "{\n  \"cpus\": \"2\"\n}", wantErr: "inventory.json:2:13: cpus: string value, want an integer"},
 		{name: "negative", json: `{"cpus": -2}`, wantErr: "cpus -2 is negative"},
-		{name: "syntax", json: `{"cpus": 2`, wantErr: inventoryFile},
+		{name: "syntax", json: `{"cpus": 2`, wantErr: inventoryJSON},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			dir := t.TempDir()
-			writeTree(t, dir, map[string]string{metaFile: validMeta, inventoryFile: tc.json})
+			writeTree(t, dir, map[string]string{metaFile: validMeta, inventoryJSON: tc.json})
 			_, err := OpenSnapshot(dir)
 			if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 				t.Errorf("OpenSnapshot: %v, want an error containing %q", err, tc.wantErr)
@@ -180,7 +186,7 @@ func TestRecordInventory(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := NewRecorder(l)
-	if _, err := r.Inventory(context.Background()); err != nil {
+	if _, err := Read(context.Background(), r, InventoryFact); err != nil {
 		t.Fatal(err)
 	}
 	dir := filepath.Join(t.TempDir(), "snap")
@@ -188,14 +194,14 @@ func TestRecordInventory(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if !st.Inventory {
-		t.Error("Saved.Inventory = false, want true")
+	if !slices.Contains(st.Facts, "inventory") {
+		t.Errorf("Saved.Facts = %q, want inventory among them", st.Facts)
 	}
 	s, err := OpenSnapshot(dir)
 	if err != nil {
 		t.Fatal(err)
 	}
-	got, err := s.Inventory(context.Background())
+	got, err := Read(context.Background(), s, InventoryFact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,13 +210,16 @@ func TestRecordInventory(t *testing.T) {
 	}
 }
 
-// countingInventory counts Inventory calls; nothing else of Facts is used.
+// countingInventory counts readings of the inventory; nothing else of Facts is used.
 type countingInventory struct {
 	Facts
 	calls atomic.Int32
 }
 
-func (c *countingInventory) Inventory(context.Context) (Inventory, error) {
+func (c *countingInventory) Fact(_ context.Context, d FactDecl) (any, error) {
+	if d != InventoryFact {
+		return nil, fmt.Errorf("read %s: %w", d.FactName(), fs.ErrNotExist)
+	}
 	c.calls.Add(1)
 	return fixtureInventory, nil
 }
@@ -219,7 +228,7 @@ func TestMemoInventory(t *testing.T) {
 	inner := &countingInventory{}
 	m := NewMemo(inner)
 	for range 3 {
-		got, err := m.Inventory(context.Background())
+		got, err := Read(context.Background(), m, InventoryFact)
 		if err != nil || got != fixtureInventory {
 			t.Fatalf("Inventory = %+v, %v", got, err)
 		}

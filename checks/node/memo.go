@@ -6,7 +6,7 @@ import (
 )
 
 // Memo is a Facts that reads each whole-node listing (PCI devices, InfiniBand ports, the NVML
-// inventory) once per run and answers every later call from that reading: gpu_count,
+// inventory, every declared fact) once per run and answers every later call from that reading: gpu_count,
 // pcie_link and fabric_manager all look at the PCI bus, and a prolog must not walk sysfs
 // three times. Single files, device nodes and commands pass through, unmemoized.
 type Memo struct {
@@ -15,9 +15,7 @@ type Memo struct {
 	pci       OnceValue[[]PCIDevice]
 	ib        OnceValue[[]IBPort]
 	gpus      OnceValue[GPUInventory]
-	inv       OnceValue[Inventory]
-	// nvlinks is the NVLink topology (nvlinks.go).
-	nvlinks OnceValue[NVLinkTopology]
+	factsMemo // declared facts, by name (fact.go)
 }
 
 var _ Facts = (*Memo)(nil)
@@ -57,11 +55,6 @@ func (m *Memo) GPUs(ctx context.Context) (GPUInventory, error) {
 		return m.gpus.Get(ctx, m.Facts.GPUs)
 	}
 	return m.gpus.Get(ctx, func(ctx context.Context) (GPUInventory, error) { return r.GPUsFields(ctx, m.gpuFields) })
-}
-
-// Inventory is f.Inventory, read once.
-func (m *Memo) Inventory(ctx context.Context) (Inventory, error) {
-	return m.inv.Get(ctx, m.Facts.Inventory)
 }
 
 // OnceValue computes a value once; each caller waits for it only as long as its own ctx

@@ -6,6 +6,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -23,6 +24,9 @@ type fakeNVLinks struct {
 	block bool
 	calls atomic.Int32
 }
+
+// nvlinksJSON is NVLinkTopologyFact's snapshot file.
+const nvlinksJSON = "nvlinks.json"
 
 func (f *fakeNVLinks) NVLinkTopology(ctx context.Context) (NVLinkTopology, error) {
 	f.calls.Add(1)
@@ -52,12 +56,12 @@ func twoLinked() NVLinkTopology {
 
 func TestLiveNVLinkTopology(t *testing.T) {
 	l, _ := fixtureLive(t, WithGPUSource(&fakeGPUs{}))
-	if got, err := l.NVLinkTopology(context.Background()); err != nil || got.Init != InitNotBuilt {
+	if got, err := Read(context.Background(), l, NVLinkTopologyFact); err != nil || got.Init != InitNotBuilt {
 		t.Errorf("a source without NVLinks: %+v, %v; want Init %s", got, err, InitNotBuilt)
 	}
 	src := &fakeNVLinks{topo: twoLinked()}
 	l, _ = fixtureLive(t, WithGPUSource(src))
-	got, err := l.NVLinkTopology(context.Background())
+	got, err := Read(context.Background(), l, NVLinkTopologyFact)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -89,14 +93,14 @@ func TestRecordNVLinkTopology(t *testing.T) {
 			rec := NewRecorder(l)
 			ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer cancel()
-			_, _ = rec.NVLinkTopology(ctx)
+			_, _ = Read(ctx, rec, NVLinkTopologyFact)
 			dir := filepath.Join(t.TempDir(), "snap")
 			saved, err := rec.Save(dir, Meta{})
 			if err != nil {
 				t.Fatal(err)
 			}
-			if _, err := os.Stat(filepath.Join(dir, nvlinksFile)); (err == nil) != tc.wantFile || saved.NVLinks != tc.wantFile {
-				t.Errorf("nvlinks.json written: %v (Saved.NVLinks %v), want %v", err == nil, saved.NVLinks, tc.wantFile)
+			if _, err := os.Stat(filepath.Join(dir, nvlinksJSON)); (err == nil) != tc.wantFile || slices.Contains(saved.Facts, "nvlinks") != tc.wantFile {
+				t.Errorf("nvlinks.json written: %v (Saved.Facts %q), want %v", err == nil, saved.Facts, tc.wantFile)
 			}
 			meta, err := os.ReadFile(filepath.Join(dir, metaFile))
 			if err != nil || strings.Contains(string(meta), "delay_ms") {
@@ -108,7 +112,7 @@ func TestRecordNVLinkTopology(t *testing.T) {
 			}
 			rctx, rcancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 			defer rcancel()
-			got, err := snap.NVLinkTopology(rctx)
+			got, err := Read(rctx, snap, NVLinkTopologyFact)
 			if tc.replayErr != nil {
 				if !errors.Is(err, tc.replayErr) {
 					t.Errorf("replayed: %v, want %v", err, tc.replayErr)
@@ -132,7 +136,7 @@ func TestRecordNVLinksStillRunning(t *testing.T) {
 	rec := NewRecorder(l)
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
-	go func() { _, _ = rec.NVLinkTopology(ctx); close(done) }()
+	go func() { _, _ = Read(ctx, rec, NVLinkTopologyFact); close(done) }()
 	for src.calls.Load() == 0 {
 		time.Sleep(time.Millisecond)
 	}
@@ -142,7 +146,7 @@ func TestRecordNVLinksStillRunning(t *testing.T) {
 	}
 	cancel()
 	<-done
-	b, err := os.ReadFile(filepath.Join(dir, nvlinksFile))
+	b, err := os.ReadFile(filepath.Join(dir, nvlinksJSON))
 	if err != nil || !strings.Contains(string(b), `"timed_out": true`) {
 		t.Errorf("nvlinks.json = %s, %v; want a timed-out record", b, err)
 	}
@@ -150,11 +154,11 @@ func TestRecordNVLinksStillRunning(t *testing.T) {
 
 func TestSnapshotNVLinks(t *testing.T) {
 	s, _ := writeSnapshot(t, map[string]string{})
-	if _, err := s.NVLinkTopology(context.Background()); !errors.Is(err, fs.ErrNotExist) {
+	if _, err := Read(context.Background(), s, NVLinkTopologyFact); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("no nvlinks.json: %v, want fs.ErrNotExist", err)
 	}
-	s, _ = writeSnapshot(t, map[string]string{nvlinksFile: `{"init": "SUCCESS", "devices": [{"index": 0, "minor_number": 0, "links": [{"link": 3, "remote_pci_bus_id": "00000000:83:00.0", "remote_type": "SWITCH", "speed": 25}]}], "later": 1}`})
-	got, err := s.NVLinkTopology(context.Background())
+	s, _ = writeSnapshot(t, map[string]string{nvlinksJSON: `{"init": "SUCCESS", "devices": [{"index": 0, "minor_number": 0, "links": [{"link": 3, "remote_pci_bus_id": "00000000:83:00.0", "remote_type": "SWITCH", "speed": 25}]}], "later": 1}`})
+	got, err := Read(context.Background(), s, NVLinkTopologyFact)
 	want := NVLinkTopology{Init: InitSuccess, Devices: []GPULinkEnds{{Links: []NVLinkEnd{{Link: 3, RemoteBusID: "00000000:83:00.0", RemoteType: "SWITCH"}}}}}
 	if err != nil || !cmp.Equal(want, got) {
 		t.Errorf("NVLinkTopology = %+v, %v; want %+v (unknown keys ignored)", got, err, want)
@@ -166,7 +170,7 @@ func TestSnapshotNVLinks(t *testing.T) {
 		{"{\n  \"init\": 7\n}", "nvlinks.json:2:11: init: number value, want a string"},
 	} {
 		dir := t.TempDir()
-		writeTree(t, dir, map[string]string{metaFile: validMeta, nvlinksFile: tc.file})
+		writeTree(t, dir, map[string]string{metaFile: validMeta, nvlinksJSON: tc.file})
 		if _, err := OpenSnapshot(dir); err == nil || !strings.Contains(err.Error(), tc.wantErr) {
 			t.Errorf("OpenSnapshot with nvlinks.json %s: %v, want an error containing %q", tc.file, err, tc.wantErr)
 		}
@@ -178,7 +182,7 @@ func TestMemoNVLinksOnce(t *testing.T) {
 	l, _ := fixtureLive(t, WithGPUSource(src))
 	m := NewMemo(l)
 	for range 3 {
-		if _, err := m.NVLinkTopology(context.Background()); err != nil {
+		if _, err := Read(context.Background(), m, NVLinkTopologyFact); err != nil {
 			t.Fatal(err)
 		}
 	}

@@ -22,8 +22,9 @@ import (
 // What is recorded: the content of every file read; every DevNode answer, missing devices
 // included; the files behind IBPorts (state, phys_state, rate, link_layer of each port);
 // the files behind PCIDevices (each /sys/bus/pci/devices entry as the link it is, and the
-// attributes readPCIDevices reads at its target); the NVML inventory; every command that
-// ran, including one killed at its deadline (replayed as a hang), and likewise an NVML
+// attributes readPCIDevices reads at its target); the NVML inventory; each declared fact
+// read, as its value (fact.go), not the files behind it; every command that ran, including
+// one killed at its deadline (replayed as a hang), and likewise an NVML or declared fact's
 // reading cut off by its deadline, and a file, device or directory read that ctx ended or
 // that was still blocked when Save ran (a wedged sysfs read: saved as a meta.json delay_ms
 // of HangDelay on its path); the host name. What cannot be recorded is left out, and
@@ -42,12 +43,11 @@ type Recorder struct {
 	devices  map[string]DevNode
 	commands []commandRecord
 	gpus     *nvmlRecord
-	inv      *Inventory
-	nvlinks  *nvlinkRecord   // nvlinks.go
-	hangs    map[string]bool // paths whose read ctx ended
+	facts    map[string][]byte // declared facts' records by name, encoded (fact.go)
+	hangs    map[string]bool   // paths whose read ctx ended
 	hostname string
-	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus", "inventory"
-	pending  map[string]int  // reads under way, by path (nvmlKey for GPUs)
+	listed   map[string]bool // the listings asked for: "hostname", "pci", "ib", "gpus", factKey(name)
+	pending  map[string]int  // reads under way, by path (nvmlKey for GPUs, factKey(name) for a declared fact)
 }
 
 // nvmlKey stands for NVML in Recorder.pending.
@@ -62,7 +62,7 @@ var _ Facts = (*Recorder)(nil)
 // NewRecorder returns a Recorder passing calls to inner.
 func NewRecorder(inner Facts) *Recorder {
 	return &Recorder{inner: inner, files: map[string][]byte{}, links: map[string]string{},
-		devices: map[string]DevNode{}, hangs: map[string]bool{}, listed: map[string]bool{}, pending: map[string]int{}}
+		devices: map[string]DevNode{}, facts: map[string][]byte{}, hangs: map[string]bool{}, listed: map[string]bool{}, pending: map[string]int{}}
 }
 
 // AddFile records content as the file at path, as if it had been read: the snapshot
@@ -126,6 +126,11 @@ func (r *Recorder) begin(key string) func() {
 		}
 		key = p
 	}
+	return r.track(key)
+}
+
+// track is begin for a key taken as it is.
+func (r *Recorder) track(key string) func() {
 	r.mu.Lock()
 	r.pending[key]++
 	r.mu.Unlock()
@@ -282,15 +287,15 @@ func (r *Recorder) Hostname(ctx context.Context) (string, error) {
 
 // Saved says what Save wrote.
 type Saved struct {
-	Hostname  string // meta.json's hostname
-	Files     int    // files under fs/
-	Links     int    // symbolic links under fs/ (sysfs' /sys/bus/pci/devices entries)
-	Devices   int    // entries of devices.json
-	Commands  int    // entries of commands.json
-	NVML      bool   // whether nvml.json was written
-	Inventory bool   // whether inventory.json was written
-	NVLinks   bool   // whether nvlinks.json was written
-	Bytes     int64  // every byte written, JSON files included
+	Hostname string // meta.json's hostname
+	Files    int    // files under fs/
+	Links    int    // symbolic links under fs/ (sysfs' /sys/bus/pci/devices entries)
+	Devices  int    // entries of devices.json
+	Commands int    // entries of commands.json
+	NVML     bool   // whether nvml.json was written
+	// Facts are the declared facts written, as <Name>.json, sorted.
+	Facts []string
+	Bytes int64 // every byte written, JSON files included
 	// Hangs are the paths whose read had not finished at its deadline, saved as delays.
 	Hangs []string
 	// Withheld are the files that were read but not written because they hold secrets
@@ -375,7 +380,7 @@ func (r *Recorder) settle(meta Meta, st *Saved) (Meta, *nvmlRecord) {
 		case n == 0:
 		case key == nvmlKey && gpus == nil:
 			gpus = &nvmlRecord{TimedOut: true}
-		case key == nvlinksKey: // settleNVLinks
+		case strings.HasPrefix(key, "fact:"): // settleFacts
 		case key != nvmlKey:
 			hangs[key] = true
 		}
@@ -393,8 +398,8 @@ func (r *Recorder) settle(meta Meta, st *Saved) (Meta, *nvmlRecord) {
 	return meta, gpus
 }
 
-// saveJSON writes devices.json, commands.json, nvml.json and inventory.json, each where
-// something was recorded for it.
+// saveJSON writes devices.json, commands.json, nvml.json and each declared fact's
+// <Name>.json, each where something was recorded for it.
 func (r *Recorder) saveJSON(w snapshotWriter, gpus *nvmlRecord) error {
 	if len(r.devices) > 0 {
 		devs := make([]deviceRecord, 0, len(r.devices))
@@ -418,17 +423,14 @@ func (r *Recorder) saveJSON(w snapshotWriter, gpus *nvmlRecord) error {
 		}
 		w.st.NVML = true
 	}
-	if r.inv != nil {
-		if err := w.json(inventoryFile, r.inv); err != nil {
-			return err
+	facts := r.settleFacts()
+	for _, name := range slices.Sorted(maps.Keys(facts)) {
+		file := name + ".json"
+		if err := w.root.WriteFile(file, facts[name], 0o644); err != nil {
+			return fmt.Errorf("%s: %w", file, bare(err))
 		}
-		w.st.Inventory = true
-	}
-	if nl := r.settleNVLinks(); nl != nil {
-		if err := w.json(nvlinksFile, nl); err != nil {
-			return err
-		}
-		w.st.NVLinks = true
+		w.st.Bytes += int64(len(facts[name]))
+		w.st.Facts = append(w.st.Facts, name)
 	}
 	return nil
 }
@@ -548,8 +550,8 @@ func MarshalNVMLJSON(inv GPUInventory) ([]byte, error) {
 }
 
 // RecordInventory reads through r what any check may read and the checks that ran did not:
-// the host name, the PCI bus, the InfiniBand ports, the CPU and memory inventory and NVML,
-// so that a snapshot also serves checks added later, and bug reports. Each read runs under
+// the host name, the PCI bus, the InfiniBand ports, every declared fact (DeclaredFacts) and
+// NVML, so that a snapshot also serves checks added later, and bug reports. Each read runs under
 // timeout. A listing the checks asked for is not asked again: the recording holds its
 // answer, or its hang. It returns the NVML answer, from the recording where the checks
 // asked NVML.
@@ -572,8 +574,10 @@ func (r *Recorder) RecordInventory(ctx context.Context, timeout time.Duration) (
 	if !listed["ib"] {
 		_ = bounded(func(ctx context.Context) error { _, err := r.IBPorts(ctx); return err })
 	}
-	if !listed["inventory"] {
-		_ = bounded(func(ctx context.Context) error { _, err := r.Inventory(ctx); return err })
+	for _, d := range DeclaredFacts() {
+		if !listed[factKey(d.FactName())] {
+			_ = bounded(func(ctx context.Context) error { _, err := r.Fact(ctx, d); return err })
+		}
 	}
 	if listed["gpus"] {
 		switch {

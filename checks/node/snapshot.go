@@ -30,12 +30,11 @@ const snapshotJSONLimit = 64 << 20
 
 // The files of a snapshot directory.
 const (
-	metaFile      = "meta.json"
-	devicesFile   = "devices.json"
-	commandsFile  = "commands.json"
-	nvmlFile      = "nvml.json"
-	inventoryFile = "inventory.json"
-	fsDir         = "fs"
+	metaFile     = "meta.json"
+	devicesFile  = "devices.json"
+	commandsFile = "commands.json"
+	nvmlFile     = "nvml.json"
+	fsDir        = "fs"
 )
 
 // Meta is a snapshot's meta.json.
@@ -52,9 +51,11 @@ type Meta struct {
 	// DelayMS makes replay stall, to test deadlines: every read of a path equal to or under
 	// a key (ReadFile, DevNode, IBPorts for keys at, above or under /sys/class/infiniband,
 	// PCIDevices for keys at, above or under /sys/bus/pci/devices or /sys/devices, Exec for
-	// the program path asked for) waits that many milliseconds first, or until ctx is done.
-	// Keys are clean absolute paths: {"/sys/class/infiniband": 60000}. NVML delays are in
-	// nvml.json. A recording writes HangDelay for a read that did not finish in time.
+	// the program path asked for, a declared fact for FactPath(name) and the keys above it)
+	// waits that many milliseconds first, or until ctx is done. Keys are clean absolute
+	// paths: {"/sys/class/infiniband": 60000, "/nodecheck/facts/inventory": 5000}. NVML
+	// delays are in nvml.json. A recording writes HangDelay for a read that did not finish
+	// in time.
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
@@ -76,9 +77,9 @@ type Snapshot struct {
 	devices  map[string]deviceRecord
 	commands []commandRecord
 	nvml     []byte
-	gpus     *nvmlRecord   // nil: no nvml.json
-	inv      *Inventory    // nil: no inventory.json
-	nvlinks  *nvlinkRecord // nil: no nvlinks.json
+	gpus     *nvmlRecord // nil: no nvml.json
+	// facts are the declared facts' records by name (openFacts), nil where there is none.
+	facts map[string]*factFile
 }
 
 var _ Facts = (*Snapshot)(nil)
@@ -97,7 +98,8 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 }
 
 // OpenSnapshotContext reads the snapshot in dir: meta.json is required and must say format 1;
-// devices.json, commands.json, nvml.json, inventory.json and nvlinks.json are optional. Every JSON file is checked here,
+// devices.json, commands.json, nvml.json and each declared fact's <Name>.json
+// (DeclaredFacts) are optional. Every JSON file is checked here,
 // so that a broken snapshot fails at once with the file and the place named. Each is read
 // through files.ReadIn: regular files only (a FIFO is refused without blocking on it),
 // symlinks followed only inside dir, at most snapshotJSONLimit bytes, and given up when ctx
@@ -107,12 +109,17 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 // goroutine, and waking a thread for it cost more than the reads of a replay's small files.
 // An opening abandoned at the deadline names the file it was reading.
 func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
+	return openSnapshotFacts(ctx, dir, DeclaredFacts())
+}
+
+// openSnapshotFacts is OpenSnapshotContext for the declared facts decls.
+func openSnapshotFacts(ctx context.Context, dir string, decls []FactDecl) (*Snapshot, error) {
 	abs, err := filepath.Abs(dir)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 	}
 	var reading atomic.Pointer[string]
-	s, err := files.Await(ctx, func() (*Snapshot, error) { return openSnapshot(dir, abs, &reading) })
+	s, err := files.Await(ctx, func() (*Snapshot, error) { return openSnapshot(dir, abs, decls, &reading) })
 	var abandoned *files.AbandonedError
 	if errors.As(err, &abandoned) {
 		if name := reading.Load(); name != nil {
@@ -125,7 +132,7 @@ func OpenSnapshotContext(ctx context.Context, dir string) (*Snapshot, error) {
 
 // openSnapshot is OpenSnapshotContext's work, without a deadline; reading holds the name of
 // the file being read.
-func openSnapshot(dir, abs string, reading *atomic.Pointer[string]) (*Snapshot, error) {
+func openSnapshot(dir, abs string, decls []FactDecl, reading *atomic.Pointer[string]) (*Snapshot, error) {
 	root, err := os.OpenRoot(abs)
 	if err != nil {
 		return nil, fmt.Errorf("open snapshot %s: %w", dir, bare(err))
@@ -177,22 +184,7 @@ func openSnapshot(dir, abs string, reading *atomic.Pointer[string]) (*Snapshot, 
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return nil, err
 	}
-	if b, err = read(inventoryFile); err == nil {
-		inv, err := parseInventory(b)
-		if err != nil {
-			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
-		}
-		s.inv = &inv
-	} else if !errors.Is(err, fs.ErrNotExist) {
-		return nil, err
-	}
-	if b, err = read(nvlinksFile); err == nil {
-		rec, err := parseNVLinks(b)
-		if err != nil {
-			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
-		}
-		s.nvlinks = &rec
-	} else if !errors.Is(err, fs.ErrNotExist) {
+	if s.facts, err = openFacts(dir, read, decls); err != nil {
 		return nil, err
 	}
 	return s, nil

@@ -194,8 +194,8 @@ func printRecorded(w io.Writer, dir string, r recorded) {
 	default:
 		fmt.Fprintf(w, "  nvml:     driver %s, %d GPUs\n", r.gpus.DriverVersion, r.gpus.DeviceCount)
 	}
-	if r.saved.NVLinks {
-		fmt.Fprintf(w, "  nvlinks:  recorded (where each GPU's NVLinks lead)\n")
+	if len(r.saved.Facts) > 0 {
+		fmt.Fprintf(w, "  facts:    %s\n", strings.Join(r.saved.Facts, ", "))
 	}
 	if len(r.saved.Hangs) > 0 {
 		fmt.Fprintf(w, "  hung:     %s (replay as hangs)\n", strings.Join(r.saved.Hangs, ", "))

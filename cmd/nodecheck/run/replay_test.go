@@ -17,9 +17,11 @@ type nvlinkCounter struct {
 	calls *int
 }
 
-func (c nvlinkCounter) NVLinkTopology(ctx context.Context) (node.NVLinkTopology, error) {
-	*c.calls++
-	return c.Facts.NVLinkTopology(ctx)
+func (c nvlinkCounter) Fact(ctx context.Context, d node.FactDecl) (any, error) {
+	if d == node.NVLinkTopologyFact {
+		*c.calls++
+	}
+	return c.Facts.Fact(ctx, d)
 }
 
 // TestNVLinkTopologyPerMode: a whole run of every check on a node whose gres.conf gives
