@@ -545,7 +545,7 @@ func TestSignals(t *testing.T) {
 }
 
 // TestSignalUnarmed: a verb that never arms the watchdog (here version, blocked writing to a
-// full pipe) does not subscribe to signals (watchdog.Listen), so SIGTERM ends it at once by
+// full pipe) does not subscribe to signals (run.Watchdog.Listen), so SIGTERM ends it at once by
 // the default action, as it ends any program: the deferred subscription costs no promptness.
 func TestSignalUnarmed(t *testing.T) {
 	if testing.Short() {

@@ -33,7 +33,7 @@ type globals struct {
 	stderr io.Writer
 	getenv func(string) string
 	// watch ends the process when the run overstays its budget (nil in tests: no watchdog).
-	watch *watchdog
+	watch *run.Watchdog
 }
 
 // execute runs nodecheck with argv and returns the exit code. With no arguments (as slurmd
@@ -44,7 +44,7 @@ func execute(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 
 // executeWith is execute with the process's watchdog (main.go), which the run arms once it
 // knows its mode and budget.
-func executeWith(ctx context.Context, wd *watchdog, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
+func executeWith(ctx context.Context, wd *run.Watchdog, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, watch: wd}
 	args := argv[1:]
 	if len(args) == 0 || filepath.Base(argv[0]) == "nodecheck-health" && (len(args) == 0 || args[0] != "help") {

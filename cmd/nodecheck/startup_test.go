@@ -6,12 +6,15 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io"
 	"io/fs"
 	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 )
 
 // startupForbidden are packages that must not be linked into the shipped binary: Go runs
@@ -75,8 +78,8 @@ func TestRunCountsFromProcessStart(t *testing.T) {
 		{"started 5s ago", 5 * time.Second, `"verdict": "undecided"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			wd, _, _, _ := newTestWatchdog(time.Now().Add(-tc.age))
-			defer wd.finish()
+			wd := run.NewWatchdog(time.Now().Add(-tc.age), io.Discard, func(int) {}, func() {})
+			defer wd.Finish()
 			var out, errb bytes.Buffer
 			code := executeWith(context.Background(), wd, []string{"nodecheck", "run", "--snapshot", dir, "--format", "json"}, strings.NewReader(""), &out, &errb, getenv)
 			if code != exitHealthy || !strings.Contains(out.String(), tc.verdict) {

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"bytes"
@@ -15,11 +15,11 @@ import (
 // GPU nodes run (x86-64, arm64, ppc64le; proc(5), sysconf(_SC_CLK_TCK)).
 const userHZ = 100
 
-// processStart is when this process was created, as the kernel recorded it: the time Slurm
+// ProcessStart is when this process was created, as the kernel recorded it: the time Slurm
 // counts a hook's timeout from. The start of main can come much later on a loaded node (the
 // binary's pages read from disk, the runtime's start): about 10 ms on an idle node, seconds
 // under heavy I/O. It falls back to now when /proc cannot say.
-func processStart(now time.Time) time.Time {
+func ProcessStart(now time.Time) time.Time {
 	b, err := files.Read(context.Background(), "/proc/self/stat", files.Limits{MaxBytes: 4096})
 	if err != nil {
 		return now

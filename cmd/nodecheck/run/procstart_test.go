@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"testing"
@@ -28,7 +28,7 @@ func TestParseStatStartTime(t *testing.T) {
 // binary starts in well under a minute); the answer has /proc's 10 ms resolution.
 func TestProcessStart(t *testing.T) {
 	now := time.Now()
-	start := processStart(now)
+	start := ProcessStart(now)
 	if start.After(now) || now.Sub(start) > 10*time.Minute {
 		t.Errorf("processStart = %s before now, want a moment ago", now.Sub(start))
 	}

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"bytes"
@@ -33,11 +33,11 @@ func (f *fakeExit) get() ([]int, time.Time) {
 	return append([]int(nil), f.codes...), f.at
 }
 
-func newTestWatchdog(start time.Time) (*watchdog, *fakeExit, *bytes.Buffer, *bool) {
+func newTestWatchdog(start time.Time) (*Watchdog, *fakeExit, *bytes.Buffer, *bool) {
 	var stderr bytes.Buffer
 	f := &fakeExit{}
 	cancelled := new(bool)
-	return newWatchdog(start, &stderr, f.exit, func() { *cancelled = true }), f, &stderr, cancelled
+	return NewWatchdog(start, &stderr, f.exit, func() { *cancelled = true }), f, &stderr, cancelled
 }
 
 func TestWatchdogExpiry(t *testing.T) {
@@ -47,11 +47,11 @@ func TestWatchdogExpiry(t *testing.T) {
 		want       int
 		says       string
 	}{
-		{config.ModeProlog, false, exitHealthy, "exiting 0 without a verdict: a prolog must not fail its job"},
-		{config.ModeProlog, true, exitCannotRun, "exiting 2 without a verdict: fail_closed is on"},
-		{config.ModeEpilog, false, exitHealthy, "exiting 0"},
-		{config.ModeHealth, false, exitCannotRun, "exiting 2 without a verdict"},
-		{config.ModeManual, false, exitCannotRun, "exiting 2 without a verdict"},
+		{config.ModeProlog, false, ExitHealthy, "exiting 0 without a verdict: a prolog must not fail its job"},
+		{config.ModeProlog, true, ExitCannotRun, "exiting 2 without a verdict: fail_closed is on"},
+		{config.ModeEpilog, false, ExitHealthy, "exiting 0"},
+		{config.ModeHealth, false, ExitCannotRun, "exiting 2 without a verdict"},
+		{config.ModeManual, false, ExitCannotRun, "exiting 2 without a verdict"},
 	}
 	for _, tc := range tests {
 		t.Run(string(tc.mode), func(t *testing.T) {
@@ -68,7 +68,7 @@ func TestWatchdogExpiry(t *testing.T) {
 			if strings.Count(line, "\n") != 1 || !strings.Contains(line, "nodecheck: watchdog: the "+string(tc.mode)+" run is still going") || !strings.Contains(line, tc.says) {
 				t.Errorf("stderr %q, want one line saying %q", line, tc.says)
 			}
-			w.finish()
+			w.Finish()
 		})
 	}
 }
@@ -81,7 +81,7 @@ func TestWatchdogRearmAndFinish(t *testing.T) {
 	// A run that finishes in time disarms it.
 	w2, f2, _, _ := newTestWatchdog(time.Now().Add(-watchdogMargin))
 	w2.Arm(config.ModeProlog, 50*time.Millisecond, false)
-	w2.finish()
+	w2.Finish()
 	time.Sleep(200 * time.Millisecond)
 	if codes, _ := f.get(); len(codes) != 0 || stderr.Len() != 0 {
 		t.Errorf("a disarmed watchdog exited %v: %q", codes, stderr)
@@ -90,10 +90,10 @@ func TestWatchdogRearmAndFinish(t *testing.T) {
 		t.Errorf("a finished run's watchdog exited %v", codes)
 	}
 	// A nil watchdog (tests calling execute) does nothing.
-	var nilw *watchdog
+	var nilw *Watchdog
 	nilw.Arm(config.ModeProlog, time.Millisecond, false)
 	nilw.signal(syscall.SIGTERM)
-	nilw.finish()
+	nilw.Finish()
 }
 
 func TestWatchdogSignals(t *testing.T) {
@@ -104,10 +104,10 @@ func TestWatchdogSignals(t *testing.T) {
 		failClosed bool
 		want       int
 	}{
-		{config.ModeManual, false, exitUndecided},
-		{config.ModeHealth, false, exitUndecided},
-		{config.ModeProlog, false, exitHealthy},
-		{config.ModeEpilog, true, exitHealthy},
+		{config.ModeManual, false, ExitUndecided},
+		{config.ModeHealth, false, ExitUndecided},
+		{config.ModeProlog, false, ExitHealthy},
+		{config.ModeEpilog, true, ExitHealthy},
 	} {
 		t.Run("grace runs out/"+string(tc.mode), func(t *testing.T) {
 			w, f, stderr, cancelled := newTestWatchdog(time.Now())
@@ -135,7 +135,7 @@ func TestWatchdogSignals(t *testing.T) {
 		w, f, stderr, _ := newTestWatchdog(time.Now())
 		w.signal(syscall.SIGINT)
 		w.signal(syscall.SIGINT)
-		if codes, _ := f.get(); len(codes) != 1 || codes[0] != exitUndecided {
+		if codes, _ := f.get(); len(codes) != 1 || codes[0] != ExitUndecided {
 			t.Errorf("exits %v, want [3] at once", codes)
 		}
 		time.Sleep(signalGrace + 50*time.Millisecond)
@@ -150,7 +150,7 @@ func TestWatchdogSignals(t *testing.T) {
 		w, f, stderr, _ := newTestWatchdog(time.Now())
 		w.Arm(config.ModeManual, 5*time.Second, false)
 		w.signal(syscall.SIGTERM)
-		w.finish()
+		w.Finish()
 		time.Sleep(signalGrace + 20*time.Millisecond)
 		if codes, _ := f.get(); len(codes) != 0 || stderr.Len() != 0 {
 			t.Errorf("the watchdog acted after the run finished: exits %v, %q", codes, stderr)
@@ -163,7 +163,7 @@ func TestWatchdogSignals(t *testing.T) {
 // subscribe, so nodecheck version does not start the runtime's signal thread.
 func TestWatchdogListen(t *testing.T) {
 	w, _, _, cancelled := newTestWatchdog(time.Now())
-	defer w.finish()
+	defer w.Finish()
 	var subscribed []chan<- os.Signal
 	w.notify = func(c chan<- os.Signal) { subscribed = append(subscribed, c) }
 	if len(subscribed) != 0 {
@@ -183,13 +183,13 @@ func TestWatchdogListen(t *testing.T) {
 	if !cancelledNow(w, cancelled) {
 		t.Error("a signal on the subscribed channel did not cancel the run")
 	}
-	var nilw *watchdog
+	var nilw *Watchdog
 	nilw.Listen() // no watchdog (tests call execute without one): nothing happens
 }
 
 // cancelledNow reads the flag newTestWatchdog's cancel sets, under the watchdog's lock (the
 // signal goroutine sets it while holding it).
-func cancelledNow(w *watchdog, cancelled *bool) bool {
+func cancelledNow(w *Watchdog, cancelled *bool) bool {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return *cancelled

@@ -1,4 +1,4 @@
-package main
+package run
 
 import (
 	"context"
@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks"
-	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
 )
 
@@ -29,10 +28,10 @@ const (
 	signalGrace = 50 * time.Millisecond
 )
 
-// watchdog ends the process when a run overstays its budget, or does not end promptly after
+// Watchdog ends the process when a run overstays its budget, or does not end promptly after
 // a signal. The run arms it once its mode and budget are known (Arm, which starts its
 // listening for signals: Listen, through the notify main gives it); main tells it when the
-// run is over (finish), after which it never acts. All methods are safe on a nil *watchdog,
+// run is over (finish), after which it never acts. All methods are safe on a nil *Watchdog,
 // which does nothing: tests call execute without one.
 //
 // When it ends the process it writes one line to stderr and exits; it writes nothing else.
@@ -40,15 +39,15 @@ const (
 // leaves the old file or the new one, never part of one; a report being written to stdout
 // at that moment may be cut, as by SIGKILL.
 //
-// Exit codes, from DESIGN.md section 5 and the README's table (a hook must not take the
+// Exit codes, from docs/output.md's exit code table (a hook must not take the
 // cluster down for a nodecheck failure): an expiry is nodecheck not finishing, as an unusable
-// config is nodecheck not starting, so it exits as run.ConfigErrorExitCode says: 0 in a
+// config is nodecheck not starting, so it exits as ConfigErrorExitCode says: 0 in a
 // prolog or epilog (the job goes on; the line is in slurmd's log) unless the config says
 // fail_closed = true, then 2; 2 in a health or manual run. A signal interrupts the run, which
-// makes it undecided (run.ExitCode): 0 in a prolog or epilog, 3 in a health or manual
+// makes it undecided (ExitCode): 0 in a prolog or epilog, 3 in a health or manual
 // run, whether the run ends on its own within signalGrace (then it exits with its own code,
 // which says the same) or not.
-type watchdog struct {
+type Watchdog struct {
 	start  time.Time
 	stderr io.Writer
 	exit   func(int)
@@ -68,17 +67,24 @@ type watchdog struct {
 	signals    int
 }
 
-// newWatchdog returns a disarmed watchdog for a process created at start; cancel
+// WithSignals makes Listen subscribe to SIGTERM and SIGINT through notify (signal.Notify in
+// main); without it (tests) Listen does nothing. It returns w.
+func (w *Watchdog) WithSignals(notify func(chan<- os.Signal)) *Watchdog {
+	w.notify = notify
+	return w
+}
+
+// NewWatchdog returns a disarmed watchdog for a process created at start; cancel
 // cancels the run's context, exit ends the process (os.Exit).
-func newWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel context.CancelFunc) *watchdog {
-	return &watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
+func NewWatchdog(start time.Time, stderr io.Writer, exit func(int), cancel context.CancelFunc) *Watchdog {
+	return &Watchdog{start: start, stderr: stderr, exit: exit, cancel: cancel, mode: config.ModeManual}
 }
 
 // Listen hands SIGTERM and SIGINT to the watchdog from now on (signal): the first cancels
 // the run's context, the second ends the process. Arm calls it, and so do verbs that work
 // under the context for long (a recording); the short verbs never do, and a signal ends them
 // as it ends any program. It may be called more than once.
-func (w *watchdog) Listen() {
+func (w *Watchdog) Listen() {
 	if w == nil || w.notify == nil {
 		return
 	}
@@ -96,7 +102,7 @@ func (w *watchdog) Listen() {
 // Start is the process's creation, which the watchdog counts from and the run's budget too
 // (checks.EnvOptions.Start); the zero time on a nil watchdog (tests), where the run counts
 // from its own start.
-func (w *watchdog) Start() time.Time {
+func (w *Watchdog) Start() time.Time {
 	if w == nil {
 		return time.Time{}
 	}
@@ -107,7 +113,7 @@ func (w *watchdog) Start() time.Time {
 // is disarmed) and the config's fail_closed; it fires at start + budget + watchdogMargin. A
 // later call replaces the earlier one: the run arms it first with the default budget, then
 // with the config's once that is read.
-func (w *watchdog) Arm(mode config.Mode, budget time.Duration, failClosed bool) {
+func (w *Watchdog) Arm(mode config.Mode, budget time.Duration, failClosed bool) {
 	if w == nil {
 		return
 	}
@@ -131,13 +137,13 @@ func (w *watchdog) Arm(mode config.Mode, budget time.Duration, failClosed bool) 
 }
 
 // expire ends the process: the run is past its budget and the margin.
-func (w *watchdog) expire() {
+func (w *Watchdog) expire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	if w.done || w.signals > 0 {
 		return
 	}
-	code := run.ConfigErrorExitCode(w.mode, w.failClosed)
+	code := ConfigErrorExitCode(w.mode, w.failClosed)
 	fmt.Fprintf(w.stderr, "nodecheck: watchdog: the %s run is still going %s after its budget of %s (blocked where no deadline reaches: a hung file system, a wedged GPU driver, a full stdout pipe?); %s\n",
 		w.mode, watchdogMargin, w.budget, w.exitText(code))
 	w.done = true
@@ -146,7 +152,7 @@ func (w *watchdog) expire() {
 
 // signal handles SIGTERM or SIGINT: the first cancels the run and gives it signalGrace to end
 // on its own, the second ends the process at once.
-func (w *watchdog) signal(sig os.Signal) {
+func (w *Watchdog) signal(sig os.Signal) {
 	if w == nil {
 		return
 	}
@@ -183,7 +189,7 @@ func (w *watchdog) signal(sig os.Signal) {
 
 // finish marks the run as over: from now on the watchdog never writes or exits, so that it
 // and main never both act.
-func (w *watchdog) finish() {
+func (w *Watchdog) Finish() {
 	if w == nil {
 		return
 	}
@@ -196,17 +202,17 @@ func (w *watchdog) finish() {
 }
 
 // hook reports whether the run is a prolog or epilog, whose exit code Slurm acts on.
-func (w *watchdog) hook() bool { return w.mode.JobHook() }
+func (w *Watchdog) hook() bool { return w.mode.JobHook() }
 
 // signalCode is the exit code when a signal ends the run: that of an undecided run.
-func (w *watchdog) signalCode(os.Signal) int {
-	return run.ExitCode(checks.VerdictUndecided, w.mode)
+func (w *Watchdog) signalCode(os.Signal) int {
+	return ExitCode(checks.VerdictUndecided, w.mode)
 }
 
 // exitText says what the process does, and why a hook exits 0.
-func (w *watchdog) exitText(code int) string {
+func (w *Watchdog) exitText(code int) string {
 	switch {
-	case code == exitHealthy:
+	case code == ExitHealthy:
 		return fmt.Sprintf("exiting 0 without a verdict: a %s must not fail its job for a nodecheck failure", w.mode)
 	case w.hook():
 		return fmt.Sprintf("exiting %d without a verdict: fail_closed is on", code)
