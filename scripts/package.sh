@@ -4,7 +4,7 @@
 #
 # Builds the binary with cgo (the NVML adapter needs it), generates its man pages and shell
 # completions with a build of it that has the hidden `gen-docs` verb (the gendocs build tag,
-# scripts/gendocs; the shipped binary leaves the man-page renderer out, README "Speed"), and
+# cmd/nodecheck/gendocs.go; the shipped binary leaves the man-page renderer out, README "Speed"), and
 # packs them with nfpm (scripts/nfpm.yaml) into dist/. Needs go and gcc; nfpm is installed with
 # `go install` on first use.
 #

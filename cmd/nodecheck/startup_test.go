@@ -19,8 +19,8 @@ import (
 // (README "Speed"). Each entry says what it would cost and where its work lives instead.
 // An entry names a package and everything under it.
 var startupForbidden = []struct{ prefix, why string }{
-	{"github.com/spf13/cobra/doc", "the man-page renderer: a gendocs build only (scripts/gendocs)"},
-	{"github.com/cpuguy83/go-md2man", "the man-page renderer: a gendocs build only (scripts/gendocs)"},
+	{"github.com/spf13/cobra/doc", "the man-page renderer: a gendocs build only (cmd/nodecheck/gendocs.go)"},
+	{"github.com/cpuguy83/go-md2man", "the man-page renderer: a gendocs build only (cmd/nodecheck/gendocs.go)"},
 	{"github.com/russross/blackfriday", "the markdown renderer behind the man pages (0.5 ms of init)"},
 	{"gopkg.in/yaml.v3", "YAML: nothing at run time reads it"},
 	{"go.yaml.in/yaml", "YAML: nothing at run time reads it"},
