@@ -614,7 +614,7 @@ func FuzzGresAffinity(f *testing.F) {
 
 // BenchmarkGresAffinity replays the whole check on the snapshots that give Cores= (116 sysfs
 // reads of the CPU topology, 8 numa_node files) and Links= (the recorded NVLink topology):
-// the README's figures. Each iteration is a fresh run (NewEnv, not timed), so nothing is
+// the figures of docs/checks.md (gres.conf affinity). Each iteration is a fresh run (NewEnv, not timed), so nothing is
 // memoized across iterations; the time is a replay's, reading files of the snapshot's fs/.
 func BenchmarkGresAffinity(b *testing.B) {
 	for _, snap := range []string{"h100-healthy", "h100-gres-cores-wrong-socket", "h100-gres-links-islands"} {

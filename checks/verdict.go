@@ -53,7 +53,7 @@ func judgeRun(results []Result, errorIsFailure, interrupted bool) Verdict {
 // SIGTERM), not because the budget ran out.
 func interrupted(ctx context.Context) bool { return errors.Is(ctx.Err(), context.Canceled) }
 
-// Exit codes of `nodecheck run`, one table (README "Verdicts and exit codes").
+// Exit codes of `nodecheck run`, one table (docs/output.md).
 const (
 	ExitHealthy   = 0 // healthy (and, in prolog and epilog, undecided or an unusable config)
 	ExitUnhealthy = 1 // a check failed

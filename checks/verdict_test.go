@@ -42,7 +42,7 @@ func TestJudgeRun(t *testing.T) {
 	}
 }
 
-// TestExitCode is the README's exit code table, one row per verdict and mode.
+// TestExitCode is the exit code table of docs/output.md, one row per verdict and mode.
 func TestExitCode(t *testing.T) {
 	tests := []struct {
 		verdict                      Verdict

@@ -15,7 +15,7 @@ import (
 // scripts/package.sh runs to write the man pages and shell completions the packages install.
 // The shipped binary is built without the tag (gendocs_off.go), so that the man-page renderer
 // behind it (spf13/cobra/doc, cpuguy83/go-md2man, russross/blackfriday, a YAML package: about
-// 0.5 ms of package initialisation) is not initialised in every prolog (README "Speed").
+// 0.5 ms of package initialisation) is not initialised in every prolog (docs/speed.md).
 // TestStartupDeps keeps it out.
 func buildTimeCommands() []*cobra.Command { return []*cobra.Command{newGenDocsCmd()} }
 

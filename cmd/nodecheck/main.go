@@ -1,4 +1,4 @@
-// Command nodecheck checks that a Slurm GPU node is fit to run jobs. See README.md.
+// Command nodecheck checks that a Slurm GPU node is fit to run jobs. See README.md and docs/.
 package main
 
 import (
@@ -19,7 +19,7 @@ func main() {
 	wd := newWatchdog(start, os.Stderr, os.Exit, cancel)
 	// SIGTERM and SIGINT reach the watchdog once a run arms it or a recording starts
 	// (watchdog.Listen): the runtime starts a thread of its own for signals, about 0.2 ms
-	// that nodecheck version, lint and the other short verbs need not pay (README "Speed").
+	// that nodecheck version, lint and the other short verbs need not pay (docs/speed.md).
 	wd.notify = func(c chan<- os.Signal) { signal.Notify(c, os.Interrupt, syscall.SIGTERM) }
 	code := executeWith(ctx, wd, os.Args, os.Stdin, os.Stdout, os.Stderr, os.Getenv)
 	wd.finish()

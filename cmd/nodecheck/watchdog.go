@@ -13,7 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/config"
 )
 
-// The process-level limits (README "Time limits"). Every check, command and file read already
+// The process-level limits (docs/slurm.md). Every check, command and file read already
 // ends at the run's budget; these end the process when something still blocks where no
 // deadline reaches (a read stuck in the kernel on a hung NFS mount, a wedged NVML call, a
 // stdout pipe nobody reads), and when Slurm or a person asks it to stop.
@@ -39,7 +39,7 @@ const (
 // leaves the old file or the new one, never part of one; a report being written to stdout
 // at that moment may be cut, as by SIGKILL.
 //
-// Exit codes, from DESIGN.md section 5 and the README's table (a hook must not take the
+// Exit codes, from the table of docs/output.md (a hook must not take the
 // cluster down for a nodecheck failure): an expiry is nodecheck not finishing, as an unusable
 // config is nodecheck not starting, so it exits as checks.ConfigErrorExitCode says: 0 in a
 // prolog or epilog (the job goes on; the line is in slurmd's log) unless the config says
