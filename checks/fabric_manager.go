@@ -413,9 +413,10 @@ func (fabricManager) Explain() Explanation {
 			"binary --version (nv-fabricmanager); where it is absent, the installed nvidia-fabricmanager package (dpkg-query, then rpm).",
 			"systemctl is-active SERVICE (nvidia-fabricmanager).",
 		},
-		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS. A100 GPUs report no fabric state, which is not a failure.",
-		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error, or NVML does not give the driver version to compare with.",
-		Skips:  "There is no NVSwitch on the PCI bus (PCIe-only systems), unless force = true.",
+		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS. A100 GPUs report no fabric state, which is not a failure. On a node without NVSwitch whose GPUs are on an NVLink fabric (a GB200 or GB300 compute tray, whose NVSwitches sit in the rack's switch trays, or a VM whose host keeps them), every GPU has registered and Fabric Manager, which runs where the NVSwitches are, is not running here.",
+		Warns:  "Fabric Manager is active on a node without NVSwitch whose GPUs are on a fabric: it has nothing to manage here.",
+		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error (\"COMPLETED with Insufficient Resources\" on a GB200 tray), or NVML does not give the driver version to compare with.",
+		Skips:  "There is no NVSwitch on the PCI bus (PCIe-only systems) and no GPU reports an NVLink fabric state, unless force = true.",
 		Errors: "systemctl or the package manager cannot be asked (systemctl printing no state, as without D-Bus, included), or the version cannot be read from binary --version; or, on a node with NVSwitches, a Hopper or later GPU reports no fabric state, its fabric query failed (state UNKNOWN), or NVML lost it: its registration was not looked at.",
 		Keys: map[string]string{
 			"force":     "Run even where no NVSwitch is on the PCI bus.",

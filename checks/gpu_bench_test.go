@@ -38,7 +38,7 @@ func openSnapshot(tb testing.TB, name string) *node.Snapshot {
 // TestGPUChecksOnSnapshots replays the recorded nodes through gpu_count, pcie_link and
 // fabric_manager, facts read by node.Snapshot as a run reads them. The end-to-end goldens of
 // cmd/nodecheck cover the same ground with every check; this pins the three summaries where a
-// reader of the snapshot README looks for them.
+// reader of testdata/snapshots/README.md looks for them.
 func TestGPUChecksOnSnapshots(t *testing.T) {
 	const healthyFM = "driver and Fabric Manager 535.161.08, nvidia-fabricmanager active, fabric COMPLETED on 8 GPUs (4 NVSwitches)"
 	const healthyPCIe = "8 GPUs, 4 NVSwitches at full PCIe width"

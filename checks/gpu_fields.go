@@ -29,7 +29,7 @@ const RepairGPUFields = node.GPUPCIBusID | node.GPUUUID | node.GPUSerial | node.
 func GPUFieldsFor(list []Check, cfg *config.Config, mode config.Mode) node.GPUFields {
 	var f node.GPUFields
 	if cfg.Repair.Enabled && mode.Repairs() {
-		// The repair step after the checks (README "Repairs") resets a GPU only when NVML lists
+		// The repair step after the checks (docs/repairs.md) resets a GPU only when NVML lists
 		// no process on it or on the GPUs reset with it, and records it by UUID and serial.
 		f |= RepairGPUFields
 	}

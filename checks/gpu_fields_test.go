@@ -14,7 +14,7 @@ import (
 )
 
 // TestGPUFieldsFor pins the GPU facts a run reads in each mode with the default config: what
-// the checks of the mode judge (README, Speed: the NVML calls they cost).
+// the checks of the mode judge (docs/speed.md: the NVML calls they cost).
 func TestGPUFieldsFor(t *testing.T) {
 	ident := node.GPUName | node.GPUPCIBusID
 	always := ident | node.GPUDriverVersion | node.GPUPCIe | node.GPUFabric | node.GPUECC | node.GPURemappedRows |

@@ -71,7 +71,7 @@ func writeFullHistory(t testing.TB, stateDir, nodeName string, now time.Time) in
 
 // TestWriteFullHistory writes a full history file for gpu-h100-01 (h100-healthy's node) into
 // the state directory NODECHECK_FULL_HISTORY names, taken at h100-healthy's taken_at: the
-// file the README's per-run figures were measured with (`nodecheck run --snapshot
+// file the per-run figures of docs/history.md were measured with (`nodecheck run --snapshot
 // testdata/snapshots/h100-healthy --state-dir DIR`). Without the variable it only checks that
 // such a file fits the caps.
 func TestWriteFullHistory(t *testing.T) {

@@ -182,7 +182,7 @@ func (imex) Explain() Explanation {
 		},
 		Passes: "On a multi-node NVLink tray, the IMEX service is active and every channel device is a character device.",
 		Fails:  "The IMEX service is not active, or a channel device is missing or not a character device: jobs cannot map GPU memory across trays over NVLink (CUDA fails to import memory, NCCL falls back or fails).",
-		Skips:  "NVSwitches are on the PCI bus (an HGX-style single-node system) or no GPU reports an NVLink fabric state (not a multi-node NVLink tray), unless force = true.",
+		Skips:  "NVSwitches are on the PCI bus (an HGX-style single-node system) or no GPU reports an NVLink fabric state (not a multi-node NVLink tray), or the GPUs on a fabric are of a model not built for multi-node NVLink racks (an HGX board's GPUs in a VM), unless force = true.",
 		Errors: "systemctl cannot be asked, or a channel device cannot be stat'ed.",
 		Keys: map[string]string{
 			"force":     "Run even where the node does not look like a multi-node NVLink tray.",

@@ -604,7 +604,7 @@ func (ncclAllReduce) Explain() Explanation {
 			"NVML: the number and names of the GPUs, for -g and the built-in thresholds.",
 			"Its last result, kept in [state] dir (nccl_allreduce.json), to report in the modes it does not run in.",
 		},
-		Passes: "all_reduce_perf exits 0, no element is wrong, and the best bus bandwidth at 1 GiB and more (or at the largest sizes, when the sweep ends below 1 GiB) is at least min_busbw_gbps, or the built-in threshold: 390 GB/s for 8x H100 80GB HBM3, 195 GB/s for 8x A100-SXM4.",
+		Passes: "all_reduce_perf exits 0, no element is wrong, and the best bus bandwidth at 1 GiB and more (or at the largest sizes, when the sweep ends below 1 GiB) is at least min_busbw_gbps, or the built-in threshold: 390 GB/s for 8x H100 80GB HBM3, 195 GB/s for 8x A100-SXM4 (85% of the published figures).",
 		Warns:  "No threshold applies (GPUs the built-in table does not know, and min_busbw_gbps unset): the figure is reported so that you can set one.",
 		Fails:  "The bus bandwidth is below the threshold (a GPU fallen back to PCIe, NVLinks or an NVSwitch lost, NVLS off because Fabric Manager's multicast does not work, throttled clocks), an element is wrong or out of bounds (data corruption), a CUDA or NCCL call failed, all_reduce_perf exited non-zero or ran out of time, or it is not installed and required = true.",
 		Skips:  "The mode is not in modes (manual only by default, never a prolog): the last result is shown with its age. Or the node is busy (a job step, compute processes on the GPUs), all_reduce_perf is not installed, or there is no NVIDIA driver or GPU.",

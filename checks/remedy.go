@@ -57,7 +57,7 @@ func MostDrastic(rs ...Remedy) Remedy {
 // nothing for any other status. The most drastic, not the first: a reset that fixes GPU 3
 // leaves GPU 5 waiting for its replacement, so the node needs what the worst device needs.
 // The cheaper per-device remedies stay on the details, where the repair flow reads them to
-// take the cheapest first (README "Remedies").
+// take the cheapest first (docs/remedies.md).
 func settleRemedy(res *Result) {
 	if res.Status != StatusFail {
 		res.Remedy = ""
@@ -158,7 +158,7 @@ const (
 type remedyRow struct {
 	fault  fault
 	checks []string // the checks that fail this way; nil: every check
-	when   string   // the failure, as `nodecheck explain` and the README print it
+	when   string   // the failure, as `nodecheck explain` and docs/remedies.md print it
 	remedy Remedy
 	source string // where the mapping comes from
 }
@@ -171,7 +171,7 @@ const (
 	srcIBSysfs    = "the IBTA port states as sysfs shows them (Linux ABI sysfs-class-infiniband)"
 )
 
-// remedyTable is the one table of remedies (README "Remedies" prints it): every way a check
+// remedyTable is the one table of remedies (docs/remedies.md prints it): every way a check
 // fails, in run order of the checks, then the generic rows.
 var remedyTable = []remedyRow{
 	{faultGresNoDriver, []string{idGresDevices}, "an NVIDIA device file gres.conf lists (/dev/nvidiaN, /dev/nvidiactl) is missing: the driver did not create it", RemedyReboot,
@@ -344,7 +344,7 @@ func rowsFor(id string) []remedyRow {
 	return append(own, generic...)
 }
 
-// RemedyRow is one row of the remedy table as the README prints it.
+// RemedyRow is one row of the remedy table as docs/remedies.md prints it.
 type RemedyRow struct {
 	Checks  []string // nil: every check
 	Failure string

@@ -6,7 +6,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/node"
 )
 
-// The facts a health run's repair step reads besides NVML's GPUs (README "Repairs", step 5:
+// The facts a health run's repair step reads besides NVML's GPUs (docs/repairs.md, step 5:
 // which GPUs the driver resets together), taken from what the run's checks already read:
 // nothing here reads the node.
 

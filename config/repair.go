@@ -7,7 +7,7 @@ import (
 )
 
 // RepairConfig is the [repair] section: whether and how health runs repair a node nodecheck
-// drained (README "Repairs"). Off by default: with repairs off nodecheck only drains.
+// drained (docs/repairs.md). Off by default: with repairs off nodecheck only drains.
 type RepairConfig struct {
 	Enabled bool `toml:"enabled"`
 	// GPUReset is the command that resets GPUs, as an argument list run without a shell; the

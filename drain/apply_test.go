@@ -148,7 +148,7 @@ func health(rs []CheckResult) Request {
 	return Request{Node: "n1", Mode: config.ModeHealth, Results: rs, Known: allChecks, Drain: true, Resume: true}
 }
 
-// TestApplySequence walks one node through failing and clean runs, as README "Draining"
+// TestApplySequence walks one node through failing and clean runs, as docs/draining.md
 // describes: drained at the first failure, resumed after two clean health runs, and the count
 // reset by a failure in between.
 func TestApplySequence(t *testing.T) {
@@ -268,7 +268,7 @@ func TestApplyEvidence(t *testing.T) {
 
 // TestApplyResumeNeedsACountingRun: the passes already counted are never enough alone: a run
 // that does not count (undecided, partial) does not resume a node, even when
-// resume_after_passes was lowered under the count meanwhile (README "Verdicts and exit codes":
+// resume_after_passes was lowered under the count meanwhile (docs/output.md:
 // an undecided run never resumes).
 func TestApplyResumeNeedsACountingRun(t *testing.T) {
 	f := newFake(NodeState{Name: "n1", State: "IDLE"})

@@ -55,7 +55,7 @@ type plan struct {
 	Update  *Update
 }
 
-// decide is the decision table of README "Draining", without side effects:
+// decide is the decision table of docs/draining.md, without side effects:
 //
 //	the run may not act (no --drain for a failure, no resume for a clean run)  -> none
 //	node's state is unknown by the state table                                 -> kept (nothing done)
@@ -83,7 +83,7 @@ func decide(s situation, failures []Failure) plan {
 	}
 	switch stance, why := s.Node.Stance(); stance {
 	case StanceUnknown:
-		return plan{Action: ActionKept, Message: fmt.Sprintf("node state %s is not one nodecheck knows (%s): nothing done; see README \"Draining\" for the states it acts on", s.Node, why)}
+		return plan{Action: ActionKept, Message: fmt.Sprintf("node state %s is not one nodecheck knows (%s): nothing done; see /usr/share/doc/nodecheck/docs/draining.md for the states it acts on", s.Node, why)}
 	case StanceLeave:
 		return plan{Action: ActionKept, Message: fmt.Sprintf("node is %s (%s): nodecheck leaves it as it is", s.Node, why)}
 	}

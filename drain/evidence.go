@@ -70,7 +70,7 @@ type evidence struct {
 // drains, and a warning never drains. A run that could not look at the fault breaks the row
 // (reset), so "consecutive" means consecutive looks: a GPU that NVML can read only every other
 // run has not shown that it is well. A run that is not a full, decided look at the node
-// (partial, or undecided through another check: README "Verdicts and exit codes") adds
+// (partial, or undecided through another check: docs/output.md) adds
 // nothing and takes nothing away; only a run that counts may resume the node (decide).
 func judgeRun(drainedBy []string, results []CheckResult, failures []Failure, partial bool) evidence {
 	if len(failures) > 0 {

@@ -11,8 +11,8 @@ import (
 
 // Guard keeps a limit on how many nodes of the cluster may be in some condition at once when
 // many nodes enter it at the same moment, with Slurm as the only shared record (nodes share no
-// file system): count, act, wait, count again, step back (README "Safety limit when nodes fail
-// together"). max_drained guards nodecheck's drains with it (drainWithinLimit); drain/repair's
+// file system): count, act, wait, count again, step back (docs/draining.md, "Safety limit when
+// nodes fail together"). max_drained guards nodecheck's drains with it (drainWithinLimit); drain/repair's
 // max_repairing guards repairs with the same Guard.
 type Guard struct {
 	Limit Limit

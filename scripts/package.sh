@@ -4,7 +4,7 @@
 #
 # Builds the binary with cgo (the NVML adapter needs it), generates its man pages and shell
 # completions with a build of it that has the hidden `gen-docs` verb (the gendocs build tag,
-# scripts/gendocs; the shipped binary leaves the man-page renderer out, README "Speed"), and
+# cmd/nodecheck/gendocs.go; the shipped binary leaves the man-page renderer out, docs/speed.md), and
 # packs them with nfpm (scripts/nfpm.yaml) into dist/. Needs go and gcc; nfpm is installed with
 # `go install` on first use.
 #
@@ -105,7 +105,7 @@ echo "package.sh: nodecheck $VERSION, package version $PKG_VERSION, linux/$GOARC
 
 # The binary. go-nvml's header marks about a hundred of the calls it wraps as deprecated, and
 # gcc warns about each when it compiles go-nvml's cgo code: -Wno-deprecated-declarations keeps
-# that out (it cannot be set from the source: README "From source"; CGO_CFLAGS replaces Go's
+# that out (it cannot be set from the source: docs/install.md; CGO_CFLAGS replaces Go's
 # default -g -O2, hence both). Other output is shown only on failure.
 export CGO_CFLAGS="${CGO_CFLAGS:--g -O2} -Wno-deprecated-declarations"
 if ! out=$(CGO_ENABLED=1 go build -trimpath -ldflags "-s -w -X main.version=$VERSION" -o "$NODECHECK_STAGE/nodecheck" ./cmd/nodecheck 2>&1); then

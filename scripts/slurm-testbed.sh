@@ -55,7 +55,7 @@
 #
 # The daemons are plain background processes started from / with setsid (hooks inherit slurmd's
 # cwd), stopped by the PIDs this script recorded. See ../../shared/SLURM.md (observed behaviour)
-# and README.md "Test bed".
+# and docs/development.md, "The real-Slurm test bed".
 #
 # Hooks: Prolog=, Epilog= and HealthCheckProgram= all point at DIR/bin/nodecheck-hook (a copy of
 # scripts/nodecheck-hook). It does nothing until a test writes DIR/hooks/NODE.CONTEXT (context:
@@ -432,7 +432,7 @@ write_slurm_conf() {
   echo "InactiveLimit=0"
   echo "MinJobAge=300"
   echo "KillWait=2"
-  # nodecheck as Slurm runs it: no arguments, no PATH, slurmd's cwd (see README "Draining").
+  # nodecheck as Slurm runs it: no arguments, no PATH, slurmd's cwd (see docs/draining.md).
   echo "PrologFlags=Alloc"
   echo "Prolog=$DIR/bin/nodecheck-hook"
   echo "Epilog=$DIR/bin/nodecheck-hook"

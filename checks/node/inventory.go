@@ -19,7 +19,7 @@ import (
 //
 // It counts what github.com/jaypipes/ghw counts (ghw.CPU, ghw.Memory), which nodecheck used
 // until the prolog's start-up left it out: ghw links net/http, crypto/tls and YAML, whose
-// initialisation every process paid (README "Speed"). The test TestInventoryMatchesGHW holds
+// initialisation every process paid (docs/speed.md). The test TestInventoryMatchesGHW holds
 // the two to the same answer on the fixtures and on the machine that runs it.
 var InventoryFact = &Fact[Inventory]{
 	Name: "inventory",

@@ -13,7 +13,7 @@ import (
 // BenchmarkRunPrologHealthy is a whole prolog-mode run of the fast checks on the recorded
 // healthy 8-GPU H100 node: config, snapshot, slurm.conf and gres.conf, every check, the JSON
 // report. The job holds all eight GPUs, so job_leftovers maps and judges each of them.
-// Process start-up is measured separately (README, "Speed").
+// Process start-up is measured separately (docs/speed.md).
 func BenchmarkRunPrologHealthy(b *testing.B) {
 	dir := filepath.Join(repoRoot, "testdata", "snapshots", "h100-healthy")
 	env := map[string]string{"SLURM_SCRIPT_CONTEXT": "prolog_slurmd", "SLURM_JOB_ID": "42",

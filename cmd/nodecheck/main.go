@@ -1,4 +1,4 @@
-// Command nodecheck checks that a Slurm GPU node is fit to run jobs. See README.md.
+// Command nodecheck checks that a Slurm GPU node is fit to run jobs. See README.md and docs/.
 package main
 
 import (

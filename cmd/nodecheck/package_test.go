@@ -11,6 +11,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
@@ -24,12 +25,30 @@ var packageFiles = []string{
 	"/usr/sbin/nodecheck-health",
 	"/usr/share/bash-completion/completions/nodecheck",
 	"/usr/share/doc/nodecheck/README.md",
+	"/usr/share/doc/nodecheck/docs/README.md",
+	"/usr/share/doc/nodecheck/docs/draining.md",
+	"/usr/share/doc/nodecheck/docs/repairs.md",
 	"/usr/share/fish/vendor_completions.d/nodecheck.fish",
 	"/usr/share/man/man1/nodecheck.1.gz",
 	"/usr/share/man/man1/nodecheck-run.1.gz",
 	"/usr/share/man/man1/nodecheck-config-check.1.gz",
 	"/usr/share/zsh/vendor-completions/_nodecheck",
 	"/var/lib/nodecheck",
+}
+
+// withDocs is packageFiles and every page of the manual in the repository's docs/, at the
+// path the packages install it.
+func withDocs(t *testing.T, repo string) []string {
+	t.Helper()
+	pages, err := filepath.Glob(filepath.Join(repo, "docs", "*.md"))
+	if err != nil || len(pages) == 0 {
+		t.Fatalf("no docs/*.md in %s: %v", repo, err)
+	}
+	out := slices.Clone(packageFiles)
+	for _, p := range pages {
+		out = append(out, "/usr/share/doc/nodecheck/docs/"+filepath.Base(p))
+	}
+	return out
 }
 
 const (
@@ -102,7 +121,7 @@ func TestPackage(t *testing.T) {
 		}
 		// One line per file: mode, owner, flags (c: config, n: noreplace), path.
 		list := mustRun(t, "rpm", "-qp", "--qf", `[%{FILEMODES:perms} %{FILEUSERNAME}:%{FILEGROUPNAME} %{FILEFLAGS:fflags} %{FILENAMES}\n]`, rpm)
-		for _, p := range packageFiles {
+		for _, p := range withDocs(t, repo) {
 			if !containsField(list, p) {
 				t.Errorf("the rpm lacks %s; it holds:\n%s", p, list)
 			}
@@ -133,7 +152,7 @@ func TestPackage(t *testing.T) {
 			t.Errorf("deb conffiles %q, want %q", got, pkgConfig)
 		}
 		list := mustRun(t, "dpkg-deb", "-c", deb)
-		for _, p := range packageFiles {
+		for _, p := range withDocs(t, repo) {
 			if !containsField(list, "."+p) && !containsField(list, "."+p+"/") {
 				t.Errorf("the deb lacks %s; it holds:\n%s", p, list)
 			}

@@ -11,7 +11,7 @@ import (
 	"github.com/spf13/cobra"
 )
 
-// Exit codes, one table for every verb (README "Verdicts and exit codes"); run's come from the checks
+// Exit codes, one table for every verb (docs/output.md); run's come from the checks
 // library, which decides them per verdict and mode (checks.ExitCode).
 const (
 	exitHealthy   = run.ExitHealthy   // healthy, or nothing wrong found
@@ -88,7 +88,8 @@ By hand:
 Exit codes: 0 healthy, 1 unhealthy (a check failed), 2 nodecheck could not run,
 3 undecided (no check failed, but one could not look; a prolog or epilog exits 0 then).
 
-The admin's guide is README.md, installed as /usr/share/doc/nodecheck/README.md.`,
+The admin's guide is /usr/share/doc/nodecheck/README.md; the manual by topic starts at
+/usr/share/doc/nodecheck/docs/README.md.`,
 		Version:       versionString(),
 		SilenceUsage:  true,
 		SilenceErrors: true,

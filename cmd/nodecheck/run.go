@@ -69,15 +69,15 @@ logs the reason as an error and the metrics say nodecheck_verdict{verdict="undec
 
 When a check fails, prolog, epilog and health runs drain the node through scontrol with the
 reason "nodecheck: CHECK: SUMMARY"; health runs resume a node nodecheck drained once it passes
-resume_after_passes runs in a row ([drain] in nodecheck.toml; "Draining" in README.md,
-installed as /usr/share/doc/nodecheck/README.md). Manual runs
+resume_after_passes runs in a row ([drain] in nodecheck.toml;
+/usr/share/doc/nodecheck/docs/draining.md). Manual runs
 and snapshot replays only report, unless given --drain or --resume (a replay also needs --node).
 
 With [repair] enabled in nodecheck.toml, a health run on a node nodecheck drained that runs no
 job then repairs it, cheapest remedy first: it resets the failing GPUs, or asks Slurm to reboot
 the node (scontrol reboot ASAP nextstate=DOWN), keeps it out of service until passes_to_resume
-clean runs, and after too many repairs marks it "nodecheck: service: ..." ("Repairs" in
-README.md). --dry-run prints each step instead; a replay repairs only with --repair and --node.`,
+clean runs, and after too many repairs marks it "nodecheck: service: ..."
+(/usr/share/doc/nodecheck/docs/repairs.md). --dry-run prints each step instead; a replay repairs only with --repair and --node.`,
 		Example: `  nodecheck run --all
   nodecheck run --check ib_ports --format json
   nodecheck run --snapshot testdata/snapshots/h100-healthy --all

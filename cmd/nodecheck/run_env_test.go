@@ -139,27 +139,41 @@ func TestRunSlurmLimitBudget(t *testing.T) {
 }
 
 // TestManPagesNameShippedReadme: the man pages (generated from the commands' help) refer to
-// the README at the path the packages install it (scripts/nfpm.yaml), not to a file the
-// package does not ship.
+// the README and the manual in docs/ at the paths the packages install them
+// (scripts/nfpm.yaml), and only to pages the repository holds, not to a file the package does
+// not ship.
 func TestManPagesNameShippedReadme(t *testing.T) {
 	nfpm, err := os.ReadFile(filepath.Join(repoRoot, "scripts", "nfpm.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	const installed = "/usr/share/doc/nodecheck/README.md"
-	if !strings.Contains(string(nfpm), "dst: "+installed) {
-		t.Errorf("scripts/nfpm.yaml does not install README.md at %s", installed)
+	const docDir = "/usr/share/doc/nodecheck/"
+	for _, install := range []string{"src: README.md\n    dst: " + docDir + "README.md", "src: docs/*.md\n    dst: " + docDir + "docs/"} {
+		if !strings.Contains(string(nfpm), install) {
+			t.Errorf("scripts/nfpm.yaml lacks %q", install)
+		}
 	}
+	installed := regexp.MustCompile(regexp.QuoteMeta(docDir) + `((?:docs/)?[\w.-]+\.md)`)
 	root := newRootCmd(&globals{stdout: &bytes.Buffer{}, stderr: &bytes.Buffer{}, getenv: func(string) string { return "" }})
+	named := 0
 	var walk func(c *cobra.Command)
 	walk = func(c *cobra.Command) {
 		text := c.Long + c.Short + c.Example
-		if strings.Contains(text, "README") && !strings.Contains(text, installed) {
-			t.Errorf("%s's help names the README without where it is installed:\n%s", c.CommandPath(), text)
+		for _, m := range installed.FindAllStringSubmatch(text, -1) {
+			named++
+			if _, err := os.Stat(filepath.Join(repoRoot, m[1])); err != nil {
+				t.Errorf("%s's help names %s, which the repository does not hold: %v", c.CommandPath(), m[0], err)
+			}
+		}
+		if rest := installed.ReplaceAllString(text, ""); strings.Contains(rest, "README") || strings.Contains(rest, ".md") {
+			t.Errorf("%s's help names a document without where it is installed:\n%s", c.CommandPath(), text)
 		}
 		for _, sub := range c.Commands() {
 			walk(sub)
 		}
 	}
 	walk(root)
+	if named == 0 {
+		t.Error("no help names the installed README or manual")
+	}
 }

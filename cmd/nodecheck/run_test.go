@@ -143,8 +143,8 @@ func TestRunSnapshots(t *testing.T) {
 	}
 }
 
-// snapshotRemedies is the remedy each failing check of a failing snapshot names, as README
-// "Remedies" documents it (issue 15): every failing snapshot is listed, and every check that
+// snapshotRemedies is the remedy each failing check of a failing snapshot names, as
+// docs/remedies.md documents it: every failing snapshot is listed, and every check that
 // fails in it.
 var snapshotRemedies = map[string]map[string]checks.Remedy{
 	"h100-dev-missing":            {"gres_devices": checks.RemedyReboot},   // the driver did not create /dev/nvidia5
@@ -300,7 +300,7 @@ func TestConfigErrors(t *testing.T) {
 	}
 }
 
-// TestExitCodes has one row per line of the README's exit code table.
+// TestExitCodes has one row per line of the exit code table of docs/output.md.
 func TestExitCodes(t *testing.T) {
 	snaps := filepath.Join(repoRoot, "testdata", "snapshots")
 	undecided := undecidedSnapshot(t)

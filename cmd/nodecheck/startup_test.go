@@ -19,11 +19,11 @@ import (
 
 // startupForbidden are packages that must not be linked into the shipped binary: Go runs
 // every linked package's initialisation in every process, prolog included, whatever the verb
-// (README "Speed"). Each entry says what it would cost and where its work lives instead.
+// (docs/speed.md). Each entry says what it would cost and where its work lives instead.
 // An entry names a package and everything under it.
 var startupForbidden = []struct{ prefix, why string }{
-	{"github.com/spf13/cobra/doc", "the man-page renderer: a gendocs build only (scripts/gendocs)"},
-	{"github.com/cpuguy83/go-md2man", "the man-page renderer: a gendocs build only (scripts/gendocs)"},
+	{"github.com/spf13/cobra/doc", "the man-page renderer: a gendocs build only (cmd/nodecheck/gendocs.go)"},
+	{"github.com/cpuguy83/go-md2man", "the man-page renderer: a gendocs build only (cmd/nodecheck/gendocs.go)"},
 	{"github.com/russross/blackfriday", "the markdown renderer behind the man pages (0.5 ms of init)"},
 	{"gopkg.in/yaml.v3", "YAML: nothing at run time reads it"},
 	{"go.yaml.in/yaml", "YAML: nothing at run time reads it"},

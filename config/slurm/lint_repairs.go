@@ -3,7 +3,7 @@ package slurm
 import "strings"
 
 // WithRepairs, with reboots true when nodecheck's repairs may reboot a node ([repair]
-// enabled and reboot in nodecheck.toml, README "Repairs"), has Lint check what they need of
+// enabled and reboot in nodecheck.toml, docs/repairs.md), has Lint check what they need of
 // slurm.conf: a RebootProgram, without which slurmctld refuses `scontrol reboot`, and a
 // ReturnToService that keeps a rebooted node out of service until nodecheck's post-boot
 // checks pass.

@@ -1,7 +1,7 @@
-// Package repair closes the loop from a drain to a node back in service (issue 15, README
-// "Repairs"): in a health run, on a node nodecheck drained that runs no job, it takes the
-// cheapest remedy the failures name (reset the GPUs; when a reset is refused, fails or does
-// not help, or the remedy is a reboot, ask Slurm to reboot the node with `scontrol reboot
+// Package repair closes the loop from a drain to a node back in service (docs/repairs.md):
+// in a health run, on a node nodecheck drained that runs no job, it takes the cheapest
+// remedy the failures name (reset the GPUs; when a reset is refused, fails or does not
+// help, or the remedy is a reboot, ask Slurm to reboot the node with `scontrol reboot
 // ASAP nextstate=DOWN`), keeps the node out of service under nodecheck's reason until
 // passes_to_resume health runs in a row found the fault gone, escalates to "nodecheck:
 // service: ..." after too many repairs of one GPU or of the node, and keeps at most

@@ -67,7 +67,7 @@ func Permitted(cfg *config.Config, mode config.Mode, replay, flag, nodeNamed boo
 	return true, ""
 }
 
-// Decide is the repair's decision table (README "Repairs"), without side effects:
+// Decide is the repair's decision table (docs/repairs.md), without side effects:
 //
 //	node not out of service with nodecheck's reason        -> none; an open entry closes (ok when
 //	                                                           the node is back in service)

@@ -44,7 +44,7 @@ type Fabric struct {
 
 // ResetSet is the set of GPUs the driver resets in one command for a reset of want, with why
 // they go together; or, with set nil, why no reset can be done (the policy then reboots).
-// It follows nvidia-smi(1) for -r/--gpu-reset (README "Repairs", step 5):
+// It follows nvidia-smi(1) for -r/--gpu-reset (docs/repairs.md, step 5):
 //
 //   - a GPU without NVLink, or NVIDIA Ampere and later with NVLink, can be reset alone;
 //   - on an NVSwitch system with Ampere GPUs (HGX A100) only while Fabric Manager runs; from

@@ -21,7 +21,7 @@ import (
 // (the real h100-nccl-ok log with its bandwidth x 0.85, see slowSnapshot: above the absolute
 // 390 GB/s, 15% under the fleet), every other node the real h100-nccl-ok. The summary must
 // name exactly the 5 failing and the 3 slow nodes, and call every other node healthy; the wall
-// time and the Slurm calls are logged for README "Fleet sweep". Then --multinode over the
+// time and the Slurm calls are logged for docs/fleet-sweep.md. Then --multinode over the
 // healthy nodes, with the all_reduce_perf stand-in halving the bandwidth of any job holding one
 // chosen node: in pairs, and in one set of all, it must name that node and only it, within 2
 // rounds (3 with an odd count) and 1 + ceil(log2 N) rounds.
@@ -30,7 +30,7 @@ import (
 // one), each on its own test bed of N nodes named n1..nN, zero-padded (n001 with 256). It is
 // opt-in: the sweep itself takes seconds, but with the bed's start and stop and the two
 // multi-node searches the test took about 35 s per version at 16 nodes and 3.5-4 minutes at 256
-// on 2 shared cores (README "Fleet sweep").
+// on 2 shared cores (docs/fleet-sweep.md).
 func TestFleetSweepScale(t *testing.T) {
 	n, _ := strconv.Atoi(os.Getenv("NODECHECK_FLEET_SCALE"))
 	if n == 0 {

@@ -27,7 +27,7 @@ type slurmClient struct {
 }
 
 // callCounter counts Slurm client commands by program name. Each command is one or a few RPCs
-// to slurmctld; the count is what the README's sweep costs are stated in.
+// to slurmctld; the count is what the sweep costs of docs/fleet-sweep.md are stated in.
 type callCounter struct {
 	mu sync.Mutex
 	n  map[string]int
@@ -231,7 +231,7 @@ const squeueFields = "JobID:|,State:|,exit_code:|,Reason:|"
 // queue returns the states of the given jobs that squeue still knows, finished ones included
 // (-t all) until MinJobAge (300 s by default) after their end. A job missing from the map is
 // gone from the controller. It is one squeue call whatever the number of jobs: 4,096 ids took
-// 0.3 s on the test bed (README "Fleet sweep").
+// 0.3 s on the test bed (docs/fleet-sweep.md).
 func (s *slurmClient) queue(ctx context.Context, ids []string) (map[string]jobState, error) {
 	out, err := s.cmd(ctx, "squeue", "-h", "-t", "all", "-O", squeueFields, "-j", strings.Join(ids, ","))
 	if err != nil {

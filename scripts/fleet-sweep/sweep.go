@@ -48,8 +48,8 @@ type options struct {
 // as a JSON report on stdout.
 var nodecheckArgs = []string{"run", "--all", "--format", "json", "--mode", "manual"}
 
-// submitWorkers is how many sbatch run at once. Measured on the test bed (README "Fleet
-// sweep"): 4,096 held jobs took 33 s one at a time, 14.8 s with 8 at once and 17.1 s with 16,
+// submitWorkers is how many sbatch run at once. Measured on the test bed (docs/fleet-sweep.md,
+// 2026-12-03): 4,096 held jobs took 33 s one at a time, 14.8 s with 8 at once and 17.1 s with 16,
 // slurmctld being the bottleneck; 8 keeps a 4,096-node submission near a quarter of a minute
 // without queueing more RPCs than slurmctld's threads serve.
 const submitWorkers = 8

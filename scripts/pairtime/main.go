@@ -1,5 +1,5 @@
 // Command pairtime times programs as processes, alternating them run by run so that a load that
-// comes and goes on the machine falls on all of them alike (README "Speed" uses it):
+// comes and goes on the machine falls on all of them alike (docs/speed.md uses it):
 //
 //	go build -o /tmp/empty ./scripts/pairtime/empty
 //	go run ./scripts/pairtime -n 400 /tmp/empty '/usr/sbin/nodecheck version'

@@ -11,7 +11,7 @@ import (
 )
 
 // rebootOutcome is what a version does at the end of `scontrol reboot ASAP nextstate=X
-// reason="nodecheck: test"`, as observed (README "Test bed", reboots).
+// reason="nodecheck: test"`, as observed (docs/slurm.md, reboots).
 type rebootOutcome struct {
 	state  string // the final State=
 	reason string // the final reason, "" for none

@@ -158,7 +158,7 @@ func withoutNVLink(s *server.Server) {
 }
 
 // BenchmarkNVMLCalls reports the NVML calls a run makes per GPU on an 8x H100 mock, by mode
-// and with and without NVLink: the README's table. The time it reports is the mock's, not a
+// and with and without NVLink: the table of docs/speed.md. The time it reports is the mock's, not a
 // driver's.
 func BenchmarkNVMLCalls(b *testing.B) {
 	for _, mode := range append(config.Modes(), "snapshot") {

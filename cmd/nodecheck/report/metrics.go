@@ -16,7 +16,7 @@ import (
 	"github.com/nodecheck/nodecheck/drain/repair"
 )
 
-// The Prometheus textfile (README "Metrics") describes the last run only: every metric is a
+// The Prometheus textfile (docs/metrics.md) describes the last run only: every metric is a
 // gauge that the next run overwrites, in whatever mode it runs. Nothing is accumulated across
 // runs: a counter kept in a file node_exporter reads would reset whenever the file is lost,
 // and drains are already counted where they happen, in slurmctld. The series are stable
@@ -127,7 +127,7 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 }
 
 // repairFamilies are the repair step's families: its step, one-hot, and the repair record's
-// counts (README "Repairs": escalation at node_repairs in node_window, gpu_repairs in
+// counts (docs/repairs.md: escalation at node_repairs in node_window, gpu_repairs in
 // gpu_window), one series for the node and one per GPU by bus id.
 func repairFamilies(m RepairMetrics, nodeL [2]string) []family {
 	steps := append(repair.Steps(), repair.StepSkipped)

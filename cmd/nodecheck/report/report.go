@@ -17,7 +17,7 @@ import (
 )
 
 // SchemaVersion is the "schema" key of the JSON output. It changes only if a key changes
-// meaning; new keys may appear at any version (README "Output": verdict, interrupted,
+// meaning; new keys may appear at any version (docs/output.md: verdict, interrupted,
 // budget and slurm_conf came with the third verdict, and healthy kept its name but is
 // false for an undecided run).
 const SchemaVersion = 1

@@ -13,7 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/config"
 )
 
-// The process-level limits (README "Time limits"). Every check, command and file read already
+// The process-level limits (docs/slurm.md). Every check, command and file read already
 // ends at the run's budget; these end the process when something still blocks where no
 // deadline reaches (a read stuck in the kernel on a hung NFS mount, a wedged NVML call, a
 // stdout pipe nobody reads), and when Slurm or a person asks it to stop.
