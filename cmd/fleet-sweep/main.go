@@ -5,7 +5,7 @@
 // With --multinode it then runs all_reduce_perf across the healthy nodes, in pairs, and narrows
 // every bad run down to the node or link at fault (see bisect.go).
 //
-//	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./scripts/fleet-sweep
+//	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./cmd/fleet-sweep
 //	nodecheck-fleet-sweep --partition gpu --out /shared/sweeps/$(date +%F) --timeout 20m
 //	nodecheck-fleet-sweep --nodes 'gpu[001-016]' --format json --drain-slow --dry-run
 //

@@ -296,7 +296,7 @@ func batchScript(what, sbatch string, sbatchArgs, argv []string) string {
 		return strings.Join(out, " ")
 	}
 	return "#!/bin/sh\n" +
-		"# nodecheck fleet sweep (scripts/fleet-sweep), " + what + ", submitted as:\n" +
+		"# nodecheck fleet sweep (cmd/fleet-sweep), " + what + ", submitted as:\n" +
 		"#   " + q(append([]string{sbatch}, sbatchArgs...)) + "\n" +
 		"exec " + q(argv) + "\n"
 }

@@ -13,7 +13,7 @@
 // As all_reduce_perf under srun with MPI does, only rank 0 (SLURM_PROCID 0) prints. Arguments
 // after "--" (all_reduce_perf's: -- -b 1G -e 4G ...) are ignored.
 //
-//	go build -o /tmp/standin ./scripts/fleet-sweep/testdata/allreduce-standin
+//	go build -o /tmp/standin ./cmd/fleet-sweep/testdata/allreduce-standin
 //	SLURM_JOB_NODELIST='n[1-2]' /tmp/standin -log .../nccltests-309-h100-2node-16gpu-mpi.log -slow n2 -factor 0.5
 package main
 
