@@ -15,7 +15,8 @@
 // share. The sweep polls squeue, one call for all its jobs, until every job has ended or the
 // --timeout passes, cancels the jobs still pending or running in one scancel, and reads the
 // reports. Nodes that are down, drained or not responding get no job: their state is the
-// reason they are missing. No SSH. README "Fleet sweep" has the costs, measured.
+// reason they are missing; so are nodes whose names are not plain host names (checkNodeName),
+// which never become paths. No SSH. README "Fleet sweep" has the costs, measured.
 //
 // Exit status: 0 every node healthy; 1 a node slow, failing or missing, or a multi-node
 // culprit; 2 usage error, or Slurm could not list the nodes or take any job.

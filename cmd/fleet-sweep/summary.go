@@ -396,7 +396,7 @@ func writeText(w io.Writer, s summary) error {
 		width = max(width, len(f.Node))
 	}
 	for _, m := range s.Missing {
-		width = max(width, len(m.Node))
+		width = max(width, len(shownName(m.Node)))
 	}
 	for _, bw := range s.BusBW {
 		width = max(width, len(bw.Node))
@@ -426,7 +426,7 @@ func writeText(w io.Writer, s summary) error {
 		fmt.Fprintf(&b, "FAILING  %-*s  %s\n", width, f.Node, line)
 	}
 	for _, m := range s.Missing {
-		fmt.Fprintf(&b, "MISSING  %-*s  %s\n", width, m.Node, m.Reason)
+		fmt.Fprintf(&b, "MISSING  %-*s  %s\n", width, shownName(m.Node), m.Reason)
 	}
 	writeFleetText(&b, s, width)
 	writeMultinodeText(&b, s.Multinode)
@@ -506,4 +506,13 @@ func writeJSON(w io.Writer, s summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
+}
+
+// shownName is a node name as the text summary prints it: as it is, or quoted and cut when it
+// is not a plain host name (a refused node: its name may hold control characters, or be long).
+func shownName(node string) string {
+	if checkNodeName(node) == nil {
+		return node
+	}
+	return text.OneLine(strconv.Quote(node), 40)
 }

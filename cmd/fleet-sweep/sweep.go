@@ -90,7 +90,14 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 
 	runs := make([]nodeRun, len(nodes))
 	for i, n := range nodes {
-		runs[i] = nodeRun{Node: n.name, OutputPath: filepath.Join(o.out, n.name+".json")}
+		runs[i] = nodeRun{Node: n.name}
+		if err := checkNodeName(n.name); err != nil {
+			// Before the name becomes a path: no file, no job, and never a drain.
+			runs[i].Skipped = fmt.Sprintf("refused: the node name is not a plain host name (%v): no job, no file", err)
+			fmt.Fprintf(log, "fleet-sweep: node %q: %s\n", n.name, runs[i].Skipped)
+			continue
+		}
+		runs[i].OutputPath = filepath.Join(o.out, n.name+".json")
 		if why := n.unavailable(); why != "" {
 			runs[i].Skipped = why
 			continue
