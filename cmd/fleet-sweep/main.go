@@ -190,6 +190,7 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path` (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
+	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
 	fs.BoolVar(&o.multinode.drain, "drain-culprits", false, "drain the nodes --multinode names as culprits (never a link or a set): reason \"nodecheck: fleet: multinode: ...\"")
 }
 
@@ -209,7 +210,7 @@ func checkFlags(o *options, f rawFlags) error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--timeout", o.timeout}, {"--slurm-timeout", o.slurmTimeout}, {"--multinode-timeout", o.multinode.timeout}} {
+	}{{"--timeout", o.timeout}, {"--slurm-timeout", o.slurmTimeout}, {"--multinode-timeout", o.multinode.timeout}, {"--multinode-min-job-limit", o.multinode.minJobLimit}} {
 		if d.v <= 0 {
 			return usagef("%s %s: want a positive duration", d.flag, d.v)
 		}

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -34,6 +35,14 @@ type nodeRun struct {
 	Output      []byte
 	OutputErr   error  // reading OutputPath; fs.ErrNotExist when absent
 	Stderr      string // the last line of the job's stderr
+	// Started is when squeue first showed the job running (or already finished); RunTime is
+	// from then to when it first showed it finished: both measured at the polls.
+	Started time.Time
+	RunTime time.Duration
+	// Killed is how long the job had run when the sweep cancelled it for running past Limit,
+	// its run limit (multi-node jobs only, jobLimit); 0 when it was not.
+	Killed time.Duration
+	Limit  time.Duration
 }
 
 // nodecheckReport is the part of `nodecheck run --format json` the sweep reads.
