@@ -134,7 +134,7 @@ func ReasonCheck(reason, prefix string) (check string, ok bool) {
 // ReasonBase). A node drained before nodecheck kept records, or by
 // another nodecheck (a replay elsewhere), so waits on its reason's check. A reason naming no
 // check, or one that is not among this nodecheck's checks (known; "fleet" from
-// scripts/fleet-sweep), is resumed only by hand or by whoever drained it.
+// cmd/fleet-sweep), is resumed only by hand or by whoever drained it.
 func drainedBy(rec nodeRecord, reason, prefix string, known []string) (ids []string, byHand string) {
 	id, ok := ReasonCheck(reason, prefix)
 	switch {

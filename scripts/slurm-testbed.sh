@@ -54,8 +54,10 @@
 # `clean --cache` (or rm -rf CACHE once no bed is mounted).
 #
 # The daemons are plain background processes started from / with setsid (hooks inherit slurmd's
-# cwd), stopped by the PIDs this script recorded. See ../../shared/SLURM.md (observed behaviour)
-# and docs/development.md, "The real-Slurm test bed".
+# cwd), stopped by the PIDs this script recorded. Slurm 22.05 on the host: each bed runs its own
+# munged on a socket under /run/nodecheck-testbed/ID/munge (slurm.conf AuthInfo=socket=), and
+# `stop` ends it, and also every job, step and slurmstepd the bed left (they outlive slurmd).
+# See docs/development.md, "The real-Slurm test bed".
 #
 # Hooks: Prolog=, Epilog= and HealthCheckProgram= all point at DIR/bin/nodecheck-hook (a copy of
 # scripts/nodecheck-hook). It does nothing until a test writes DIR/hooks/NODE.CONTEXT (context:
@@ -152,6 +154,9 @@ STATE=$DIR/run/testbed.state
 # DIR can never reach into a mounted /proc, /dev, /sys or a bound directory.
 RT=$RUNBASE/$(printf '%s' "$DIR" | cksum | cut -d' ' -f1)
 MERGED=
+# 22.05: the bed's own munged listens here (slurm.conf AuthInfo=socket=, which auth/munge and
+# cred/munge both read: slurm.conf(5)), so that stop ends it and no bed uses another's.
+MUNGE_SOCKET=$RT/munge/munge.socket
 
 # load_state: what start recorded (the version, the nodes, the root), over flags and environment.
 load_state() {
@@ -169,6 +174,7 @@ load_state() {
 
 save_state() {
   printf 'SLURM=%s\nNODES=%s\nPORT=%s\nMERGED=%s\n' "$SLURM" "$NODES" "$PORT" "$MERGED" >"$STATE"
+  if [ "$SLURM" = 22.05 ]; then printf 'MUNGE_SOCKET=%s\n' "$MUNGE_SOCKET" >>"$STATE"; fi
 }
 
 # in_bed CMD...: run CMD where the bed's Slurm lives: on the host (22.05) or in its root (24.11).
@@ -355,29 +361,110 @@ start_munge_root() {
 # --- 22.05 on the host ------------------------------------------------------------------------
 
 start_munge_host() {
-  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then return 0; fi
-  # Test beds started at once (go test runs packages in parallel) share one munged: the
-  # first one starts it, the others wait for the lock and then find it answering.
-  mkdir -p /run/munge
-  exec 9>/run/nodecheck-testbed-munge.lock
-  flock -w 60 9 || die "another test bed holds /run/nodecheck-testbed-munge.lock"
-  if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-    exec 9>&-
-    return 0
-  fi
-  mkdir -p /run/munge /var/log/munge /var/lib/munge
-  chown munge:munge /run/munge /var/log/munge /var/lib/munge
+  local _ d=$RT/munge
   [ -s /etc/munge/munge.key ] || die "/etc/munge/munge.key is missing: reinstall munge"
-  # munged forks into the background itself and refuses to run as root.
-  runuser -u munge -- /usr/sbin/munged || die "munged did not start (see /var/log/munge/munged.log)"
+  remove_tree "$RT"
+  mkdir -p "$d"
+  chmod 755 "$RUNBASE" "$RT"
+  # munged refuses to run as root, and refuses a socket, log or seed directory that others
+  # may write to.
+  chown munge:munge "$d"
+  chmod 755 "$d"
+  # -F: in the foreground, so that the PID recorded is munged's; chroot to / only to take the
+  # munge user (it execs, where runuser would stay as munged's parent).
+  setsid /usr/sbin/chroot --userspec=munge:munge / /usr/sbin/munged -F --socket="$MUNGE_SOCKET" \
+    --pid-file="$d/munged.pid" --log-file="$d/munged.log" --seed-file="$d/munged.seed" \
+    </dev/null >>"$DIR/log/munged.out" 2>&1 &
+  echo $! >"$DIR/run/munged.pid"
   for _ in $(seq 50); do
-    if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-      exec 9>&-
-      return 0
-    fi
+    if munge -S "$MUNGE_SOCKET" -n 2>/dev/null | unmunge -S "$MUNGE_SOCKET" >/dev/null 2>&1; then return 0; fi
     sleep 0.1
   done
-  die "munge does not answer: munge -n | unmunge fails"
+  die "munged on $MUNGE_SOCKET does not answer: see $DIR/log/munged.out"
+}
+
+# pid_of_ours PIDFILE WORD: the PID in PIDFILE when that process runs (not a zombie) and WORD is
+# one of its arguments, so that a PID reused by another program is never signalled.
+pid_of_ours() {
+  local pid arg args stat
+  [ -s "$1" ] || return 1
+  read -r pid <"$1" || return 1
+  read -r stat 2>/dev/null <"/proc/$pid/stat" || return 1
+  stat=${stat##*) }
+  [ "${stat:0:1}" != Z ] || return 1
+  mapfile -d '' -t args <"/proc/$pid/cmdline" 2>/dev/null || return 1
+  for arg in "${args[@]}"; do [ "$arg" = "$2" ] && echo "$pid" && return 0; done
+  return 1
+}
+
+# stop_munge_host: end the bed's munged (22.05; with -F it logs to DIR/log/munged.out), remove
+# its socket directory.
+stop_munge_host() {
+  local pid
+  if pid=$(pid_of_ours "$DIR/run/munged.pid" "--socket=$MUNGE_SOCKET"); then
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 50); do pid_of_ours "$DIR/run/munged.pid" "--socket=$MUNGE_SOCKET" >/dev/null || break; sleep 0.1; done
+    kill -KILL "$pid" 2>/dev/null || true
+  fi
+  rm -f "$DIR/run/munged.pid"
+  remove_tree "$RT"
+}
+
+# bed_pids: the processes of this bed outside a root (22.05), this script and its ancestors
+# aside: a job's and a hook's processes, which slurmd starts with SLURMD_NODENAME in their
+# environment and either SLURM_CONF=CONF (jobs, steps, prologs, epilogs; a health check's
+# program has it from its hook file) or a program under DIR (the job script in the spool, the
+# hook); and a slurmstepd with a file under DIR open (its node's log) or its working directory
+# there (the node's spool), which outlives slurmd.
+# An admin's shell with SLURM_CONF=CONF (`eval "$(... env)"`) has no SLURMD_NODENAME.
+bed_pids() {
+  local self=" " pid=$$ stat comm
+  # grep and find fail on processes that end or that /proc hides: not an error here.
+  local -
+  set +o pipefail
+  while [ "$pid" -gt 1 ] 2>/dev/null; do
+    self="$self$pid "
+    read -r stat 2>/dev/null <"/proc/$pid/stat" || break
+    stat=${stat##*) }
+    pid=$(echo "$stat" | cut -d' ' -f2)
+  done
+  # A few greps and one find for all processes: a machine runs thousands.
+  {
+    {
+      grep -lszxF "SLURM_CONF=$CONF" /proc/[0-9]*/environ || true
+      grep -lsF "$DIR/" /proc/[0-9]*/cmdline || true
+    } | cut -d/ -f3 | sort -un | while read -r pid; do
+      if grep -qsz '^SLURMD_NODENAME=' "/proc/$pid/environ"; then echo "$pid"; fi
+    done
+    find /proc/[0-9]*/fd /proc/[0-9]*/cwd -maxdepth 1 -lname "$DIR/*" 2>/dev/null | cut -d/ -f3 | sort -un | while read -r pid; do
+      if read -r comm 2>/dev/null <"/proc/$pid/comm" && [ "$comm" = slurmstepd ]; then echo "$pid"; fi
+    done
+  } | sort -un | while read -r pid; do
+    case "$self" in *" $pid "*) ;; *) echo "$pid" ;; esac
+  done
+}
+
+# stop_bed_processes: TERM the bed's jobs and slurmstepd (22.05), KILL what is left after 1 s
+# (with slurmd gone, a slurmstepd ignores TERM while it waits for it), and look again until
+# two looks half a second apart find none: a job that slurmctld launched while it stopped may
+# start a moment after the first look.
+stop_bed_processes() {
+  local pids sig empty=0 i
+  for i in $(seq 20); do
+    pids=$(bed_pids)
+    if [ -z "$pids" ]; then
+      empty=$((empty + 1))
+      [ $empty -ge 2 ] && return 0
+      sleep 0.5
+      continue
+    fi
+    empty=0
+    sig=TERM
+    [ "$i" -gt 2 ] && sig=KILL
+    kill -"$sig" $pids 2>/dev/null || true
+    sleep 0.5
+  done
+  log "processes of the bed still run: $(bed_pids | tr '\n' ' ')"
 }
 
 # --- config, daemons ---------------------------------------------------------------------------
@@ -405,6 +492,7 @@ write_slurm_conf() {
   echo "SlurmdUser=root"
   echo "AuthType=auth/munge"
   echo "CredType=cred/munge"
+  if [ -z "$MERGED" ]; then echo "AuthInfo=socket=$MUNGE_SOCKET"; fi
   echo "StateSaveLocation=$DIR/state"
   echo "SlurmdSpoolDir=$DIR/spool/%n"
   echo "SlurmctldPidFile=$DIR/run/slurmctld.pid"
@@ -661,6 +749,9 @@ cmd_stop() {
     umount_root # munged, left-over jobs and their slurmstepd, then the mounts
     MERGED=
     [ -d "$DIR/run" ] && save_state
+  else
+    stop_bed_processes # left-over jobs and their slurmstepd, on the host
+    stop_munge_host
   fi
   log "stopped (files kept in $DIR)"
 }
@@ -704,7 +795,8 @@ cmd_version() {
   fi
 }
 
-# clean: unmount and remove the roots of beds whose processes are gone; --cache: the root too.
+# clean: unmount and remove the roots (and 22.05 munge directories) of beds whose processes are
+# gone; --cache: the cached root too.
 cmd_clean() {
   local rt
   need_root
@@ -713,6 +805,10 @@ cmd_clean() {
     MERGED=$rt/root
     if [ -n "$(in_root_pids)" ]; then
       log "$rt: in use (processes run in it): stop its test bed first"
+      continue
+    fi
+    if pid_of_ours "$rt/munge/munged.pid" "--socket=$rt/munge/munge.socket" >/dev/null; then
+      log "$rt: in use (a 22.05 bed's munged runs there): stop its test bed first"
       continue
     fi
     RT=$rt

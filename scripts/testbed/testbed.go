@@ -22,7 +22,8 @@
 // 24.11, mmdebstrap and a Debian mirror (install --slurm 24.11). Without them Start skips the
 // test, except in CI (CI=true), where a test bed that cannot start fails it; under -short it
 // always skips. NODECHECK_TESTBED_SLURM ("22.05", "24.11" or both, comma-separated) limits the
-// versions ForEachVersion runs; by default it runs both.
+// versions ForEachVersion runs; by default it runs both. A bed stops and its files go when its
+// test ends, passed or failed; NODECHECK_TESTBED_KEEP=1 keeps the files.
 package testbed
 
 import (
@@ -196,8 +197,9 @@ func (o *Options) fill() {
 	}
 }
 
-// tempDir makes the bed's temporary directory, removed when t ends unless t failed (kept
-// for its files) or something is mounted under it.
+// tempDir makes the bed's temporary directory, removed when t ends, passed or failed (the
+// daemons' last log lines are logged on failure, see stop), unless NODECHECK_TESTBED_KEEP=1
+// asks to keep it, or something is mounted under it.
 func tempDir(t *testing.T, opts Options) string {
 	tmp, err := os.MkdirTemp("", opts.TempPrefix)
 	if err != nil {
@@ -209,8 +211,8 @@ func tempDir(t *testing.T, opts Options) string {
 		}
 	}
 	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("test bed files kept in %s", tmp)
+		if os.Getenv("NODECHECK_TESTBED_KEEP") == "1" {
+			t.Logf("test bed files kept in %s (NODECHECK_TESTBED_KEEP=1): remove them when done", tmp)
 			return
 		}
 		// The bed's root is mounted outside tmp; never remove through a mount all the same.
@@ -218,14 +220,21 @@ func tempDir(t *testing.T, opts Options) string {
 			t.Errorf("not removing %s: mounted there: %v", tmp, m)
 			return
 		}
-		_ = os.RemoveAll(tmp)
+		if err := os.RemoveAll(tmp); err != nil {
+			t.Errorf("remove the test bed's files: %v", err)
+		}
+		if t.Failed() {
+			t.Logf("test bed files in %s removed; NODECHECK_TESTBED_KEEP=1 keeps them", tmp)
+		}
 	})
 	return tmp
 }
 
 // stop stops the bed's daemons and, when t failed, logs the last lines of their logs.
 func (b *Bed) stop(t *testing.T) {
-	if out, err := b.runScript(context.Background(), "stop"); err != nil {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute) // 256 slurmd, jobs left
+	defer cancel()
+	if out, err := b.runScript(ctx, "stop"); err != nil {
 		t.Errorf("stop the test bed: %v\n%s", err, out)
 	}
 	if t.Failed() {

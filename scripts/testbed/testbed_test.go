@@ -2,9 +2,11 @@ package testbed
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -12,8 +14,9 @@ import (
 
 // TestStartNodes starts a 16-node test bed of each version with a prefix and zero-padded names,
 // checks what Slurm made of it (names, one port each, two GPUs each, the version's own clients,
-// programs run in the root on 24.11), then that stopping it left no process, mount or root
-// behind.
+// programs run in the root on 24.11), leaves a job running, then checks that stopping it left
+// nothing behind: no daemon, munged, job or slurmstepd of the bed, no mount, root, munge socket
+// directory or temporary directory.
 func TestStartNodes(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real Slurm")
@@ -22,17 +25,46 @@ func TestStartNodes(t *testing.T) {
 		t.Run(v, func(t *testing.T) {
 			var b *Bed
 			var pids []string
+			var mungeDir string
 			t.Run("running", func(t *testing.T) {
 				b = Start(t, Options{RepoRoot: "../..", TempPrefix: "nodecheck-testbed-test-", Short: "starts a real Slurm",
 					Slurm: v, Nodes: 16, NodePrefix: "gpu", NodeWidth: 2})
 				pids = b.pids(t)
-				if len(pids) < 17 {
-					t.Errorf("PIDs recorded: %v, want slurmctld's and 16 slurmd's", pids)
+				if len(pids) < 18 {
+					t.Errorf("PIDs recorded: %v, want slurmctld's, 16 slurmd's and munged's", pids)
+				}
+				if v == Slurm2205 {
+					sock, err := b.state("MUNGE_SOCKET")
+					if err != nil || !strings.HasPrefix(sock, "/run/nodecheck-testbed/") {
+						t.Errorf("the bed's own munge socket: %q (%v)", sock, err)
+					}
+					mungeDir = filepath.Dir(sock)
 				}
 				checkRunning(t, b)
+				// A job still running when the bed stops: its slurmstepd and its processes
+				// must not outlive the bed.
+				job := strings.TrimSpace(b.Slurm(t, "sbatch", "--parsable", "-w", "gpu01", "-o", "/dev/null", "--wrap", "sleep 300"))
+				WaitFor(t, "the job to run", 20*time.Second, func() bool {
+					return strings.TrimSpace(b.Slurm(t, "squeue", "-h", "-j", job, "-o", "%T")) == "RUNNING"
+				})
+				if left := bedProcesses(b.Dir, b.Conf); len(left) == 0 {
+					t.Errorf("no process of job %s found by its SLURM_CONF or its files: the check below would find nothing", job)
+				}
 			})
 			if b == nil || t.Failed() {
 				return
+			}
+			// The inner test's cleanups have stopped the bed and removed its files.
+			if _, err := os.Stat(b.Tmp); !os.IsNotExist(err) {
+				t.Errorf("the temporary directory %s is left after the test (%v)", b.Tmp, err)
+			}
+			if mungeDir != "" {
+				if _, err := os.Stat(mungeDir); !os.IsNotExist(err) {
+					t.Errorf("the bed's munge directory %s is left after stop (%v)", mungeDir, err)
+				}
+			}
+			for _, p := range bedProcesses(b.Dir, b.Conf) {
+				t.Errorf("a process of the test bed runs after stop: %s", p)
 			}
 			// The inner test's cleanups have stopped the bed.
 			if b.Root != "" {
@@ -115,6 +147,59 @@ func checkRunning(t *testing.T, b *Bed) {
 		}
 	}
 	t.Logf("%s: %d nodes on %d ports, root %q", b.Version, len(b.Nodes), len(ports), b.Root)
+}
+
+// bedProcesses lists the live processes (not zombies) that belong to the bed in dir by what
+// they hold: SLURM_CONF=conf in their environment (jobs, hooks, srun), or a file under dir
+// open (slurmstepd keeps its node's log open), as "PID command line". The test's own process
+// and its ancestors are left out: a test may set SLURM_CONF for itself.
+func bedProcesses(dir, conf string) []string {
+	self := map[int]bool{}
+	for pid := os.Getpid(); pid > 1 && !self[pid]; {
+		self[pid] = true
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			break
+		}
+		_, rest, _ := strings.Cut(string(st), ") ")
+		f := strings.Fields(rest)
+		if len(f) < 2 {
+			break
+		}
+		pid, _ = strconv.Atoi(f[1])
+	}
+	procs, _ := filepath.Glob("/proc/[0-9]*")
+	var out []string
+	for _, p := range procs {
+		pid, err := strconv.Atoi(filepath.Base(p))
+		if err != nil || self[pid] {
+			continue
+		}
+		if st, err := os.ReadFile(p + "/stat"); err != nil {
+			continue
+		} else if _, rest, _ := strings.Cut(string(st), ") "); strings.HasPrefix(rest, "Z") {
+			continue
+		}
+		ours := false
+		if env, err := os.ReadFile(p + "/environ"); err == nil {
+			for _, kv := range strings.Split(string(env), "\x00") {
+				if kv == "SLURM_CONF="+conf {
+					ours = true
+				}
+			}
+		}
+		fds, _ := os.ReadDir(p + "/fd")
+		for _, fd := range fds {
+			if target, err := os.Readlink(p + "/fd/" + fd.Name()); err == nil && strings.HasPrefix(target, dir+"/") {
+				ours = true
+			}
+		}
+		if ours {
+			cmd, _ := os.ReadFile(p + "/cmdline")
+			out = append(out, fmt.Sprintf("%d %s", pid, strings.TrimSpace(strings.ReplaceAll(string(cmd), "\x00", " "))))
+		}
+	}
+	return out
 }
 
 // pids lists the PIDs the test bed recorded for its daemons (and munged in a 24.11 root).

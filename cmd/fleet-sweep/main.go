@@ -5,7 +5,7 @@
 // With --multinode it then runs all_reduce_perf across the healthy nodes, in pairs, and narrows
 // every bad run down to the node or link at fault (see bisect.go).
 //
-//	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./scripts/fleet-sweep
+//	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./cmd/fleet-sweep
 //	nodecheck-fleet-sweep --partition gpu --out /shared/sweeps/$(date +%F) --timeout 20m
 //	nodecheck-fleet-sweep --nodes 'gpu[001-016]' --format json --drain-slow --dry-run
 //
@@ -15,7 +15,8 @@
 // share. The sweep polls squeue, one call for all its jobs, until every job has ended or the
 // --timeout passes, cancels the jobs still pending or running in one scancel, and reads the
 // reports. Nodes that are down, drained or not responding get no job: their state is the
-// reason they are missing. No SSH. docs/fleet-sweep.md has the costs, measured.
+// reason they are missing; so are nodes whose names are not plain host names (checkNodeName),
+// which never become paths. No SSH. docs/fleet-sweep.md has the costs, measured.
 //
 // Exit status: 0 every node healthy; 1 a node slow, failing or missing, or a multi-node
 // culprit; 2 usage error, or Slurm could not list the nodes or take any job.
@@ -189,6 +190,7 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path` (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
+	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
 	fs.BoolVar(&o.multinode.drain, "drain-culprits", false, "drain the nodes --multinode names as culprits (never a link or a set): reason \"nodecheck: fleet: multinode: ...\"")
 }
 
@@ -208,7 +210,7 @@ func checkFlags(o *options, f rawFlags) error {
 	for _, d := range []struct {
 		flag string
 		v    time.Duration
-	}{{"--timeout", o.timeout}, {"--slurm-timeout", o.slurmTimeout}, {"--multinode-timeout", o.multinode.timeout}} {
+	}{{"--timeout", o.timeout}, {"--slurm-timeout", o.slurmTimeout}, {"--multinode-timeout", o.multinode.timeout}, {"--multinode-min-job-limit", o.multinode.minJobLimit}} {
 		if d.v <= 0 {
 			return usagef("%s %s: want a positive duration", d.flag, d.v)
 		}

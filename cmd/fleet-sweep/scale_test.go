@@ -24,7 +24,8 @@ import (
 // time and the Slurm calls are logged for docs/fleet-sweep.md. Then --multinode over the
 // healthy nodes, with the all_reduce_perf stand-in halving the bandwidth of any job holding one
 // chosen node: in pairs, and in one set of all, it must name that node and only it, within 2
-// rounds (3 with an odd count) and 1 + ceil(log2 N) rounds.
+// rounds (3 with an odd count) and 1 + ceil(log2 N) rounds. Last, in pairs, with that node's
+// runs hanging after their header: it must be named, its pair cancelled at the run limit.
 //
 // It runs once per Slurm version (testbed.ForEachVersion; NODECHECK_TESTBED_SLURM=22.05 for
 // one), each on its own test bed of N nodes named n1..nN, zero-padded (n001 with 256). It is
@@ -139,4 +140,28 @@ func testFleetSweepScale(t *testing.T, tb bed) {
 				tb.Series, tested, group, culpritText(m.Culprits), m.Rounds, m.Jobs, m.ElapsedS, time.Since(start).Seconds(), s.SlurmCallsTotal)
 		})
 	}
+
+	// A node whose runs hang after their header (the stand-in's -hang): its pair is cancelled
+	// at the run limit drawn from round 1's other pairs, and the node is named, within a
+	// fraction of the 10-minute phase deadline.
+	t.Run(fmt.Sprintf("multinode, pairs, %s hangs", bad), func(t *testing.T) {
+		margs := append(slices.Clone(args), "--out", t.TempDir(), "--multinode", "--mpi", "none", "--tasks-per-node", "1",
+			"--allreduce", tb.standIn(t), "--multinode-min-job-limit", "5s", "--multinode-timeout", "10m",
+			"--allreduce-args", "-log "+shellQuote(log2)+" -hang "+bad+" -hang-for 2m -- -b 1G -e 16G -f 2 -g 1")
+		start := time.Now()
+		stdout, stderr, code := tb.sweepFor(t, 10*time.Minute, margs...)
+		var s summary
+		if err := json.Unmarshal([]byte(stdout), &s); err != nil || code != exitUnhealthy || s.Multinode == nil {
+			t.Fatalf("exit %d, %v\n%s", code, err, stderr)
+		}
+		m := s.Multinode
+		if diff := cmp.Diff([]string{"node " + bad}, culpritText(m.Culprits)); diff != "" || len(m.Culprits) != 1 || !strings.Contains(m.Culprits[0].Why, " hung after its header (no result row): killed at ") {
+			t.Errorf("culprits (-want +got) %s; %+v", diff, m.Culprits)
+		}
+		if m.RunLimitS < 5 || m.ElapsedS > 120 {
+			t.Errorf("run limit %v s (%s), phase %.1f s", m.RunLimitS, m.RunLimitWhy, m.ElapsedS)
+		}
+		t.Logf("Slurm %s: multinode, %s hanging: %v in %d rounds, %d jobs, run limit %.1f s (%s), phase %.1fs, whole command %.1fs",
+			tb.Series, bad, culpritText(m.Culprits), m.Rounds, m.Jobs, m.RunLimitS, m.RunLimitWhy, m.ElapsedS, time.Since(start).Seconds())
+	})
 }

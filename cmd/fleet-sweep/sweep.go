@@ -90,7 +90,14 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 
 	runs := make([]nodeRun, len(nodes))
 	for i, n := range nodes {
-		runs[i] = nodeRun{Node: n.name, OutputPath: filepath.Join(o.out, n.name+".json")}
+		runs[i] = nodeRun{Node: n.name}
+		if err := checkNodeName(n.name); err != nil {
+			// Before the name becomes a path: no file, no job, and never a drain.
+			runs[i].Skipped = fmt.Sprintf("refused: the node name is not a plain host name (%v): no job, no file", err)
+			fmt.Fprintf(log, "fleet-sweep: node %q: %s\n", n.name, runs[i].Skipped)
+			continue
+		}
+		runs[i].OutputPath = filepath.Join(o.out, n.name+".json")
 		if why := n.unavailable(); why != "" {
 			runs[i].Skipped = why
 			continue
@@ -123,7 +130,7 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 		return runs, slurmError{errors.New("no job could be submitted: " + firstSkip(runs))}
 	}
 
-	interrupted := wait(ctx, s, o.poll, runs, log)
+	interrupted := wait(ctx, s, o.poll, runs, nil, log)
 	cancelLeft(ctx, s, runs, interrupted, log)
 
 	// Reading back gets its own budget too: the wait for late files, then one sinfo.
@@ -296,7 +303,7 @@ func batchScript(what, sbatch string, sbatchArgs, argv []string) string {
 		return strings.Join(out, " ")
 	}
 	return "#!/bin/sh\n" +
-		"# nodecheck fleet sweep (scripts/fleet-sweep), " + what + ", submitted as:\n" +
+		"# nodecheck fleet sweep (cmd/fleet-sweep), " + what + ", submitted as:\n" +
 		"#   " + q(append([]string{sbatch}, sbatchArgs...)) + "\n" +
 		"exec " + q(argv) + "\n"
 }
@@ -312,9 +319,10 @@ func pollInterval(configured time.Duration, n int) time.Duration {
 }
 
 // wait polls squeue, one call for all the jobs still active, until every job has finished or
-// left the queue, or the context ends. It reports whether the context ended by interruption
-// rather than the deadline.
-func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRun, log io.Writer) bool {
+// left the queue, or the context ends. With a run limit (lim, non-nil for the multi-node
+// jobs), a job running past it is cancelled (killOverdue) and waited for as the others. It
+// reports whether the context ended by interruption rather than the deadline.
+func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRun, lim *jobLimit, log io.Writer) bool {
 	var lastErr string
 	for {
 		active := activeJobs(runs)
@@ -328,6 +336,7 @@ func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRu
 		jobs, err := s.queue(ctx, ids)
 		switch {
 		case err == nil:
+			now := time.Now()
 			for _, r := range active {
 				j, ok := jobs[r.JobID]
 				if !ok {
@@ -335,13 +344,20 @@ func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRu
 					continue
 				}
 				r.State, r.StateReason = j.state, j.reason
+				if r.Started.IsZero() && (j.state == "RUNNING" || j.state == "COMPLETING" || finished(j.state)) {
+					r.Started = now
+				}
 				if finished(j.state) {
 					r.ExitCode = j.exitCode
+					r.RunTime = now.Sub(r.Started)
+					lim.observe(r)
 				}
 			}
-			if len(activeJobs(runs)) == 0 {
+			left := activeJobs(runs)
+			if len(left) == 0 {
 				return false
 			}
+			killOverdue(ctx, s, lim, left, now, log)
 		case ctx.Err() == nil:
 			// The controller may come back before the deadline: say so once, and go on.
 			if msg := err.Error(); msg != lastErr {
@@ -354,6 +370,35 @@ func wait(ctx context.Context, s *slurmClient, poll time.Duration, runs []nodeRu
 			return !errors.Is(ctx.Err(), context.DeadlineExceeded)
 		case <-time.After(pollInterval(poll, len(ids))):
 		}
+	}
+}
+
+// killOverdue cancels, in one scancel, the active jobs that have run longer than lim's limit
+// (none while it has none), and marks them killed. A failed scancel is said and tried again at
+// the next poll.
+func killOverdue(ctx context.Context, s *slurmClient, lim *jobLimit, active []*nodeRun, now time.Time, log io.Writer) {
+	limit := lim.limit()
+	if limit <= 0 {
+		return
+	}
+	var over []*nodeRun
+	var ids []string
+	for _, r := range active {
+		if r.Killed == 0 && !r.Started.IsZero() && now.Sub(r.Started) > limit {
+			over = append(over, r)
+			ids = append(ids, r.JobID)
+		}
+	}
+	if len(over) == 0 {
+		return
+	}
+	if err := s.cancel(ctx, ids); err != nil {
+		fmt.Fprintf(log, "fleet-sweep: cancel the jobs past their run limit of %s (%s): %v (retrying)\n", seconds(limit), strings.Join(ids, ","), err)
+		return
+	}
+	for _, r := range over {
+		r.Killed, r.Limit = now.Sub(r.Started), limit
+		fmt.Fprintf(log, "fleet-sweep: job %s (%s) cancelled after %s: past its run limit of %s\n", r.JobID, r.Node, seconds(r.Killed), seconds(limit))
 	}
 }
 

@@ -7,13 +7,17 @@
 // (SLURM_JOB_NODELIST, a Slurm hostlist), every result row's algbw and busbw are multiplied by
 // -factor and its times divided by it (and the average likewise), as a slower node or link
 // would make them. When one of the -fail nodes is in the list it prints -fail-log (a real log
-// of a failed run) and exits 1, as that run did. The parser and the judge see real output; only
-// which output, and how fast, is simulated.
+// of a failed run) and exits 1, as that run did. When one of the -hang nodes is in the list it
+// prints the real log up to its first result row (the header: command line, MPI's warnings, the
+// rank lines, the column header), then waits without printing, as a run stuck in NCCL's
+// bootstrap or on a link that passes no traffic does, until it is killed or -hang-for passes
+// (so that a stray stand-in never outlives a test by long). The parser and the judge see real
+// output; only which output, and how fast, is simulated.
 //
 // As all_reduce_perf under srun with MPI does, only rank 0 (SLURM_PROCID 0) prints. Arguments
 // after "--" (all_reduce_perf's: -- -b 1G -e 4G ...) are ignored.
 //
-//	go build -o /tmp/standin ./scripts/fleet-sweep/testdata/allreduce-standin
+//	go build -o /tmp/standin ./cmd/fleet-sweep/testdata/allreduce-standin
 //	SLURM_JOB_NODELIST='n[1-2]' /tmp/standin -log .../nccltests-309-h100-2node-16gpu-mpi.log -slow n2 -factor 0.5
 package main
 
@@ -24,6 +28,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
 )
@@ -34,6 +39,8 @@ func main() {
 	slow := flag.String("slow", "", "comma-separated nodes whose presence scales the bandwidth")
 	fail := flag.String("fail", "", "comma-separated nodes whose presence fails the run")
 	factor := flag.Float64("factor", 0.5, "the bandwidth factor for -slow")
+	hang := flag.String("hang", "", "comma-separated nodes whose presence hangs the run after its header")
+	hangFor := flag.Duration("hang-for", 10*time.Minute, "how long a hung run waits before it exits 1")
 	flag.Parse()
 	if os.Getenv("SLURM_PROCID") != "" && os.Getenv("SLURM_PROCID") != "0" {
 		return
@@ -66,6 +73,13 @@ func main() {
 		fmt.Fprintf(os.Stderr, "allreduce-standin: %v\n", err)
 		os.Exit(2)
 	}
+	if n := in(*hang); n != "" {
+		fmt.Printf("# all_reduce_perf STAND-IN (fleet-sweep testdata): a real log's header, then nothing, because %s is in this job: a simulation of a hung run\n", n)
+		os.Stdout.WriteString(header(string(b)))
+		time.Sleep(*hangFor)
+		fmt.Fprintf(os.Stderr, "allreduce-standin: hung for %s, exiting\n", *hangFor)
+		os.Exit(1)
+	}
 	f := 1.0
 	why := "no simulated fault in this job"
 	if n := in(*slow); n != "" {
@@ -74,6 +88,27 @@ func main() {
 	}
 	fmt.Printf("# all_reduce_perf STAND-IN (fleet-sweep testdata): a real log, %s: a simulation of the network, not of the parser\n", why)
 	os.Stdout.WriteString(scale(string(b), f))
+}
+
+// header is the log up to its first result row.
+func header(log string) string {
+	lines := strings.Split(log, "\n")
+	for i, l := range lines {
+		if isRow(l) {
+			return strings.Join(lines[:i], "\n") + "\n"
+		}
+	}
+	return log
+}
+
+// isRow reports whether l is a result row: 13 fields, the first a size in bytes.
+func isRow(l string) bool {
+	fields := strings.Fields(l)
+	if len(fields) != 13 || strings.HasPrefix(l, "#") {
+		return false
+	}
+	_, err := strconv.ParseInt(fields[0], 10, 64)
+	return err == nil
 }
 
 // scale multiplies the algbw and busbw columns of every result row, and the average bus
@@ -91,10 +126,7 @@ func scale(log string, f float64) string {
 			}
 			continue
 		}
-		if len(fields) != 13 || strings.HasPrefix(l, "#") {
-			continue
-		}
-		if _, err := strconv.ParseInt(fields[0], 10, 64); err != nil {
+		if !isRow(l) {
 			continue
 		}
 		for _, c := range []int{5, 9} { // time, algbw, busbw out of place and in place

@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -32,7 +33,8 @@ type multinodeOptions struct {
 	topology     string   // topology.conf; "" none
 	minBusBW     float64  // a set under this is bad; 0: relative only
 	timeout      time.Duration
-	drain        bool // drain the culprit nodes
+	minJobLimit  time.Duration // the floor of a job's run limit (jobLimit)
+	drain        bool          // drain the culprit nodes
 }
 
 // multinodeSummary is the multi-node phase in the sweep's summary.
@@ -48,9 +50,13 @@ type multinodeSummary struct {
 	First        []setRun  `json:"first_round"` // round 1: per set (per pair) busbw
 	Culprits     []culprit `json:"culprits"`
 	Runs         []setRun  `json:"runs"`
-	Aborted      string    `json:"aborted,omitempty"`
-	Error        string    `json:"error,omitempty"` // why the phase could not run at all
-	ElapsedS     float64   `json:"elapsed_s"`
+	// RunLimitS is the run limit the jobs after round 1 had (0: none), RunLimitWhy how it
+	// came about (jobLimit).
+	RunLimitS   float64 `json:"run_limit_s"`
+	RunLimitWhy string  `json:"run_limit_why,omitempty"`
+	Aborted     string  `json:"aborted,omitempty"`
+	Error       string  `json:"error,omitempty"` // why the phase could not run at all
+	ElapsedS    float64 `json:"elapsed_s"`
 }
 
 // multinode runs the multi-node phase over the healthy nodes: round 1 on sets of m.group in
@@ -79,13 +85,18 @@ func multinode(ctx context.Context, s *slurmClient, o options, nodes []string, l
 	ctx, cancel := context.WithTimeout(ctx, m.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
+	lim := &jobLimit{floor: m.minJobLimit}
 	run := func(ctx context.Context, round int, sets [][]string) []setOutcome {
-		fmt.Fprintf(log, "fleet-sweep: multinode round %d: %d jobs\n", round, len(sets))
-		return runSets(ctx, s, o, dir, deadline, round, sets, log)
+		if round > 1 {
+			lim.fixed = true
+		}
+		fmt.Fprintf(log, "fleet-sweep: multinode round %d: %d jobs (run limit: %s)\n", round, len(sets), limitText(lim.limit()))
+		return runSets(ctx, s, o, dir, deadline, round, sets, lim, log)
 	}
 	res := locate(ctx, arrange(nodes, leaf, m.crossLeaf), locateOptions{Group: m.group, MinBusBW: m.minBusBW, Slow: o.slow}, run)
 	sum.Rounds, sum.Jobs, sum.Threshold, sum.ThresholdWhy = res.Rounds, res.Jobs, res.Threshold, res.ThresholdWhy
 	sum.Culprits, sum.Runs, sum.Aborted = res.Culprits, res.Runs, res.Aborted
+	sum.RunLimitS, sum.RunLimitWhy = lim.limit().Seconds(), lim.why()
 	for _, r := range res.Runs {
 		if r.Round == 1 {
 			sum.First = append(sum.First, r)
@@ -96,9 +107,10 @@ func multinode(ctx context.Context, s *slurmClient, o options, nodes []string, l
 
 // runSets runs one round: one exclusive batch job per set, `srun --mpi=M ALLREDUCE ARGS` over
 // the set's nodes, all submitted at once and waited for with one squeue call per poll, as the
-// per-node sweep does. Each job's stdout (rank 0's output) is parsed with nodecheck's nccl-tests
-// parser and judged as nccl_allreduce judges a node.
-func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadline time.Time, round int, sets [][]string, log io.Writer) []setOutcome {
+// per-node sweep does. A job that runs past lim's limit is cancelled: a failed run. Each job's
+// stdout (rank 0's output) is parsed with nodecheck's nccl-tests parser and judged as
+// nccl_allreduce judges a node.
+func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadline time.Time, round int, sets [][]string, lim *jobLimit, log io.Writer) []setOutcome {
 	m := o.multinode
 	runs := make([]nodeRun, len(sets))
 	index := map[string]int{}
@@ -124,7 +136,7 @@ func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadlin
 		what := "all_reduce_perf over " + slurm.CompressHostlist(sets[i])
 		return jobSpec{args: args, script: script, body: batchScript(what, filepath.Join(s.bin, "sbatch"), args, argv)}, nil
 	}, log)
-	interrupted := wait(ctx, s, o.poll, runs, log)
+	interrupted := wait(ctx, s, o.poll, runs, lim, log)
 	cancelLeft(ctx, s, runs, interrupted, log)
 	out := make([]setOutcome, len(runs))
 	end := time.Now().Add(o.outputWait)
@@ -136,7 +148,17 @@ func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadlin
 			out[i].NotRun = r.Skipped
 			continue
 		case r.Cancelled != "":
-			out[i].NotRun = missingReason(*r, fs.ErrNotExist)
+			// Still running (or pending) at the phase's deadline: no verdict, but what it
+			// printed says how far it got.
+			perr := error(fs.ErrNotExist)
+			if r.State != "PENDING" {
+				r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
+				perr = r.OutputErr
+				if perr == nil {
+					perr = fmt.Errorf("ran %s, stopped %s", seconds(time.Since(r.Started)), progress(r.Output))
+				}
+			}
+			out[i].NotRun = missingReason(*r, perr)
 			continue
 		}
 		for {
@@ -148,8 +170,37 @@ func runSets(ctx context.Context, s *slurmClient, o options, dir string, deadlin
 		}
 		errb, _ := readTail(filepath.Join(dir, r.Node+".err"), 4<<10)
 		out[i] = judgeMultinode(*r, lastLine(string(errb)))
+		if r.RunTime > 0 {
+			out[i].RunS = math.Round(r.RunTime.Seconds()*10) / 10
+		}
 	}
 	return out
+}
+
+// limitText is a run limit as the log says it.
+func limitText(d time.Duration) string {
+	if d <= 0 {
+		return "none yet"
+	}
+	return seconds(d)
+}
+
+// progress says how far an all_reduce_perf run got by its output: "after its header (no
+// result row)".
+func progress(out []byte) string {
+	if len(bytes.TrimSpace(out)) == 0 {
+		return "with no output"
+	}
+	run, err := checks.ParseNCCLTests(bytes.NewReader(out))
+	switch {
+	case err != nil:
+		return "with output nccl-tests' parser cannot read (" + err.Error() + ")"
+	case len(run.Rows) == 0:
+		return "after its header (no result row)"
+	case !run.Completed():
+		return fmt.Sprintf("after %d result rows, before nccl-tests' summary", len(run.Rows))
+	}
+	return "after nccl-tests' summary, without exiting"
 }
 
 // multinodeSbatchArgs are one set's job options: those nodes whole, tasksPerNode ranks on each,
@@ -186,6 +237,12 @@ func judgeMultinode(r nodeRun, stderr string) setOutcome {
 	exit := ""
 	if r.ExitCode != "" && r.ExitCode != "0:0" {
 		exit = " (exit " + r.ExitCode + ")"
+	}
+	if r.Killed > 0 {
+		// A hang is a failure whatever the output so far says; its stderr is Slurm's
+		// cancellation notice.
+		o.Failed = text.OneLine(fmt.Sprintf("job %s hung %s: killed at %s, past its run limit of %s", r.JobID, progress(r.Output), seconds(r.Killed), seconds(r.Limit)), maxLine)
+		return o
 	}
 	if r.OutputErr != nil {
 		return fail(fmt.Sprintf("job %s %s%s, %s: %v", r.JobID, r.State, exit, filepath.Base(r.OutputPath), r.OutputErr))
@@ -283,6 +340,12 @@ func writeMultinodeText(b *strings.Builder, m *multinodeSummary) {
 	}
 	if len(m.Culprits) == 0 && m.Aborted == "" {
 		b.WriteString("  no culprit: every set passed\n")
+	}
+	switch {
+	case m.RunLimitS > 0:
+		fmt.Fprintf(b, "  run limit: %s (%s); a job past it is cancelled, a failed run\n", seconds(time.Duration(m.RunLimitS*float64(time.Second))), m.RunLimitWhy)
+	case m.RunLimitWhy != "":
+		fmt.Fprintf(b, "  run limit: %s\n", m.RunLimitWhy)
 	}
 }
 

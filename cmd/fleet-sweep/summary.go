@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
 	"github.com/nodecheck/nodecheck/config/text"
@@ -34,6 +35,14 @@ type nodeRun struct {
 	Output      []byte
 	OutputErr   error  // reading OutputPath; fs.ErrNotExist when absent
 	Stderr      string // the last line of the job's stderr
+	// Started is when squeue first showed the job running (or already finished); RunTime is
+	// from then to when it first showed it finished: both measured at the polls.
+	Started time.Time
+	RunTime time.Duration
+	// Killed is how long the job had run when the sweep cancelled it for running past Limit,
+	// its run limit (multi-node jobs only, jobLimit); 0 when it was not.
+	Killed time.Duration
+	Limit  time.Duration
 }
 
 // nodecheckReport is the part of `nodecheck run --format json` the sweep reads.
@@ -396,7 +405,7 @@ func writeText(w io.Writer, s summary) error {
 		width = max(width, len(f.Node))
 	}
 	for _, m := range s.Missing {
-		width = max(width, len(m.Node))
+		width = max(width, len(shownName(m.Node)))
 	}
 	for _, bw := range s.BusBW {
 		width = max(width, len(bw.Node))
@@ -426,7 +435,7 @@ func writeText(w io.Writer, s summary) error {
 		fmt.Fprintf(&b, "FAILING  %-*s  %s\n", width, f.Node, line)
 	}
 	for _, m := range s.Missing {
-		fmt.Fprintf(&b, "MISSING  %-*s  %s\n", width, m.Node, m.Reason)
+		fmt.Fprintf(&b, "MISSING  %-*s  %s\n", width, shownName(m.Node), m.Reason)
 	}
 	writeFleetText(&b, s, width)
 	writeMultinodeText(&b, s.Multinode)
@@ -506,4 +515,13 @@ func writeJSON(w io.Writer, s summary) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(s)
+}
+
+// shownName is a node name as the text summary prints it: as it is, or quoted and cut when it
+// is not a plain host name (a refused node: its name may hold control characters, or be long).
+func shownName(node string) string {
+	if checkNodeName(node) == nil {
+		return node
+	}
+	return text.OneLine(strconv.Quote(node), 40)
 }

@@ -39,6 +39,7 @@ type setOutcome struct {
 	Failed string  `json:"failed,omitempty"`     // why the run failed (exit status, wrong data, no result)
 	NotRun string  `json:"not_run,omitempty"`    // why there is no verdict at all
 	JobID  string  `json:"job_id,omitempty"`
+	RunS   float64 `json:"run_s,omitempty"` // how long the job ran, measured at squeue's polls
 }
 
 // roundRunner runs the sets of one round at once (one Slurm job each) and returns their

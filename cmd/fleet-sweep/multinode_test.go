@@ -83,6 +83,12 @@ func TestJudgeMultinode(t *testing.T) {
 			setOutcome{JobID: "10", Failed: "job 10 COMPLETED: output stops before nccl-tests' summary (after 15 rows)"}},
 		{"no output: srun could not start it", nodeRun{JobID: "11", State: "FAILED", ExitCode: "2:0", OutputPath: "/o/r1-s5.out", Output: []byte{}},
 			"srun: error: MPI: Cannot create context for mpi/pmix", setOutcome{JobID: "11", Failed: "job 11 FAILED (exit 2:0); stderr: srun: error: MPI: Cannot create context for mpi/pmix"}},
+		{"killed at its run limit after its header", nodeRun{JobID: "13", State: "CANCELLED", ExitCode: "0:15", OutputPath: "/o/r2-s1.out",
+			Output: []byte(strings.Join(lines[:45], "\n")), Killed: 61200 * time.Millisecond, Limit: time.Minute}, "slurmstepd: error: *** JOB 13 ON n1 CANCELLED AT 2025-06-01T10:00:00 ***",
+			setOutcome{JobID: "13", Failed: "job 13 hung after its header (no result row): killed at 61.2 s, past its run limit of 60.0 s"}},
+		{"killed at its run limit mid-run", nodeRun{JobID: "14", State: "CANCELLED", OutputPath: "/o/r2-s2.out", Output: []byte(cut),
+			Killed: 90 * time.Second, Limit: time.Minute}, "",
+			setOutcome{JobID: "14", Failed: "job 14 hung after 15 result rows, before nccl-tests' summary: killed at 90.0 s, past its run limit of 60.0 s"}},
 		{"no file", nodeRun{JobID: "12", State: "COMPLETED", OutputPath: "/o/r1-s6.out", OutputErr: notExist("/o/r1-s6.out")}, "",
 			setOutcome{JobID: "12", Failed: "job 12 COMPLETED, r1-s6.out: open /o/r1-s6.out: file does not exist"}},
 	}
