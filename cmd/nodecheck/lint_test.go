@@ -280,7 +280,8 @@ func TestLintTopologyUsage(t *testing.T) {
 	files := fakeEtc{"/etc/slurm/slurm.conf": "testdata/topology/jabl-test3-slurm.conf",
 		"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/nodecheck-jabl-test3.conf"),
 		"/var/tmp/fabric.txt":      filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"),
-		"/var/tmp/bad.map":         "=H-zz host\n"}
+		"/var/tmp/bad.map":         "=H-zz host\n",
+		"/etc/slurm/bomb.conf":     "=" + strings.Repeat("SwitchName=s0 Nodes=node[0-16000000]\n", 64)}
 	capture, err := os.ReadFile(filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -299,6 +300,10 @@ func TestLintTopologyUsage(t *testing.T) {
 		{name: "capture that is not one", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/etc/slurm/slurm.conf"}, wantCode: 2, wantErr: "no switch or channel adapter found"},
 		{name: "bad map line is a lint error", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt", IBGUIDMap: "/var/tmp/bad.map"}, wantCode: 1, wantOut: `bad.map:1: "H-zz" is not a GUID`},
 		{name: "capture on stdin", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "-", Stdin: bytes.NewReader(capture)}, wantCode: 0, wantOut: "slurm.conf:4 defines spare1, which topology.conf puts in no switch"},
+		// A typo's hostlist is refused at its line in milliseconds (it took minutes and
+		// gigabytes); the error names the file, the line and the bound.
+		{name: "hostlist bomb", o: lintOptions{Topology: "/etc/slurm/bomb.conf"}, wantCode: 1,
+			wantOut: "bomb.conf:1: SwitchName=s0 Nodes=node[0-16000000] stands for 16000001 names, which takes the Nodes= and Switches= lists of bomb.conf past 1048576 names"},
 		{name: "explicit slurm.conf still required", o: lintOptions{SlurmConf: "/x/slurm.conf", Topology: "/etc/slurm/topology.conf"}, wantCode: 2, wantErr: "/x/slurm.conf does not exist"},
 	}
 	for _, tc := range tests {

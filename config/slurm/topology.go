@@ -22,6 +22,7 @@ package slurm
 import (
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -30,6 +31,16 @@ import (
 // 100,000-node tree in hostlists is a few hundred KiB), it stops a wrong file from filling
 // memory.
 const maxTopologyConfBytes = 64 << 20
+
+// maxTopologyNames bounds the names that the Nodes= and Switches= hostlists of one
+// topology.conf stand for together, Includes counted, as maxLintNodes bounds slurm.conf's
+// nodes: lint indexes every name, and a typo such as Nodes=node[0-16000000] (or 64 such
+// lines) took minutes and gigabytes. A million names is ten times the largest cluster's
+// node count, and lint of a file at the bound takes about a second and 170 MB
+// (BenchmarkLintTopologyNamesBound; as a process 1.1 s and 165 MB peak RSS on the 2-core
+// build machine), where 64 lines of node[0-16000000] ran past 90 s and 4 GB. Past it the parser reads no more names
+// (TopologyConf.NamesCut) and LintTopology checks nothing that needs them.
+const maxTopologyNames = 1 << 20
 
 // maxSwitchNameLen is HOST_NAME_MAX, the longest SwitchName _parse_switches accepts.
 const maxSwitchNameLen = 64
@@ -50,6 +61,13 @@ type TopologyConf struct {
 	// uses the first block's node count and its doublings up to 16 times it).
 	BlockSizes    []int
 	BlockSizesPos Pos
+
+	// NamesCut is where the Nodes= and Switches= lists passed maxTopologyNames names;
+	// zero when they did not. From there on every list stands for no names.
+	NamesCut Pos
+	// Names is how many names the Nodes= and Switches= lists stand for together, up to the
+	// cut.
+	Names int
 
 	// Problems lists syntax and value errors, in file order. Parsing goes on after each.
 	Problems []Problem
@@ -120,6 +138,7 @@ type topoParser struct {
 	firstBlock Pos // first BlockName= or BlockSizes= line
 	treeSeq    int // seq of firstTree
 	blockSeq   int // seq of firstBlock
+	names      int // names the Nodes= and Switches= lists stand for so far
 }
 
 func (p *topoParser) problem(sev string, pos Pos, nodes, format string, args ...any) {
@@ -236,13 +255,27 @@ func (p *topoParser) switchLine(pos Pos, fields []confField) {
 }
 
 // hostlist parses a Nodes= or Switches= value; a broken one is an error and stands for no
-// names (never nil, so the key still counts as given).
+// names (never nil, so the key still counts as given). So does every list from the one that
+// takes the file past maxTopologyNames names.
 func (p *topoParser) hostlist(pos Pos, what, v string) *Hostlist {
 	h, err := ParseHostlist(v)
 	if err != nil {
 		p.problem(SeverityError, pos, "", "%s=%s: %s; Slurm refuses the file (Invalid node name)", what, shorten(v), confHostlistReason(err))
 		h, _ = ParseHostlist("")
 	}
+	if !p.t.NamesCut.IsZero() {
+		h, _ = ParseHostlist("")
+		return h
+	}
+	if p.names+h.Len() > maxTopologyNames {
+		p.t.NamesCut = pos
+		p.problem(SeverityError, pos, "", "%s=%s stands for %d names, which takes the Nodes= and Switches= lists of %s past %d names: no cluster has that many nodes, so lint reads no more names and checks no node; check the ranges for typos",
+			what, shorten(v), h.Len(), filepath.Base(p.t.Path), maxTopologyNames)
+		h, _ = ParseHostlist("")
+		return h
+	}
+	p.names += h.Len()
+	p.t.Names = p.names
 	return h
 }
 

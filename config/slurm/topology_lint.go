@@ -71,10 +71,18 @@ const maxNodeProblems = 1000
 // LintTopology checks topology.conf, against slurm.conf when given, and against the fabric
 // when given.
 func LintTopology(in TopologyInput) TopologyResult {
-	l := &topoLinter{in: in, tc: in.Topology, idx: map[string]int32{}, hostOf: map[string]int32{}}
+	// The index holds slurm.conf's nodes and topology.conf's names: sized once, it does not
+	// grow (and rehash) its way up to a large file's names.
+	l := &topoLinter{in: in, tc: in.Topology, idx: make(map[string]int32, in.Topology.Names), hostOf: map[string]int32{}}
 	l.res.Problems = append(l.res.Problems, in.Topology.Problems...)
 	if in.Fabric != nil {
 		l.res.Problems = append(l.res.Problems, in.Fabric.Problems...)
+	}
+	if cut := in.Topology.NamesCut; !cut.IsZero() {
+		// The lists past the cut stand for no names: every check of nodes would report
+		// what lint did not read. The parser's error says where and why.
+		l.problem(SeverityInfo, cut, "", "lint read no names from here on (more than %d): nodes were not checked against slurm.conf, the switches or the fabric", maxTopologyNames)
+		return l.finish()
 	}
 	l.indexSlurm()
 	switch in.Topology.Form() {
@@ -91,6 +99,11 @@ func LintTopology(in TopologyInput) TopologyResult {
 	}
 	l.checkOmitted()
 	l.res.Problems = append(l.res.Problems, l.overflow()...)
+	return l.finish()
+}
+
+// finish sorts the result and makes its empty lists non-nil.
+func (l *topoLinter) finish() TopologyResult {
 	l.sort(l.res.Problems)
 	l.sort(l.res.Notes)
 	if l.res.Problems == nil {
@@ -379,21 +392,34 @@ func (l *topoLinter) checkTree() {
 		if s.Switches.Len() == 0 {
 			l.problem(SeverityWarning, s.Pos, "", "SwitchName=%s has an empty Switches=: no node and no child switch; list its children or remove it", s.Name)
 		}
+		var undefined []string // the first maxListed of them
+		nUndefined := 0
 		s.Switches.Each(func(c string) bool {
 			j, ok := byName[c]
-			if !ok || j == i {
-				why := "which no SwitchName= line defines"
-				if ok {
-					why = "itself"
-				}
-				l.problem(SeverityError, s.Pos, "", "SwitchName=%s Switches= names %s, %s: Slurm refuses the file (Switch configuration %s has invalid child (%s)); define it or remove it", s.Name, c, why, s.Name, c)
+			switch {
+			case ok && j == i:
+				l.problem(SeverityError, s.Pos, "", "SwitchName=%s Switches= names %s, itself: Slurm refuses the file (Switch configuration %s has invalid child (%s)); remove it", s.Name, c, s.Name, c)
 				broken = true
-				return true
+			case !ok:
+				nUndefined++
+				if len(undefined) < maxListed {
+					undefined = append(undefined, c)
+				}
+				broken = true
+			default:
+				children[i] = append(children[i], j)
+				isChild[j] = true
 			}
-			children[i] = append(children[i], j)
-			isChild[j] = true
 			return true
 		})
+		switch {
+		case nUndefined == 1:
+			l.problem(SeverityError, s.Pos, "", "SwitchName=%s Switches= names %s, which no SwitchName= line defines: Slurm refuses the file (Switch configuration %s has invalid child (%s)); define it or remove it", s.Name, undefined[0], s.Name, undefined[0])
+		case nUndefined > 1:
+			// One problem a switch, however many names: Switches=s[0-999999] is one typo.
+			l.problem(SeverityError, s.Pos, "", "SwitchName=%s Switches= names %d switches no SwitchName= line defines%s: Slurm refuses the file (Switch configuration %s has invalid child (%s)); define them or remove them",
+				s.Name, nUndefined, listed(undefined, nUndefined), s.Name, undefined[0])
+		}
 	}
 	if broken || l.checkLoops(children) {
 		return
