@@ -112,6 +112,16 @@ func TestLintTopologyOnly(t *testing.T) {
 			wantProbs: []string{"topology.conf:2 SwitchName=a is its own descendant (a -> b -> a): not a tree"}, wantNodes: []string{""}},
 		{name: "no common top", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\n"},
 			wantProbs: []string{"topology.conf:1 no switch is above all the others: 2 switches head separate trees (SwitchName=s0 (topology.conf:1), SwitchName=s1 (topology.conf:2))"}, wantNodes: []string{""}},
+		// Slurm's rule (switch_record_validate): warn only when no switch's nodes are all
+		// the nodes. Several tops are fine when one reaches everything.
+		{name: "spines over every leaf have a root", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s[0-1]\n"}},
+		{name: "one of two tops reaches every leaf", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s0\n"}},
+		{name: "two tops, each one leaf short", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=s2 Nodes=c1\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s[1-2]\n"},
+			wantProbs: []string{"topology.conf:4 no switch is above all the others: 2 switches head separate trees (SwitchName=t0 (topology.conf:4), SwitchName=t1 (topology.conf:5)) and none reaches every node"}, wantNodes: []string{""}},
+		{name: "a node two leaves list counts under either", c: topoCase{topo: "SwitchName=s0 Nodes=a4\nSwitchName=s1 Nodes=a[1-4]\nSwitchName=x Switches=s1\nSwitchName=y Switches=s0\n"},
+			wantProbs: []string{"topology.conf:2 SwitchName=s1 lists a4, which SwitchName=s0 (topology.conf:1) lists too"}, wantNodes: []string{"a4"}},
+		{name: "names slurm.conf does not define do not count", c: topoCase{slurm: "NodeName=a[1-4]\n", topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=zz\nSwitchName=x Switches=s0\nSwitchName=y Switches=s1\n"},
+			wantProbs: []string{"topology.conf:2 SwitchName=s1 lists 1 name slurm.conf does not define (zz)"}, wantNodes: []string{"zz"}},
 		{name: "clean blocks", c: topoCase{slurm: "NodeName=node[1-128]\n", topo: "BlockName=block1 Nodes=node[1-32]\nBlockName=block2 Nodes=node[33-64]\nBlockName=block3 Nodes=node[65-96]\nBlockName=block4 Nodes=node[97-128]\nBlockSizes=30,120\n"}},
 		{name: "block smaller than base", c: topoCase{topo: "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-7]\n"},
 			wantProbs: []string{"topology.conf:2 BlockName=b2 has 3 nodes, fewer than the base block size 4 (the first block, BlockName=b1): Slurm refuses the file"}, wantNodes: []string{""}},
@@ -147,6 +157,8 @@ func TestLintTopologyCorpus(t *testing.T) {
 		"slurm-testsuite-133.1-tc6-disconnected-trunks.conf": {"3 switches head separate trees"},
 		"ltaulell-x5-topology.conf":                          {"SwitchName=S-0008f105001086a2 is its own descendant (S-0008f105001086a2 -> S-0008f10500108530 -> S-0008f105001086a2)"},
 		"slurm-doc-topology-tree-ex1.conf":                   nil,
+		"slurm-doc-topology-tree-linkspeed.conf":             nil, // four spines, each over every leaf
+		"slurm-doc-topology-tree-leaves-plus-top.conf":       nil,
 		"topograph-gb200-subset-topology.conf":               nil,
 		"slurm-man-topology-conf-tree-example.conf":          nil,
 		"slurm-testsuite-check-block.conf":                   nil,
