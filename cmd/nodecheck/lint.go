@@ -208,6 +208,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	if topo != nil {
 		res := slurm.LintTopology(topo.input)
 		res.Problems = append(res.Problems, topo.extra...)
+		res.Notes = append(res.Notes, topo.notes...)
 		slurm.MergeTopology(&r, res)
 	}
 	if o.Format == "json" {

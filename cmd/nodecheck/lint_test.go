@@ -281,7 +281,9 @@ func TestLintTopologyUsage(t *testing.T) {
 		"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/nodecheck-jabl-test3.conf"),
 		"/var/tmp/fabric.txt":      filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"),
 		"/var/tmp/bad.map":         "=H-zz host\n",
-		"/etc/slurm/bomb.conf":     "=" + strings.Repeat("SwitchName=s0 Nodes=node[0-16000000]\n", 64)}
+		"/etc/slurm/bomb.conf":     "=" + strings.Repeat("SwitchName=s0 Nodes=node[0-16000000]\n", 64),
+		"/etc/yaml/topology.yaml":  "../../config/slurm/testdata/topology/slurm-man-topology-yaml-example.yaml",
+		"/etc/yaml/topology.conf":  "=SwitchName=s0 Nodes=a[1-4]\n"}
 	capture, err := os.ReadFile(filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -304,6 +306,10 @@ func TestLintTopologyUsage(t *testing.T) {
 		// gigabytes); the error names the file, the line and the bound.
 		{name: "hostlist bomb", o: lintOptions{Topology: "/etc/slurm/bomb.conf"}, wantCode: 1,
 			wantOut: "bomb.conf:1: SwitchName=s0 Nodes=node[0-16000000] stands for 16000001 names, which takes the Nodes= and Switches= lists of bomb.conf past 1048576 names"},
+		{name: "topology.yaml is refused, not read as 64 broken lines", o: lintOptions{Topology: "/etc/yaml/topology.yaml"}, wantCode: 2,
+			wantErr: "nodecheck lint: /etc/yaml/topology.yaml: topology.yaml (Slurm 25.05 and later, topology.yaml(5)) is not read yet"},
+		{name: "topology.conf beside a topology.yaml: a note", o: lintOptions{Topology: "/etc/yaml/topology.conf"}, wantCode: 0,
+			wantOut: "info     topology.conf: /etc/yaml/topology.yaml is beside it: Slurm 25.05 and later read topology.yaml and ignore topology.conf"},
 		{name: "explicit slurm.conf still required", o: lintOptions{SlurmConf: "/x/slurm.conf", Topology: "/etc/slurm/topology.conf"}, wantCode: 2, wantErr: "/x/slurm.conf does not exist"},
 	}
 	for _, tc := range tests {

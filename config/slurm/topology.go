@@ -20,6 +20,7 @@ package slurm
 // bytes, a name defined twice, a child that is not defined, and a block without Nodes=.
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"path/filepath"
@@ -107,10 +108,38 @@ func (t *TopologyConf) Form() string {
 	return ""
 }
 
+// ErrTopologyYAML is the error ParseTopologyConf returns for a topology.yaml: Slurm 25.05 and
+// later read topologies from YAML (topology.yaml(5)), which nodecheck does not read yet.
+var ErrTopologyYAML = errors.New("topology.yaml (Slurm 25.05 and later, topology.yaml(5)) is not read yet: nodecheck lint reads topology.conf's SwitchName=, BlockName= and BlockSizes= lines only")
+
+// looksYAML reports whether a topology file is YAML rather than topology.conf: its name ends
+// in .yaml or .yml, or its first line that is not blank or a comment is a YAML document start
+// ("---"), a list item ("- topology: t1") or a mapping key ("topology: t1"), where every
+// topology.conf line starts with Key=.
+func looksYAML(file string, data []byte) bool {
+	ext := strings.ToLower(filepath.Ext(file))
+	if ext == ".yaml" || ext == ".yml" {
+		return true
+	}
+	for _, line := range strings.SplitN(string(data[:min(len(data), 4096)]), "\n", 64) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line == "---" || line[0] == '-' {
+			return true
+		}
+		colon, eq := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
+		return colon > 0 && (eq < 0 || colon < eq)
+	}
+	return false
+}
+
 // ParseTopologyConf parses topology.conf read from r, which was opened from file (used for
 // positions and to resolve relative Includes). read serves Include lines; nil refuses them.
 // The error is for input that cannot be read, is larger than 64 MiB, or an Include that
-// cannot be read; everything wrong inside the files is in TopologyConf.Problems.
+// cannot be read, or ErrTopologyYAML for a topology.yaml; everything wrong inside the files
+// is in TopologyConf.Problems.
 func ParseTopologyConf(r io.Reader, file string, read ReadFileFunc) (*TopologyConf, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxTopologyConfBytes+1))
 	if err != nil {
@@ -118,6 +147,9 @@ func ParseTopologyConf(r io.Reader, file string, read ReadFileFunc) (*TopologyCo
 	}
 	if len(data) > maxTopologyConfBytes {
 		return nil, fmt.Errorf("read %s: more than %d bytes: not a topology.conf", file, maxTopologyConfBytes)
+	}
+	if looksYAML(file, data) {
+		return nil, fmt.Errorf("%s: %w", file, ErrTopologyYAML)
 	}
 	t := &TopologyConf{Path: file}
 	p := &topoParser{t: t}
