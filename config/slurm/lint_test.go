@@ -202,6 +202,7 @@ func TestLintCorpus(t *testing.T) {
 			// alone applies to gpu:1 and the other seven are extra.
 			name: "CSUA docker cluster: CPUs= counts cores", slurm: "csua-slurm-docker-cluster-slurm.conf", gres: "csua-slurm-docker-cluster-gres.conf",
 			wantProblems: []string{
+				"error csua-slurm-docker-cluster-slurm.conf:27 ", // CacheGroups=, which Slurm dropped in 21.08
 				"warning csua-slurm-docker-cluster-gres.conf:2 c[1-7]",
 				"warning csua-slurm-docker-cluster-gres.conf:3 c[1-7]",
 				"warning csua-slurm-docker-cluster-gres.conf:3 c[1-7]",

@@ -1,7 +1,8 @@
 package slurm
 
 // slurm.conf, the node-related parts: NodeName=, PartitionName=, GresTypes= and Include, read
-// with the syntax of confscan.go. Every other key of slurm.conf is legal and ignored.
+// with the syntax of confscan.go. Every other top-level key is kept in Settings, and held
+// against the keys Slurm's releases read (slurmconf_keys.go).
 
 import (
 	"fmt"
@@ -276,12 +277,15 @@ func (p *slurmParser) comment(pos Pos, text string) {
 	}
 }
 
-// slurmTopKeys are the slurm.conf keys a typo of which would silently lose nodes or GRES:
-// an unknown key close to one of these is reported, any other unknown key is ignored.
-var slurmTopKeys = []string{"NodeName", "PartitionName", "GresTypes", "Include", "NodeSet", "DownNodes"}
-
 func (p *slurmParser) line(l confLine) {
 	first := strings.ToLower(l.Fields[0].Key)
+	if first == "switchname" {
+		p.problem(SeverityError, l.Pos, "", "SwitchName= lines belong in topology.conf: slurmctld refuses them in slurm.conf (Parsing error at unrecognized key: %s): move the line to topology.conf", l.Fields[0].Key)
+		return
+	}
+	if l.Fields[0].HasEq && !p.checkKey(l.Fields[0], l.Pos) {
+		return // a typo of NodeName= or PartitionName= would make every other field a problem
+	}
 	switch first {
 	case "nodename":
 		p.nodeLine(l)
@@ -294,14 +298,17 @@ func (p *slurmParser) line(l confLine) {
 			p.c.NodeSets = append(p.c.NodeSets, l.Fields[0].Value)
 		}
 		return
-	case "downnodes", "frontendname", "switchname":
+	case "downnodes", "frontendname":
 		// Records of their own whose other fields are theirs, not top-level keys.
 		return
 	}
-	for _, f := range l.Fields {
+	for i, f := range l.Fields {
 		if !f.HasEq {
 			p.problem(SeverityError, l.Pos, "", "%q is not a key=value setting; Slurm refuses the file here (Parsing error at unrecognized key): remove it or comment it out with '#'", l.Text)
 			return
+		}
+		if i > 0 && !p.checkKey(f, l.Pos) {
+			continue
 		}
 		if p.hookField(f, l.Pos) {
 			continue
@@ -314,13 +321,19 @@ func (p *slurmParser) line(l confLine) {
 		if key == "grestypes" {
 			p.c.GresTypes = confSplitList(f.Value)
 			p.c.GresTypesPos = l.Pos
-			continue
-		}
-		if s := confSuggest(f.Key, slurmTopKeys); s != "" {
-			p.problem(SeverityError, l.Pos, "", "unknown key %s= (did you mean %s=?): Slurm refuses it, and nodecheck ignores the whole line", f.Key, s)
-			return
 		}
 	}
+}
+
+// checkKey reports a top-level key no release of Slurm knows (an error), or one a release
+// nodecheck supports refuses or ignores (a warning), as slurmconf_keys.go judges it. It
+// returns false for an unknown key, which Slurm does not read.
+func (p *slurmParser) checkKey(f confField, pos Pos) bool {
+	sev, msg := slurmConfKeys().checkKey(f.Key)
+	if sev != "" {
+		p.problem(sev, pos, "", "%s", msg)
+	}
+	return sev != SeverityError
 }
 
 // nodeKeys maps the lower-case keys of a NodeName line to Slurm's spelling
