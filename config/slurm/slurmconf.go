@@ -72,11 +72,20 @@ func (n NodeLine) CPUCount() (cpus int, ok bool) {
 }
 
 // CoreCount returns the number of cores Slurm derives for these nodes, as read_config.c's
+// _parse_nodename does: sockets × CoresPerSocket (SocketLayout). ok is false when slurm.conf
+// gives none of the topology keys (see CPUCount).
+func (n NodeLine) CoreCount() (cores int, ok bool) {
+	sockets, perSocket := n.SocketLayout()
+	ok = n.CPUs > 0 || n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
+	return sockets * perSocket, ok
+}
+
+// SocketLayout returns the sockets and cores per socket Slurm derives, as read_config.c's
 // _parse_nodename does: sockets are Boards × SocketsPerBoard when SocketsPerBoard is given
 // (it wins over Sockets=), else Sockets=, else CPUs / (CoresPerSocket × ThreadsPerCore) when
-// that divides evenly, else Boards; cores are sockets × CoresPerSocket; each key defaults
-// to 1. ok is false when slurm.conf gives none of the topology keys (see CPUCount).
-func (n NodeLine) CoreCount() (cores int, ok bool) {
+// that divides evenly, else Boards; each key defaults to 1. Slurm numbers cores socket by
+// socket, so socket s has cores s×perSocket to (s+1)×perSocket-1.
+func (n NodeLine) SocketLayout() (sockets, perSocket int) {
 	one := func(v int) int {
 		if v <= 0 {
 			return 1
@@ -84,7 +93,6 @@ func (n NodeLine) CoreCount() (cores int, ok bool) {
 		return v
 	}
 	perSocket, threads, boards := one(n.CoresPerSocket), one(n.ThreadsPerCore), one(n.Boards)
-	var sockets int
 	switch {
 	case n.SocketsPerBoard > 0:
 		sockets = boards * n.SocketsPerBoard
@@ -95,8 +103,7 @@ func (n NodeLine) CoreCount() (cores int, ok bool) {
 	default:
 		sockets = boards
 	}
-	ok = n.CPUs > 0 || n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
-	return sockets * perSocket, ok
+	return sockets, perSocket
 }
 
 // PartitionLine is one PartitionName= line of slurm.conf (DEFAULT lines are applied, not kept).
