@@ -85,7 +85,10 @@ Gres= among GPU nodes; preemption that kills jobs with a GraceTime under --check
 partitions mixing GPU and CPU-only nodes (a note). And how slurmd runs nodecheck: Prolog=,
 Epilog= and HealthCheckProgram= limits below nodecheck's budgets (built in, or --config),
 health checks that never reach drained nodes (HealthCheckNodeState without ANY or IDLE, no
-HealthCheckInterval), and a GPU cluster's Prolog= without PrologFlags=Alloc.
+HealthCheckInterval), a GPU cluster's Prolog= without PrologFlags=Alloc, and a nodecheck
+Prolog= or Epilog= (or [repair] in --config) with no HealthCheckProgram running nodecheck,
+which is what resumes drained nodes and runs the repairs; with [repair] reboot, no
+RebootProgram or ReturnToService=2.
 
 Exit codes: 0 no error (warnings allowed), 1 errors found, 2 a file could not be read or
 the usage is wrong.`,
@@ -172,7 +175,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		slurm.WithHookBudgets(slurm.HookBudgets{Prolog: cfg.Budget.For(config.ModeProlog), Epilog: cfg.Budget.For(config.ModeEpilog),
 			Health: cfg.Budget.For(config.ModeHealth), Margin: lintHookMargin}),
 		slurm.WithCheckpointWindow(o.CheckpointWindow),
-		slurm.WithRepairs(cfg.Repair.Enabled && cfg.Repair.Reboot), // repairs that may reboot
+		slurm.WithRepairs(cfg.Repair.Enabled, cfg.Repair.Reboot),
 	}
 	var topo *topologyInputs
 	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {

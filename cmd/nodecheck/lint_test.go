@@ -350,6 +350,10 @@ func TestLintHookBudgets(t *testing.T) {
 	if err := os.WriteFile(toml, []byte("[budget]\nprolog = \"30s\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	repairToml := filepath.Join(dir, "repair.toml")
+	if err := os.WriteFile(repairToml, []byte("[repair]\nenabled = true\nreboot = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		o          lintOptions
@@ -360,6 +364,10 @@ func TestLintHookBudgets(t *testing.T) {
 		{name: "built-in budget fits", not: "PrologEpilogTimeout=20"},
 		{name: "the config's budget does not", o: lintOptions{Config: toml},
 			want: "slurm.conf:5 Prolog=/usr/sbin/nodecheck gets PrologEpilogTimeout 20s (slurm.conf:5), so nodecheck cuts its prolog budget (30s) to 18s"},
+		// [repair] without reboots still needs a health check to run the repairs.
+		{name: "repairs need a health check", o: lintOptions{Config: repairToml},
+			want: "slurm.conf:3 Prolog=/usr/sbin/nodecheck drains nodes that fail its checks, and nodecheck resumes a node it drained only in a health run (or a run by hand); [repair] is on in nodecheck.toml, and repairs run only in health runs; but slurm.conf sets no HealthCheckProgram",
+			not:  "RebootProgram"},
 		{name: "missing config", o: lintOptions{Config: filepath.Join(dir, "none.toml")}, wantCode: 2, wantStderr: "--config " + filepath.Join(dir, "none.toml")},
 		{name: "negative window", o: lintOptions{CheckpointWindow: -time.Second}, wantCode: 2, wantStderr: "--checkpoint-window=-1s: want a positive duration"},
 	}

@@ -14,6 +14,9 @@ var testBudgets = HookBudgets{Prolog: 5 * time.Second, Epilog: 30 * time.Second,
 
 func TestLintHooks(t *testing.T) {
 	const gpuNode = "GresTypes=gpu\nNodeName=g1 Gres=gpu:h100:8 Feature=h100\n"
+	// A nodecheck prolog needs a health check to resume what it drains (TestLintRepairs);
+	// rows about other rules give it one, last, so their lines stay put.
+	const resumes = "HealthCheckProgram=/usr/sbin/nodecheck-health\nHealthCheckInterval=300\n"
 	tests := []struct {
 		name    string
 		slurm   string
@@ -24,20 +27,22 @@ func TestLintHooks(t *testing.T) {
 		{name: "README's settings", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nEpilog=/usr/sbin/nodecheck\nHealthCheckProgram=/usr/sbin/nodecheck-health\n" +
 			"HealthCheckInterval=300\nHealthCheckNodeState=ANY\nPrologFlags=Alloc\nPrologEpilogTimeout=120\n"},
 		{name: "no hooks, nothing to say", slurm: gpuNode + "PrologEpilogTimeout=1\nHealthCheckNodeState=MIXED\n"},
-		{name: "prolog timeout below the budget", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=5\n",
+		{name: "prolog timeout below the budget", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=5\n" + resumes,
 			want: []string{"warning slurm.conf:5"},
 			wantMsg: []string{"slurm.conf:5 Prolog=/usr/sbin/nodecheck gets PrologEpilogTimeout 5s (slurm.conf:5), so nodecheck cuts its prolog budget (5s) to 4s, keeping a margin",
 				"set PrologEpilogTimeout=6 or more"}},
 		// checks.BudgetFor keeps a second below 6 s: the 5 s budget fits.
-		{name: "prolog timeout that fits", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=6\n"},
+		{name: "prolog timeout that fits", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Contain\nPrologEpilogTimeout=6\n" + resumes},
 		{name: "PrologTimeout wins for the prolog, PrologEpilogTimeout still bounds the epilog",
 			slurm: gpuNode + "Prolog=/p\nEpilog=/e\nPrologFlags=Alloc\nPrologEpilogTimeout=20\nPrologTimeout=60\n",
 			want:  []string{"warning slurm.conf:6", "warning slurm.conf:7"}, wantMsg: []string{"PrologTimeout= is read only by Slurm 25.05 and later", "Epilog=/e gets PrologEpilogTimeout 20s (slurm.conf:6), so nodecheck cuts its epilog budget (30s) to 18s", "set PrologEpilogTimeout=34 or more"}},
 		{name: "unlimited is fine", slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=UNLIMITED\n"},
 		{name: "no budgets given: limits not judged", budgets: HookBudgets{}, slurm: gpuNode + "Prolog=/p\nPrologFlags=Alloc\nPrologEpilogTimeout=1\n"},
-		{name: "GPU prolog without Alloc", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Serial,X11\n",
+		{name: "GPU prolog without Alloc", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\nPrologFlags=Serial,X11\n" + resumes,
 			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"Prolog=/usr/sbin/nodecheck with PrologFlags=Serial,X11: slurmd runs the prolog when a job's first step starts", "set PrologFlags=Alloc"}},
-		{name: "GPU prolog and no PrologFlags", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\n", want: []string{"warning slurm.conf:3"}, wantMsg: []string{"with no PrologFlags"}},
+		{name: "GPU prolog and no PrologFlags", slurm: gpuNode + "Prolog=/usr/sbin/nodecheck\n" + resumes, want: []string{"warning slurm.conf:3"}, wantMsg: []string{"with no PrologFlags"}},
+		{name: "another program's prolog without Alloc: worded by it", slurm: gpuNode + "Prolog=/etc/slurm/prolog.sh\n", want: []string{"warning slurm.conf:3"},
+			wantMsg: []string{"Prolog=/etc/slurm/prolog.sh with no PrologFlags: slurmd runs the prolog when a job's first step starts, not when the job is given its nodes, so salloc sessions never run it and a GPU job starts on a node before its prolog has run: set PrologFlags=Alloc"}},
 		{name: "a CPU cluster's prolog", slurm: "GresTypes=gpu\nNodeName=g1\nNodeName=c1\nProlog=/p\n",
 			want: []string{"warning gres.conf:1"}}, // gres.conf gives g1 GPUs slurm.conf does not: no GPU nodes, no PrologFlags warning
 		{name: "health check never after start", slurm: gpuNode + "HealthCheckProgram=/usr/sbin/nodecheck-health\n",
