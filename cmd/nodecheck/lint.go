@@ -79,7 +79,9 @@ or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. With
 slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
 
 It also reports the scheduling pitfalls of a GPU cluster (each once, at its line, with the
-fix): SchedulerType other than backfill; several partitions without multifactor priority; a
+fix): SchedulerType other than backfill; a backfill window (bf_window) shorter than the
+longest MaxTime/DefaultTime; several partitions without multifactor priority; multifactor
+priority with no PriorityWeightFairshare on a cluster with slurmdbd accounting; a
 node whose Gres= mixes GPU models; GPU nodes whose Feature= names no model; GPU nodes without
 Gres= among GPU nodes; preemption that kills jobs with a GraceTime under --checkpoint-window;
 partitions mixing GPU and CPU-only nodes (a note). And how slurmd runs nodecheck: Prolog=,

@@ -125,8 +125,14 @@ type PartitionLine struct {
 	// a higher tier preempt jobs of a lower one.
 	PriorityTier int
 	Priority     int // Priority=, the older key that also sets PriorityTier (and wins over it)
-	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier and Priority given for
-	// this partition to where: this line, or the PartitionName=DEFAULT line it came from.
+	// MaxTime and DefaultTime are MaxTime= and DefaultTime=, whole minutes (ParseSlurmTime);
+	// UnlimitedTime for UNLIMITED, and zero when not set (Slurm's defaults: MaxTime
+	// UNLIMITED, DefaultTime MaxTime).
+	MaxTime     time.Duration
+	DefaultTime time.Duration
+	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime and
+	// DefaultTime given for this partition to where: this line, or the PartitionName=DEFAULT
+	// line it came from.
 	Set map[string]Pos
 }
 
@@ -558,6 +564,19 @@ func (p *slurmParser) partitionLine(l confLine) {
 			} else {
 				part.PriorityTier = int(n)
 			}
+		case "maxtime", "defaulttime":
+			key := map[string]string{"maxtime": "MaxTime", "defaulttime": "DefaultTime"}[strings.ToLower(f.Key)]
+			d, ok := ParseSlurmTime(f.Value)
+			if !ok {
+				p.problem(SeverityError, l.Pos, "", "PartitionName=%s %s=%s is not a time limit (minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]], or UNLIMITED): Slurm refuses the file (Bad value \"%s\" for %s)", name, f.Key, f.Value, f.Value, key)
+				continue
+			}
+			if key == "MaxTime" {
+				part.MaxTime = d
+			} else {
+				part.DefaultTime = d
+			}
+			part.Set[key] = l.Pos
 		case "gracetime":
 			d, ok := parseGraceTime(f.Value)
 			if !ok {
@@ -606,6 +625,10 @@ func mergePartitionDefault(own *PartitionLine, d PartitionLine) {
 			own.PriorityTier = d.PriorityTier
 		case "Priority":
 			own.Priority = d.Priority
+		case "MaxTime":
+			own.MaxTime = d.MaxTime
+		case "DefaultTime":
+			own.DefaultTime = d.DefaultTime
 		}
 	}
 }
