@@ -56,6 +56,26 @@ func TestLintHooks(t *testing.T) {
 		{name: "HealthCheckTimeout below the budget", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckTimeout=30\n",
 			want: []string{"warning slurm.conf:5", "warning slurm.conf:5"}, wantMsg: []string{"HealthCheckTimeout= is read only by Slurm after 25.11", "gets HealthCheckTimeout 30s (slurm.conf:5), so nodecheck cuts its health budget (50s) to 27s", "set HealthCheckTimeout=56 or more"}},
 		{name: "the built-in health budget fits Slurm's fixed minute", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n"},
+		// Boundaries: each comparison at its edge and one step past it.
+		{name: "interval equal to a run's time", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=50\n",
+			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"HealthCheckInterval=50 is not longer than a health run may take (50s)", "set HealthCheckInterval=51 or more"}},
+		{name: "interval a second longer than a run", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=51\n"},
+		{name: "interval against a run cut by HealthCheckTimeout", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=27\nHealthCheckTimeout=30\n",
+			want: []string{"warning slurm.conf:4", "warning slurm.conf:5", "warning slurm.conf:5"}, wantMsg: []string{"HealthCheckInterval=27 is not longer than a health run may take (27s)"}},
+		{name: "interval past a run cut by HealthCheckTimeout", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=28\nHealthCheckTimeout=30\n",
+			want: []string{"warning slurm.conf:5", "warning slurm.conf:5"}},
+		{name: "health budget at what the fixed minute leaves", budgets: HookBudgets{Health: 54 * time.Second, Margin: time.Second},
+			slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n"},
+		{name: "health budget a second past it", budgets: HookBudgets{Health: 55 * time.Second, Margin: time.Second},
+			slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\n",
+			want:  []string{"warning slurm.conf:3"}, wantMsg: []string{"cuts its health budget (55s) to 54s"}},
+		{name: "HealthCheckTimeout that fits", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckTimeout=56\n",
+			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckTimeout= is read only by Slurm after 25.11"}},
+		{name: "HealthCheckTimeout a second short", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckTimeout=55\n",
+			want: []string{"warning slurm.conf:5", "warning slurm.conf:5"}, wantMsg: []string{"cuts its health budget (50s) to 49.5s", "set HealthCheckTimeout=56 or more"}},
+		{name: "epilog timeout that fits", slurm: gpuNode + "Epilog=/e\nPrologEpilogTimeout=34\n"},
+		{name: "epilog timeout a second short", slurm: gpuNode + "Epilog=/e\nPrologEpilogTimeout=33\n",
+			want: []string{"warning slurm.conf:4"}, wantMsg: []string{"cuts its epilog budget (30s) to 29.7s", "set PrologEpilogTimeout=34 or more"}},
 		{name: "states without drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE\n",
 			want: []string{"warning slurm.conf:5"}, wantMsg: []string{"HealthCheckNodeState=NONDRAINED_IDLE,MIXED,ALLOC,CYCLE runs the health check on no drained node", "set HealthCheckNodeState=ANY"}},
 		{name: "IDLE reaches drained nodes", slurm: gpuNode + "HealthCheckProgram=/h\nHealthCheckInterval=300\nHealthCheckNodeState=IDLE,CYCLE\n"},
@@ -90,5 +110,30 @@ func TestLintHooks(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestHookBudgetsUsable: what a run may use of Slurm's limit, at the edges of its rule (the
+// margin, a tenth, or half where the margin takes it all).
+func TestHookBudgetsUsable(t *testing.T) {
+	b := HookBudgets{Margin: time.Second}
+	for _, tc := range []struct{ limit, want time.Duration }{
+		{time.Second, 500 * time.Millisecond}, // the margin is the whole limit: half
+		{2 * time.Second, time.Second},        // a second above the margin
+		{10 * time.Second, 9 * time.Second},   // a tenth is the margin
+		{11 * time.Second, 9900 * time.Millisecond},
+		{60 * time.Second, 54 * time.Second},
+	} {
+		if got := b.usable(tc.limit); got != tc.want {
+			t.Errorf("usable(%v) = %v, want %v", tc.limit, got, tc.want)
+		}
+	}
+	for _, tc := range []struct {
+		budget time.Duration
+		want   int
+	}{{5 * time.Second, 6}, {50 * time.Second, 56}, {30 * time.Second, 34}, {9 * time.Second, 10}, {500 * time.Millisecond, 1}} {
+		if got := b.limitFor(tc.budget); got != tc.want {
+			t.Errorf("limitFor(%v) = %d, want %d", tc.budget, got, tc.want)
+		}
 	}
 }

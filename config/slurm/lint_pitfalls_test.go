@@ -153,6 +153,20 @@ func TestPitfalls(t *testing.T) {
 			slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
 				"PartitionName=low Nodes=n[1-4] GraceTime=300\nPartitionName=high Nodes=n[1-4] Priority=10\n",
 			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"under the 10m0s"}},
+		// Boundaries of the grace time and of the tiers.
+		{name: "grace time equal to the window", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] GraceTime=180\nPartitionName=high Nodes=n[1-4] PriorityTier=10\n"},
+		{name: "grace time a second short", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] GraceTime=179\nPartitionName=high Nodes=n[1-4] PriorityTier=10\n",
+			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"killed 2m59s later (GraceTime=179), under the 3m0s"}},
+		{name: "equal tiers do not preempt", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] PriorityTier=5\nPartitionName=high Nodes=n[1-4] PriorityTier=5\n"},
+		{name: "a tier one higher preempts", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] PriorityTier=5\nPartitionName=high Nodes=n[1-4] PriorityTier=6\n",
+			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"PartitionName=low: a job preempted here"}},
+		{name: "feature missing where two kinds of node differ: a warning", slurm: gpus + "NodeName=a1 Gres=gpu:a100:8\nNodeName=h1 Gres=gpu:h100:8 Feature=h100\n",
+			want: []string{"warning slurm.conf:2 a1"}, wantMsg: []string{"differ in model (2 kinds)"}},
+		{name: "a zero count names no model", slurm: gpus + "NodeName=a1 Gres=gpu:a100:8,gpu:v100:0 Feature=a100\n"},
 		{name: "suspend keeps the job", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nPriorityType=priority/multifactor\nNodeName=n1\n" +
 			"PartitionName=low Nodes=n1\nPartitionName=high Nodes=n1 PriorityTier=10\n"},
 		{name: "partition PreemptMode overrides the cluster's", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nPriorityType=priority/multifactor\nNodeName=n1\n" +
@@ -174,7 +188,11 @@ func TestPitfalls(t *testing.T) {
 		{name: "unlimited is no limit to cover", slurm: "PartitionName=p Nodes=n1 MaxTime=UNLIMITED\nNodeName=n1\n"},
 		{name: "no backfill, no window", slurm: "SchedulerType=sched/builtin\nPartitionName=p Nodes=n1 MaxTime=7-0\nNodeName=n1\n", want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"SchedulerType=sched/builtin starts jobs"}},
 		{name: "a window Slurm refuses", slurm: "SchedulerParameters=bf_window=0\nPartitionName=p Nodes=n1 MaxTime=2-0\nNodeName=n1\n",
-			want: []string{"warning slurm.conf:1 ", "warning slurm.conf:1 "}, wantMsg: []string{"bf_window=0 is not a whole number of minutes from 1 to 43200", "is longer than bf_window=1440 minutes (at slurm.conf:1)"}},
+			want: []string{"warning slurm.conf:1 ", "warning slurm.conf:1 "}, wantMsg: []string{"bf_window=0 is not a whole number of minutes from 1 to 43200", "is longer than the default bf_window Slurm uses instead, 1440 minutes"}},
+		{name: "the least window", slurm: "SchedulerParameters=bf_window=1\nPartitionName=p Nodes=n1 MaxTime=1\nNodeName=n1\n"},
+		{name: "the largest window covers 30 days", slurm: "SchedulerParameters=bf_window=43200\nPartitionName=p Nodes=n1 MaxTime=30-0\nNodeName=n1\n"},
+		{name: "a window past the largest", slurm: "SchedulerParameters=bf_window=43201\nPartitionName=p Nodes=n1 MaxTime=30-0\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 ", "warning slurm.conf:1 "}, wantMsg: []string{"bf_window=43201 is not a whole number of minutes from 1 to 43200", "is longer than the default bf_window Slurm uses instead, 1440 minutes (1 day; SchedulerParameters at slurm.conf:1)", "add bf_window=43200"}},
 		{name: "past what a window can cover", slurm: "SchedulerParameters=bf_window=43200\nPartitionName=p Nodes=n1 MaxTime=31-0\nNodeName=n1\n",
 			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"bf_window cannot exceed 43200 minutes (30 days)"}},
 		// Fair share with accounting.
@@ -225,7 +243,8 @@ func TestAlsoAt(t *testing.T) {
 		n    int
 		want string
 	}{
-		{1, ""}, {2, " (also slurm.conf:2)"}, {9, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9)"},
+		{1, ""}, {2, " (also slurm.conf:2)"},
+		{10, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9, and 1 more)"}, {9, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9)"},
 		{12, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9, and 3 more)"},
 	} {
 		if got := alsoAt(ps[:tc.n]); got != tc.want {
@@ -253,6 +272,8 @@ func TestGPUModel(t *testing.T) {
 		{"ib", nil, false}, {"cuda8", nil, false}, {"HyperThread", nil, false}, {"nvme", nil, false},
 		{"gp100", []string{"gp100"}, true}, {"kep", []string{"kepler"}, true}, {"sxm4", []string{"nvidia_a100-sxm4-80gb"}, true},
 		{"x", []string{"x100"}, false},
+		// A feature inside a model, or a model inside a feature, counts from three letters.
+		{"ke", []string{"kepler"}, false}, {"gpu-h10", []string{"h10"}, true}, {"xab", []string{"ab"}, false},
 	} {
 		if got := featureNamesGPU(tc.feature, tc.models); got != tc.want {
 			t.Errorf("featureNamesGPU(%q, %q) = %v, want %v", tc.feature, tc.models, got, tc.want)

@@ -73,7 +73,10 @@ func (l *linter) checkBackfillWindow() {
 	}
 	p := l.sc.Partitions[at]
 	pos, what := p.Set[key], "the default bf_window of 1440 minutes (1 day; SchedulerParameters "
-	if set {
+	switch {
+	case set && bad != "":
+		pos, what = params.Pos, "the default bf_window Slurm uses instead, 1440 minutes (1 day; SchedulerParameters "
+	case set:
 		pos, what = params.Pos, fmt.Sprintf("bf_window=%d minutes (", int(window.Minutes()))
 	}
 	if hasParams {

@@ -23,7 +23,8 @@ var slurmTimeCases = []struct {
 	{"2147483648", maxSlurmTime, true}, {"99999999999999999999", maxSlurmTime, true}, {"1000000", 1000000 * time.Minute, true},
 	{"", 0, false}, {"abc", 0, false}, {"-5", 0, false}, {"1:", 0, false}, {"1:2:3:4", 0, false},
 	{"1-2:3:4:5", 0, false}, {"1-2-3", 0, false}, {"1:2-3", 0, false}, {"1-2:", 0, false}, {"1 h", 0, false},
-	{"+5", 0, false}, {"1-2::", 0, false}, {":5", 0, false},
+	{"+5", 0, false}, {"1-2::", 0, false}, {":5", 0, false}, {"1:2:", 0, false}, {"1-2:3:", 0, false}, {"1-:", 0, false},
+	{"1-2:3:4", 26*time.Hour + 3*time.Minute + time.Minute, true},
 }
 
 func TestParseSlurmTime(t *testing.T) {
