@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"regexp"
 	"strings"
+	"sync"
 )
 
 // WithRepairs tells Lint that nodecheck's repairs are on ([repair] enabled in
@@ -19,13 +20,13 @@ func WithRepairs(enabled, reboot bool) LintOption {
 
 // nodecheckName matches the names nodecheck is installed under: nodecheck, and its links
 // such as nodecheck-health (README "Install").
-var nodecheckName = regexp.MustCompile(`^nodecheck([-_.][A-Za-z0-9_.-]*)?$`)
+var nodecheckName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^nodecheck([-_.][A-Za-z0-9_.-]*)?$`) })
 
 // isNodecheck reports whether a Prolog=, Epilog= or HealthCheckProgram= value names
 // nodecheck. Only the name can tell: a wrapper script that runs nodecheck is not recognised,
 // which is why the rules that depend on it word what they cannot see.
 func isNodecheck(prog string) bool {
-	return nodecheckName.MatchString(filepath.Base(strings.TrimSpace(prog)))
+	return nodecheckName().MatchString(filepath.Base(strings.TrimSpace(prog)))
 }
 
 // checkRepairs is WithRepairs's reboot rules.
