@@ -79,13 +79,18 @@ or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. With
 slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
 
 It also reports the scheduling pitfalls of a GPU cluster (each once, at its line, with the
-fix): SchedulerType other than backfill; several partitions without multifactor priority; a
+fix): SchedulerType other than backfill; a backfill window (bf_window) shorter than the
+longest MaxTime/DefaultTime; several partitions without multifactor priority; multifactor
+priority with no PriorityWeightFairshare on a cluster with slurmdbd accounting; a
 node whose Gres= mixes GPU models; GPU nodes whose Feature= names no model; GPU nodes without
 Gres= among GPU nodes; preemption that kills jobs with a GraceTime under --checkpoint-window;
 partitions mixing GPU and CPU-only nodes (a note). And how slurmd runs nodecheck: Prolog=,
 Epilog= and HealthCheckProgram= limits below nodecheck's budgets (built in, or --config),
 health checks that never reach drained nodes (HealthCheckNodeState without ANY or IDLE, no
-HealthCheckInterval), and a GPU cluster's Prolog= without PrologFlags=Alloc.
+HealthCheckInterval), a GPU cluster's Prolog= without PrologFlags=Alloc, and a nodecheck
+Prolog= or Epilog= (or [repair] in --config) with no HealthCheckProgram running nodecheck,
+which is what resumes drained nodes and runs the repairs; with [repair] reboot, no
+RebootProgram or ReturnToService=2.
 
 Exit codes: 0 no error (warnings allowed), 1 errors found, 2 a file could not be read or
 the usage is wrong.`,
@@ -172,7 +177,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		slurm.WithHookBudgets(slurm.HookBudgets{Prolog: cfg.Budget.For(config.ModeProlog), Epilog: cfg.Budget.For(config.ModeEpilog),
 			Health: cfg.Budget.For(config.ModeHealth), Margin: lintHookMargin}),
 		slurm.WithCheckpointWindow(o.CheckpointWindow),
-		slurm.WithRepairs(cfg.Repair.Enabled && cfg.Repair.Reboot), // repairs that may reboot
+		slurm.WithRepairs(cfg.Repair.Enabled, cfg.Repair.Reboot),
 	}
 	var topo *topologyInputs
 	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {
@@ -208,6 +213,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 	if topo != nil {
 		res := slurm.LintTopology(topo.input)
 		res.Problems = append(res.Problems, topo.extra...)
+		res.Notes = append(res.Notes, topo.notes...)
 		slurm.MergeTopology(&r, res)
 	}
 	if o.Format == "json" {

@@ -60,7 +60,7 @@ func TestLintGolden(t *testing.T) {
 		{name: "test39.18-c18", slurm: "slurmconf/nodecheck-test39.18-c18.conf", gres: "gres/slurm-testsuite-39.18-c18-missing-name.conf", wantCode: 1},
 		// Cores= beyond the node's cores: slurmd logs an error and goes on, so lint warns.
 		{name: "test7.17.7", slurm: "slurmconf/slurm-testsuite-7.17.7-slurm.conf", gres: "gres/slurm-testsuite-7.17.7.conf", wantCode: 0},
-		{name: "csua-cpus-are-cores", slurm: "slurmconf/csua-slurm-docker-cluster-slurm.conf", gres: "gres/csua-slurm-docker-cluster-gres.conf", wantCode: 0},
+		{name: "csua-cpus-are-cores", slurm: "slurmconf/csua-slurm-docker-cluster-slurm.conf", gres: "gres/csua-slurm-docker-cluster-gres.conf", wantCode: 1}, // CacheGroups= (Slurm dropped it in 21.08),
 		{name: "man-tux16", slurm: "slurmconf/nodecheck-man-gres-tux16.conf", gres: "gres/slurm-man-single-file-positive-nodename-ranges.conf", wantCode: 0},
 		{name: "man-tux16-pending", slurm: "slurmconf/nodecheck-man-gres-tux16-pending.conf", gres: "gres/slurm-man-single-file-positive-nodename-ranges.conf", wantCode: 1},
 		{name: "man-autodetect-except-one", slurm: "slurmconf/nodecheck-man-gres-tux16.conf", gres: "gres/slurm-man-autodetect-except-one-node.conf", wantCode: 0},
@@ -280,7 +280,10 @@ func TestLintTopologyUsage(t *testing.T) {
 	files := fakeEtc{"/etc/slurm/slurm.conf": "testdata/topology/jabl-test3-slurm.conf",
 		"/etc/slurm/topology.conf": filepath.Join(corpus, "topology/nodecheck-jabl-test3.conf"),
 		"/var/tmp/fabric.txt":      filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"),
-		"/var/tmp/bad.map":         "=H-zz host\n"}
+		"/var/tmp/bad.map":         "=H-zz host\n",
+		"/etc/slurm/bomb.conf":     "=" + strings.Repeat("SwitchName=s0 Nodes=node[0-16000000]\n", 64),
+		"/etc/yaml/topology.yaml":  "../../config/slurm/testdata/topology/slurm-man-topology-yaml-example.yaml",
+		"/etc/yaml/topology.conf":  "=SwitchName=s0 Nodes=a[1-4]\n"}
 	capture, err := os.ReadFile(filepath.Join(corpus, "ibnetdiscover/jabl-ibtopotool-test3.txt"))
 	if err != nil {
 		t.Fatal(err)
@@ -299,6 +302,14 @@ func TestLintTopologyUsage(t *testing.T) {
 		{name: "capture that is not one", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/etc/slurm/slurm.conf"}, wantCode: 2, wantErr: "no switch or channel adapter found"},
 		{name: "bad map line is a lint error", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "/var/tmp/fabric.txt", IBGUIDMap: "/var/tmp/bad.map"}, wantCode: 1, wantOut: `bad.map:1: "H-zz" is not a GUID`},
 		{name: "capture on stdin", o: lintOptions{Topology: "/etc/slurm/topology.conf", IBNetDiscover: "-", Stdin: bytes.NewReader(capture)}, wantCode: 0, wantOut: "slurm.conf:4 defines spare1, which topology.conf puts in no switch"},
+		// A typo's hostlist is refused at its line in milliseconds (it took minutes and
+		// gigabytes); the error names the file, the line and the bound.
+		{name: "hostlist bomb", o: lintOptions{Topology: "/etc/slurm/bomb.conf"}, wantCode: 1,
+			wantOut: "bomb.conf:1: SwitchName=s0 Nodes=node[0-16000000] stands for 16000001 names, which takes the Nodes= and Switches= lists of bomb.conf past 1048576 names"},
+		{name: "topology.yaml is refused, not read as 64 broken lines", o: lintOptions{Topology: "/etc/yaml/topology.yaml"}, wantCode: 2,
+			wantErr: "nodecheck lint: /etc/yaml/topology.yaml: topology.yaml (Slurm 25.05 and later, topology.yaml(5)) is not read yet"},
+		{name: "topology.conf beside a topology.yaml: a note", o: lintOptions{Topology: "/etc/yaml/topology.conf"}, wantCode: 0,
+			wantOut: "info     topology.conf: /etc/yaml/topology.yaml is beside it: Slurm 25.05 and later read topology.yaml and ignore topology.conf"},
 		{name: "explicit slurm.conf still required", o: lintOptions{SlurmConf: "/x/slurm.conf", Topology: "/etc/slurm/topology.conf"}, wantCode: 2, wantErr: "/x/slurm.conf does not exist"},
 	}
 	for _, tc := range tests {
@@ -339,6 +350,10 @@ func TestLintHookBudgets(t *testing.T) {
 	if err := os.WriteFile(toml, []byte("[budget]\nprolog = \"30s\"\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
+	repairToml := filepath.Join(dir, "repair.toml")
+	if err := os.WriteFile(repairToml, []byte("[repair]\nenabled = true\nreboot = false\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	tests := []struct {
 		name       string
 		o          lintOptions
@@ -349,6 +364,10 @@ func TestLintHookBudgets(t *testing.T) {
 		{name: "built-in budget fits", not: "PrologEpilogTimeout=20"},
 		{name: "the config's budget does not", o: lintOptions{Config: toml},
 			want: "slurm.conf:5 Prolog=/usr/sbin/nodecheck gets PrologEpilogTimeout 20s (slurm.conf:5), so nodecheck cuts its prolog budget (30s) to 18s"},
+		// [repair] without reboots still needs a health check to run the repairs.
+		{name: "repairs need a health check", o: lintOptions{Config: repairToml},
+			want: "slurm.conf:3 Prolog=/usr/sbin/nodecheck drains nodes that fail its checks, and nodecheck resumes a node it drained only in a health run (or a run by hand); [repair] is on in nodecheck.toml, and repairs run only in health runs; but slurm.conf sets no HealthCheckProgram",
+			not:  "RebootProgram"},
 		{name: "missing config", o: lintOptions{Config: filepath.Join(dir, "none.toml")}, wantCode: 2, wantStderr: "--config " + filepath.Join(dir, "none.toml")},
 		{name: "negative window", o: lintOptions{CheckpointWindow: -time.Second}, wantCode: 2, wantStderr: "--checkpoint-window=-1s: want a positive duration"},
 	}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"regexp"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -15,6 +16,7 @@ import (
 type topologyInputs struct {
 	input slurm.TopologyInput
 	extra []slurm.Problem // the GUID map's problems
+	notes []slurm.Problem // what lint did not check
 }
 
 // readTopologyInputs reads topology.conf, the capture and the GUID map the options name. Its
@@ -40,6 +42,12 @@ func readTopologyInputs(ctx context.Context, o lintOptions) (*topologyInputs, er
 	f.Close()
 	if err != nil {
 		return nil, err
+	}
+	// topology.yaml(5): "Slurm will first check for topology.yaml. If this file exists,
+	// topology.conf will be ignored" (25.05 and later).
+	if yaml := filepath.Join(filepath.Dir(o.Topology), "topology.yaml"); o.Exists != nil && o.Exists(yaml) {
+		t.notes = append(t.notes, slurm.Problem{Severity: slurm.SeverityInfo, File: o.Topology,
+			Message: fmt.Sprintf("%s: %s is beside it: Slurm 25.05 and later read topology.yaml and ignore topology.conf, and lint does not read topology.yaml yet: on those versions what is checked here is not what Slurm uses", filepath.Base(o.Topology), yaml)})
 	}
 	if o.IBHostRegexp != "" {
 		if t.input.Naming.HostRegexp, err = regexp.Compile(o.IBHostRegexp); err != nil {

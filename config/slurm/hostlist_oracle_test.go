@@ -39,6 +39,8 @@ func trixieRoot() string {
 type scontrolOracle struct {
 	argv    []string // how to start scontrol: its path, or chroot ROOT and its path
 	conf    string   // SLURM_CONF for every call, as scontrol sees the path
+	dir     string   // the directory of conf, as this process sees it
+	confDir string   // the same directory as scontrol sees it
 	version string   // "22.05.8", "24.11.5"
 }
 
@@ -96,7 +98,7 @@ func startOracle(t *testing.T, prefix []string, dir, confDir string) (*scontrolO
 	if confDir == "" {
 		confDir = dir
 	}
-	o := &scontrolOracle{argv: append(slices.Clone(prefix), scontrolPath), conf: filepath.Join(confDir, "slurm.conf")}
+	o := &scontrolOracle{argv: append(slices.Clone(prefix), scontrolPath), conf: filepath.Join(confDir, "slurm.conf"), dir: dir, confDir: confDir}
 	out, _, err := o.run("--version")
 	if err != nil {
 		return nil, fmt.Errorf("%q --version: %v; cannot use it as the hostlist oracle", o.argv, err)
@@ -129,11 +131,16 @@ func (o *scontrolOracle) record(tc hostlistCase) (*slurmRecord, bool) {
 
 // run executes scontrol with a deadline, a minimal environment, and bounded waiting.
 func (o *scontrolOracle) run(args ...string) (stdout, stderr string, err error) {
+	return o.runConf(o.conf, args...)
+}
+
+// runConf is run with another slurm.conf, as scontrol sees its path.
+func (o *scontrolOracle) runConf(conf string, args ...string) (stdout, stderr string, err error) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	argv := append(slices.Clone(o.argv), args...)
 	cmd := exec.CommandContext(ctx, argv[0], argv[1:]...)
-	cmd.Env = []string{"SLURM_CONF=" + o.conf, "PATH=/usr/bin:/bin", "LC_ALL=C"}
+	cmd.Env = []string{"SLURM_CONF=" + conf, "PATH=/usr/bin:/bin", "LC_ALL=C"}
 	var so, se bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &so, &se
 	err = cmd.Run()

@@ -129,6 +129,7 @@ func Lint(sc *SlurmConf, gc *GresConf, opts ...LintOption) Report {
 		l.checkPitfalls()
 	}
 	l.checkHooks()
+	l.checkHealthRuns()
 	l.checkRepairs()
 	for _, g := range l.groups {
 		p := g.problem(l)

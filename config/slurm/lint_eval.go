@@ -463,12 +463,8 @@ func (e *evalCtx) checkCores(ls []*GresLine) {
 		if m < cores {
 			continue
 		}
-		use := "core 0"
-		if cores > 1 {
-			use = fmt.Sprintf("cores 0-%d", cores-1)
-		}
-		e.emit(SeverityWarning, g.Pos, "%s=%s names core %d, but %s gives %s %d %s (%s); %s= counts cores, not CPUs: slurmd logs \"error: Invalid GRES data for %s, %s=%s\" and goes on with the line's %s bound to no core (an error, not fatal, in Slurm 22.05 and later): use %s",
-			g.CoresKey, g.CoresText, m, ref(topologyPos(e.nl)), nodesPlaceholder, cores, text.Plural(cores, "core", "cores"), topologyText(e.nl), g.CoresKey, g.Name, g.CoresKey, g.CoresText, g.Name, use)
+		e.emit(SeverityWarning, g.Pos, "%s=%s names core %d, but %s gives %s %d %s (%s); %s= counts cores, not CPUs: slurmd logs \"error: Invalid GRES data for %s, %s=%s\" and goes on with the line's %s bound to no core (an error, not fatal, in Slurm 22.05 and later): %s",
+			g.CoresKey, g.CoresText, m, ref(topologyPos(e.nl)), nodesPlaceholder, cores, text.Plural(cores, "core", "cores"), topologyText(e.nl), g.CoresKey, g.Name, g.CoresKey, g.CoresText, g.Name, coreFix(e.nl, g, cores))
 	}
 }
 

@@ -46,7 +46,8 @@ type LintOption func(*lintOptions)
 type lintOptions struct {
 	budgets    HookBudgets
 	checkpoint time.Duration
-	repairs    bool // [repair] is on: checkRepairs
+	repairs    bool // [repair] is on: checkHealthRuns
+	reboots    bool // and may reboot: checkRepairs
 	// noPitfalls leaves the scheduling pitfalls out: tests of the other rules use it, and
 	// test the pitfalls on the same files on their own.
 	noPitfalls bool
@@ -128,8 +129,13 @@ func (l *linter) checkPrologFlags(prolog Setting) {
 	if p, ok := l.sc.Hooks.Set["PrologFlags"]; ok {
 		pos, what = p, "PrologFlags="+strings.Join(l.sc.Hooks.PrologFlags, ",")
 	}
-	l.emit(SeverityWarning, pos, "Prolog=%s with %s: slurmd runs the prolog when a job's first step starts, not when the job is given its nodes, so salloc sessions never run it and a GPU job starts on a node before nodecheck has looked at it: set PrologFlags=Alloc (or Contain, which implies it)",
-		prolog.Value, what)
+	// Word it by what the prolog is: the site's own prolog is not nodecheck.
+	before := "nodecheck has looked at it"
+	if !isNodecheck(prolog.Value) {
+		before = "its prolog has run"
+	}
+	l.emit(SeverityWarning, pos, "Prolog=%s with %s: slurmd runs the prolog when a job's first step starts, not when the job is given its nodes, so salloc sessions never run it and a GPU job starts on a node before %s: set PrologFlags=Alloc (or Contain, which implies it)",
+		prolog.Value, what, before)
 }
 
 // healthStates are the HealthCheckNodeState words that choose node states

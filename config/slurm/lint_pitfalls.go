@@ -104,7 +104,9 @@ func namesGPU(features []string, models []string) bool {
 // checkPitfalls reports the scheduling pitfalls.
 func (l *linter) checkPitfalls() {
 	l.checkScheduler()
+	l.checkBackfillWindow()
 	l.checkPriority()
+	l.checkFairshare()
 	l.checkNodeGPUs()
 	// Partition membership costs a walk of every partition's names: it is built only when a
 	// check needs it.

@@ -40,7 +40,9 @@ func TestPitfallsCorpus(t *testing.T) {
 		want       []string // "severity file:line nodes"
 	}{
 		// Real files.
-		{file: "csua-slurm-docker-cluster-slurm.conf", gres: "csua-slurm-docker-cluster-gres.conf"}, // backfill, multifactor, one partition, Feature="P100"
+		// backfill, multifactor with fair share, one partition, Feature="P100"; but MaxTime=5 days
+		// against the default bf_window of one.
+		{file: "csua-slurm-docker-cluster-slurm.conf", gres: "csua-slurm-docker-cluster-gres.conf", want: []string{"warning csua-slurm-docker-cluster-slurm.conf:97 "}},
 		{file: "slurm-doc-gres-l3cache-node.conf", want: []string{"info slurm-doc-gres-l3cache-node.conf:6 node0"}},
 		{file: "slurm-doc-gres-mig-nodes.conf", want: []string{"info slurm-doc-gres-mig-nodes.conf:4 tux[1-16]"}}, // a100 and its MIG slices are one model
 		{file: "slurm-doc-gres-shard-nodes.conf", want: []string{"info slurm-doc-gres-shard-nodes.conf:4 tux[1-16]"}},
@@ -151,6 +153,20 @@ func TestPitfalls(t *testing.T) {
 			slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
 				"PartitionName=low Nodes=n[1-4] GraceTime=300\nPartitionName=high Nodes=n[1-4] Priority=10\n",
 			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"under the 10m0s"}},
+		// Boundaries of the grace time and of the tiers.
+		{name: "grace time equal to the window", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] GraceTime=180\nPartitionName=high Nodes=n[1-4] PriorityTier=10\n"},
+		{name: "grace time a second short", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] GraceTime=179\nPartitionName=high Nodes=n[1-4] PriorityTier=10\n",
+			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"killed 2m59s later (GraceTime=179), under the 3m0s"}},
+		{name: "equal tiers do not preempt", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] PriorityTier=5\nPartitionName=high Nodes=n[1-4] PriorityTier=5\n"},
+		{name: "a tier one higher preempts", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=CANCEL\nPriorityType=priority/multifactor\nNodeName=n[1-4]\n" +
+			"PartitionName=low Nodes=n[1-4] PriorityTier=5\nPartitionName=high Nodes=n[1-4] PriorityTier=6\n",
+			want: []string{"warning slurm.conf:5 "}, wantMsg: []string{"PartitionName=low: a job preempted here"}},
+		{name: "feature missing where two kinds of node differ: a warning", slurm: gpus + "NodeName=a1 Gres=gpu:a100:8\nNodeName=h1 Gres=gpu:h100:8 Feature=h100\n",
+			want: []string{"warning slurm.conf:2 a1"}, wantMsg: []string{"differ in model (2 kinds)"}},
+		{name: "a zero count names no model", slurm: gpus + "NodeName=a1 Gres=gpu:a100:8,gpu:v100:0 Feature=a100\n"},
 		{name: "suspend keeps the job", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nPriorityType=priority/multifactor\nNodeName=n1\n" +
 			"PartitionName=low Nodes=n1\nPartitionName=high Nodes=n1 PriorityTier=10\n"},
 		{name: "partition PreemptMode overrides the cluster's", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=SUSPEND,GANG\nPriorityType=priority/multifactor\nNodeName=n1\n" +
@@ -159,6 +175,34 @@ func TestPitfalls(t *testing.T) {
 		{name: "top tier is never preempted", slurm: "PreemptType=preempt/partition_prio\nPreemptMode=REQUEUE\nPriorityType=priority/multifactor\nNodeName=n[1-2]\n" +
 			"PartitionName=low Nodes=n1\nPartitionName=high Nodes=n2 PriorityTier=10\n"},
 		{name: "no preemption plugin", slurm: "PreemptMode=REQUEUE\nNodeName=n1\nPartitionName=p Nodes=n1\n"},
+		// The backfill window against the longest time limit: equal is covered.
+		{name: "MaxTime of the default window", slurm: "PartitionName=p Nodes=n1 MaxTime=1-00:00:00\nNodeName=n1\n"},
+		{name: "MaxTime a minute past the default window", slurm: "PartitionName=p Nodes=n1 MaxTime=1441\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"slurm.conf:1 PartitionName=p MaxTime=1-00:01:00 (1441 minutes, at slurm.conf:1) is longer than the default bf_window of 1440 minutes (1 day; SchedulerParameters not set)", "add bf_window=1441 to SchedulerParameters"}},
+		{name: "seconds round up to a minute", slurm: "PartitionName=p Nodes=n1 MaxTime=1440:01\nNodeName=n1\n", want: []string{"warning slurm.conf:1 "}},
+		{name: "a window that covers", slurm: "SchedulerParameters=bf_continue,bf_window=2880\nPartitionName=p Nodes=n1 MaxTime=2-0\nNodeName=n1\n"},
+		{name: "a window a minute short", slurm: "SchedulerParameters=bf_window=2879,bf_continue\nPartitionName=p Nodes=n1 MaxTime=2-0\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"PartitionName=p MaxTime=2-00:00:00 (2880 minutes, at slurm.conf:2) is longer than bf_window=2879 minutes (at slurm.conf:1)"}},
+		{name: "DefaultTime counts", slurm: "PartitionName=DEFAULT DefaultTime=3-0\nPartitionName=a Nodes=n1 MaxTime=1-0\nPriorityType=priority/multifactor\nPartitionName=b Nodes=n1\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"PartitionName=a DefaultTime=3-00:00:00 (4320 minutes, at slurm.conf:1)"}},
+		{name: "unlimited is no limit to cover", slurm: "PartitionName=p Nodes=n1 MaxTime=UNLIMITED\nNodeName=n1\n"},
+		{name: "no backfill, no window", slurm: "SchedulerType=sched/builtin\nPartitionName=p Nodes=n1 MaxTime=7-0\nNodeName=n1\n", want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"SchedulerType=sched/builtin starts jobs"}},
+		{name: "a window Slurm refuses", slurm: "SchedulerParameters=bf_window=0\nPartitionName=p Nodes=n1 MaxTime=2-0\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 ", "warning slurm.conf:1 "}, wantMsg: []string{"bf_window=0 is not a whole number of minutes from 1 to 43200", "is longer than the default bf_window Slurm uses instead, 1440 minutes"}},
+		{name: "the least window", slurm: "SchedulerParameters=bf_window=1\nPartitionName=p Nodes=n1 MaxTime=1\nNodeName=n1\n"},
+		{name: "the largest window covers 30 days", slurm: "SchedulerParameters=bf_window=43200\nPartitionName=p Nodes=n1 MaxTime=30-0\nNodeName=n1\n"},
+		{name: "a window past the largest", slurm: "SchedulerParameters=bf_window=43201\nPartitionName=p Nodes=n1 MaxTime=30-0\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 ", "warning slurm.conf:1 "}, wantMsg: []string{"bf_window=43201 is not a whole number of minutes from 1 to 43200", "is longer than the default bf_window Slurm uses instead, 1440 minutes (1 day; SchedulerParameters at slurm.conf:1)", "add bf_window=43200"}},
+		{name: "past what a window can cover", slurm: "SchedulerParameters=bf_window=43200\nPartitionName=p Nodes=n1 MaxTime=31-0\nNodeName=n1\n",
+			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"bf_window cannot exceed 43200 minutes (30 days)"}},
+		// Fair share with accounting.
+		{name: "multifactor and slurmdbd without fair share", slurm: "PriorityType=priority/multifactor\nAccountingStorageType=accounting_storage/slurmdbd\n",
+			want: []string{"warning slurm.conf:1 "}, wantMsg: []string{"PriorityType=priority/multifactor (slurm.conf:1) with PriorityWeightFairshare unset (its default is 0): fair share adds nothing", "set PriorityWeightFairshare=10000"}},
+		{name: "a fair share weight of 0", slurm: "PriorityType=priority/multifactor\nAccountingStorageType=accounting_storage/slurmdbd\nPriorityWeightFairshare=0\n",
+			want: []string{"warning slurm.conf:3 "}, wantMsg: []string{"with PriorityWeightFairshare=0:"}},
+		{name: "a fair share weight of 1", slurm: "PriorityType=priority/multifactor\nAccountingStorageType=accounting_storage/slurmdbd\nPriorityWeightFairshare=1\n"},
+		{name: "no accounting, no fair share to weigh", slurm: "PriorityType=priority/multifactor\nAccountingStorageType=accounting_storage/none\n"},
+		{name: "basic priority has no weights", slurm: "PriorityType=priority/basic\nAccountingStorageType=accounting_storage/slurmdbd\n"},
 		{name: "QOS preemption: a note", slurm: "PreemptType=preempt/qos\nPreemptMode=REQUEUE\nNodeName=n1\nPartitionName=p Nodes=n1\n",
 			want: []string{"info slurm.conf:1 "}, wantMsg: []string{"GraceTime of their QOS", "sacctmgr show qos"}},
 	}
@@ -199,7 +243,8 @@ func TestAlsoAt(t *testing.T) {
 		n    int
 		want string
 	}{
-		{1, ""}, {2, " (also slurm.conf:2)"}, {9, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9)"},
+		{1, ""}, {2, " (also slurm.conf:2)"},
+		{10, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9, and 1 more)"}, {9, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9)"},
 		{12, " (also slurm.conf:2, slurm.conf:3, slurm.conf:4, slurm.conf:5, slurm.conf:6, slurm.conf:7, slurm.conf:8, slurm.conf:9, and 3 more)"},
 	} {
 		if got := alsoAt(ps[:tc.n]); got != tc.want {
@@ -227,6 +272,8 @@ func TestGPUModel(t *testing.T) {
 		{"ib", nil, false}, {"cuda8", nil, false}, {"HyperThread", nil, false}, {"nvme", nil, false},
 		{"gp100", []string{"gp100"}, true}, {"kep", []string{"kepler"}, true}, {"sxm4", []string{"nvidia_a100-sxm4-80gb"}, true},
 		{"x", []string{"x100"}, false},
+		// A feature inside a model, or a model inside a feature, counts from three letters.
+		{"ke", []string{"kepler"}, false}, {"gpu-h10", []string{"h10"}, true}, {"xab", []string{"ab"}, false},
 	} {
 		if got := featureNamesGPU(tc.feature, tc.models); got != tc.want {
 			t.Errorf("featureNamesGPU(%q, %q) = %v, want %v", tc.feature, tc.models, got, tc.want)

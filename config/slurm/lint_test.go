@@ -202,6 +202,7 @@ func TestLintCorpus(t *testing.T) {
 			// alone applies to gpu:1 and the other seven are extra.
 			name: "CSUA docker cluster: CPUs= counts cores", slurm: "csua-slurm-docker-cluster-slurm.conf", gres: "csua-slurm-docker-cluster-gres.conf",
 			wantProblems: []string{
+				"error csua-slurm-docker-cluster-slurm.conf:27 ", // CacheGroups=, which Slurm dropped in 21.08
 				"warning csua-slurm-docker-cluster-gres.conf:2 c[1-7]",
 				"warning csua-slurm-docker-cluster-gres.conf:3 c[1-7]",
 				"warning csua-slurm-docker-cluster-gres.conf:3 c[1-7]",
@@ -394,6 +395,16 @@ func TestLintChecks(t *testing.T) {
 			slurm: "GresTypes=gpu\nNodeName=n1 CPUs=16 Gres=gpu:2\nNodeName=n2 CPUs=16 ThreadsPerCore=2 Gres=gpu:2\n",
 			gres:  "Name=gpu File=/dev/nvidia0 Cores=0-7\nName=gpu File=/dev/nvidia1 Cores=8-15\n",
 			want:  []string{"warning gres.conf:2 n2"},
+		},
+		{
+			// CPU numbers of one socket each: the fix keeps the NUMA split, each GPU its
+			// socket's cores (Cores=0-39 for both would lose it).
+			name:  "CPU numbers per socket: the fix is per socket",
+			slurm: "GresTypes=gpu\nNodeName=g1 Sockets=2 CoresPerSocket=20 ThreadsPerCore=2 Gres=gpu:2\n",
+			gres:  "Name=gpu File=/dev/nvidia0 CPUs=0-19,40-59\nName=gpu File=/dev/nvidia1 CPUs=20-39,60-79\n",
+			want:  []string{"warning gres.conf:1 g1", "warning gres.conf:2 g1"},
+			wantMsg: []string{"gres.conf:1 CPUs=0-19,40-59 names core 59, but slurm.conf:2 gives g1 40 cores (Sockets=2 CoresPerSocket=20 ThreadsPerCore=2); CPUs= counts cores, not CPUs: slurmd logs \"error: Invalid GRES data for gpu, CPUs=0-19,40-59\" and goes on with the line's gpu bound to no core (an error, not fatal, in Slurm 22.05 and later): use Cores=0-19: as CPU numbers, CPUs=0-19,40-59 are cores 0-19",
+				"gres.conf:2 CPUs=20-39,60-79 names core 79, but slurm.conf:2 gives g1 40 cores (Sockets=2 CoresPerSocket=20 ThreadsPerCore=2); CPUs= counts cores, not CPUs: slurmd logs \"error: Invalid GRES data for gpu, CPUs=20-39,60-79\" and goes on with the line's gpu bound to no core (an error, not fatal, in Slurm 22.05 and later): use Cores=20-39: as CPU numbers"},
 		},
 	}
 	for _, tc := range tests {

@@ -1,7 +1,8 @@
 package slurm
 
 // slurm.conf, the node-related parts: NodeName=, PartitionName=, GresTypes= and Include, read
-// with the syntax of confscan.go. Every other key of slurm.conf is legal and ignored.
+// with the syntax of confscan.go. Every other top-level key is kept in Settings, and held
+// against the keys Slurm's releases read (slurmconf_keys.go).
 
 import (
 	"fmt"
@@ -71,11 +72,20 @@ func (n NodeLine) CPUCount() (cpus int, ok bool) {
 }
 
 // CoreCount returns the number of cores Slurm derives for these nodes, as read_config.c's
+// _parse_nodename does: sockets × CoresPerSocket (SocketLayout). ok is false when slurm.conf
+// gives none of the topology keys (see CPUCount).
+func (n NodeLine) CoreCount() (cores int, ok bool) {
+	sockets, perSocket := n.SocketLayout()
+	ok = n.CPUs > 0 || n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
+	return sockets * perSocket, ok
+}
+
+// SocketLayout returns the sockets and cores per socket Slurm derives, as read_config.c's
 // _parse_nodename does: sockets are Boards × SocketsPerBoard when SocketsPerBoard is given
 // (it wins over Sockets=), else Sockets=, else CPUs / (CoresPerSocket × ThreadsPerCore) when
-// that divides evenly, else Boards; cores are sockets × CoresPerSocket; each key defaults
-// to 1. ok is false when slurm.conf gives none of the topology keys (see CPUCount).
-func (n NodeLine) CoreCount() (cores int, ok bool) {
+// that divides evenly, else Boards; each key defaults to 1. Slurm numbers cores socket by
+// socket, so socket s has cores s×perSocket to (s+1)×perSocket-1.
+func (n NodeLine) SocketLayout() (sockets, perSocket int) {
 	one := func(v int) int {
 		if v <= 0 {
 			return 1
@@ -83,7 +93,6 @@ func (n NodeLine) CoreCount() (cores int, ok bool) {
 		return v
 	}
 	perSocket, threads, boards := one(n.CoresPerSocket), one(n.ThreadsPerCore), one(n.Boards)
-	var sockets int
 	switch {
 	case n.SocketsPerBoard > 0:
 		sockets = boards * n.SocketsPerBoard
@@ -94,8 +103,7 @@ func (n NodeLine) CoreCount() (cores int, ok bool) {
 	default:
 		sockets = boards
 	}
-	ok = n.CPUs > 0 || n.Sockets > 0 || n.Boards > 0 || n.SocketsPerBoard > 0 || n.CoresPerSocket > 0 || n.ThreadsPerCore > 0
-	return sockets * perSocket, ok
+	return sockets, perSocket
 }
 
 // PartitionLine is one PartitionName= line of slurm.conf (DEFAULT lines are applied, not kept).
@@ -117,8 +125,14 @@ type PartitionLine struct {
 	// a higher tier preempt jobs of a lower one.
 	PriorityTier int
 	Priority     int // Priority=, the older key that also sets PriorityTier (and wins over it)
-	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier and Priority given for
-	// this partition to where: this line, or the PartitionName=DEFAULT line it came from.
+	// MaxTime and DefaultTime are MaxTime= and DefaultTime=, whole minutes (ParseSlurmTime);
+	// UnlimitedTime for UNLIMITED, and zero when not set (Slurm's defaults: MaxTime
+	// UNLIMITED, DefaultTime MaxTime).
+	MaxTime     time.Duration
+	DefaultTime time.Duration
+	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime and
+	// DefaultTime given for this partition to where: this line, or the PartitionName=DEFAULT
+	// line it came from.
 	Set map[string]Pos
 }
 
@@ -276,12 +290,15 @@ func (p *slurmParser) comment(pos Pos, text string) {
 	}
 }
 
-// slurmTopKeys are the slurm.conf keys a typo of which would silently lose nodes or GRES:
-// an unknown key close to one of these is reported, any other unknown key is ignored.
-var slurmTopKeys = []string{"NodeName", "PartitionName", "GresTypes", "Include", "NodeSet", "DownNodes"}
-
 func (p *slurmParser) line(l confLine) {
 	first := strings.ToLower(l.Fields[0].Key)
+	if first == "switchname" {
+		p.problem(SeverityError, l.Pos, "", "SwitchName= lines belong in topology.conf: slurmctld refuses them in slurm.conf (Parsing error at unrecognized key: %s): move the line to topology.conf", l.Fields[0].Key)
+		return
+	}
+	if l.Fields[0].HasEq && !p.checkKey(l.Fields[0], l.Pos) {
+		return // a typo of NodeName= or PartitionName= would make every other field a problem
+	}
 	switch first {
 	case "nodename":
 		p.nodeLine(l)
@@ -294,14 +311,17 @@ func (p *slurmParser) line(l confLine) {
 			p.c.NodeSets = append(p.c.NodeSets, l.Fields[0].Value)
 		}
 		return
-	case "downnodes", "frontendname", "switchname":
+	case "downnodes", "frontendname":
 		// Records of their own whose other fields are theirs, not top-level keys.
 		return
 	}
-	for _, f := range l.Fields {
+	for i, f := range l.Fields {
 		if !f.HasEq {
 			p.problem(SeverityError, l.Pos, "", "%q is not a key=value setting; Slurm refuses the file here (Parsing error at unrecognized key): remove it or comment it out with '#'", l.Text)
 			return
+		}
+		if i > 0 && !p.checkKey(f, l.Pos) {
+			continue
 		}
 		if p.hookField(f, l.Pos) {
 			continue
@@ -314,13 +334,19 @@ func (p *slurmParser) line(l confLine) {
 		if key == "grestypes" {
 			p.c.GresTypes = confSplitList(f.Value)
 			p.c.GresTypesPos = l.Pos
-			continue
-		}
-		if s := confSuggest(f.Key, slurmTopKeys); s != "" {
-			p.problem(SeverityError, l.Pos, "", "unknown key %s= (did you mean %s=?): Slurm refuses it, and nodecheck ignores the whole line", f.Key, s)
-			return
 		}
 	}
+}
+
+// checkKey reports a top-level key no release of Slurm knows (an error), or one a release
+// nodecheck supports refuses or ignores (a warning), as slurmconf_keys.go judges it. It
+// returns false for an unknown key, which Slurm does not read.
+func (p *slurmParser) checkKey(f confField, pos Pos) bool {
+	sev, msg := slurmConfKeys().checkKey(f.Key)
+	if sev != "" {
+		p.problem(sev, pos, "", "%s", msg)
+	}
+	return sev != SeverityError
 }
 
 // nodeKeys maps the lower-case keys of a NodeName line to Slurm's spelling
@@ -538,6 +564,19 @@ func (p *slurmParser) partitionLine(l confLine) {
 			} else {
 				part.PriorityTier = int(n)
 			}
+		case "maxtime", "defaulttime":
+			key := map[string]string{"maxtime": "MaxTime", "defaulttime": "DefaultTime"}[strings.ToLower(f.Key)]
+			d, ok := ParseSlurmTime(f.Value)
+			if !ok {
+				p.problem(SeverityError, l.Pos, "", "PartitionName=%s %s=%s is not a time limit (minutes, minutes:seconds, hours:minutes:seconds, days-hours[:minutes[:seconds]], or UNLIMITED): Slurm refuses the file (Bad value \"%s\" for %s)", name, f.Key, f.Value, f.Value, key)
+				continue
+			}
+			if key == "MaxTime" {
+				part.MaxTime = d
+			} else {
+				part.DefaultTime = d
+			}
+			part.Set[key] = l.Pos
 		case "gracetime":
 			d, ok := parseGraceTime(f.Value)
 			if !ok {
@@ -586,6 +625,10 @@ func mergePartitionDefault(own *PartitionLine, d PartitionLine) {
 			own.PriorityTier = d.PriorityTier
 		case "Priority":
 			own.Priority = d.Priority
+		case "MaxTime":
+			own.MaxTime = d.MaxTime
+		case "DefaultTime":
+			own.DefaultTime = d.DefaultTime
 		}
 	}
 }

@@ -20,8 +20,10 @@ package slurm
 // bytes, a name defined twice, a child that is not defined, and a block without Nodes=.
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"path/filepath"
 	"strconv"
 	"strings"
 )
@@ -30,6 +32,16 @@ import (
 // 100,000-node tree in hostlists is a few hundred KiB), it stops a wrong file from filling
 // memory.
 const maxTopologyConfBytes = 64 << 20
+
+// maxTopologyNames bounds the names that the Nodes= and Switches= hostlists of one
+// topology.conf stand for together, Includes counted, as maxLintNodes bounds slurm.conf's
+// nodes: lint indexes every name, and a typo such as Nodes=node[0-16000000] (or 64 such
+// lines) took minutes and gigabytes. A million names is ten times the largest cluster's
+// node count, and lint of a file at the bound takes about a second and 170 MB
+// (BenchmarkLintTopologyNamesBound; as a process 1.1 s and 165 MB peak RSS on the 2-core
+// build machine), where 64 lines of node[0-16000000] ran past 90 s and 4 GB. Past it the parser reads no more names
+// (TopologyConf.NamesCut) and LintTopology checks nothing that needs them.
+const maxTopologyNames = 1 << 20
 
 // maxSwitchNameLen is HOST_NAME_MAX, the longest SwitchName _parse_switches accepts.
 const maxSwitchNameLen = 64
@@ -50,6 +62,13 @@ type TopologyConf struct {
 	// uses the first block's node count and its doublings up to 16 times it).
 	BlockSizes    []int
 	BlockSizesPos Pos
+
+	// NamesCut is where the Nodes= and Switches= lists passed maxTopologyNames names;
+	// zero when they did not. From there on every list stands for no names.
+	NamesCut Pos
+	// Names is how many names the Nodes= and Switches= lists stand for together, up to the
+	// cut.
+	Names int
 
 	// Problems lists syntax and value errors, in file order. Parsing goes on after each.
 	Problems []Problem
@@ -89,10 +108,38 @@ func (t *TopologyConf) Form() string {
 	return ""
 }
 
+// ErrTopologyYAML is the error ParseTopologyConf returns for a topology.yaml: Slurm 25.05 and
+// later read topologies from YAML (topology.yaml(5)), which nodecheck does not read yet.
+var ErrTopologyYAML = errors.New("topology.yaml (Slurm 25.05 and later, topology.yaml(5)) is not read yet: nodecheck lint reads topology.conf's SwitchName=, BlockName= and BlockSizes= lines only")
+
+// looksYAML reports whether a topology file is YAML rather than topology.conf: its name ends
+// in .yaml or .yml, or its first line that is not blank or a comment is a YAML document start
+// ("---"), a list item ("- topology: t1") or a mapping key ("topology: t1"), where every
+// topology.conf line starts with Key=.
+func looksYAML(file string, data []byte) bool {
+	ext := strings.ToLower(filepath.Ext(file))
+	if ext == ".yaml" || ext == ".yml" {
+		return true
+	}
+	for _, line := range strings.SplitN(string(data[:min(len(data), 4096)]), "\n", 64) {
+		line = strings.TrimSpace(line)
+		if line == "" || line[0] == '#' {
+			continue
+		}
+		if line == "---" || line[0] == '-' {
+			return true
+		}
+		colon, eq := strings.IndexByte(line, ':'), strings.IndexByte(line, '=')
+		return colon > 0 && (eq < 0 || colon < eq)
+	}
+	return false
+}
+
 // ParseTopologyConf parses topology.conf read from r, which was opened from file (used for
 // positions and to resolve relative Includes). read serves Include lines; nil refuses them.
 // The error is for input that cannot be read, is larger than 64 MiB, or an Include that
-// cannot be read; everything wrong inside the files is in TopologyConf.Problems.
+// cannot be read, or ErrTopologyYAML for a topology.yaml; everything wrong inside the files
+// is in TopologyConf.Problems.
 func ParseTopologyConf(r io.Reader, file string, read ReadFileFunc) (*TopologyConf, error) {
 	data, err := io.ReadAll(io.LimitReader(r, maxTopologyConfBytes+1))
 	if err != nil {
@@ -100,6 +147,9 @@ func ParseTopologyConf(r io.Reader, file string, read ReadFileFunc) (*TopologyCo
 	}
 	if len(data) > maxTopologyConfBytes {
 		return nil, fmt.Errorf("read %s: more than %d bytes: not a topology.conf", file, maxTopologyConfBytes)
+	}
+	if looksYAML(file, data) {
+		return nil, fmt.Errorf("%s: %w", file, ErrTopologyYAML)
 	}
 	t := &TopologyConf{Path: file}
 	p := &topoParser{t: t}
@@ -120,6 +170,7 @@ type topoParser struct {
 	firstBlock Pos // first BlockName= or BlockSizes= line
 	treeSeq    int // seq of firstTree
 	blockSeq   int // seq of firstBlock
+	names      int // names the Nodes= and Switches= lists stand for so far
 }
 
 func (p *topoParser) problem(sev string, pos Pos, nodes, format string, args ...any) {
@@ -236,13 +287,27 @@ func (p *topoParser) switchLine(pos Pos, fields []confField) {
 }
 
 // hostlist parses a Nodes= or Switches= value; a broken one is an error and stands for no
-// names (never nil, so the key still counts as given).
+// names (never nil, so the key still counts as given). So does every list from the one that
+// takes the file past maxTopologyNames names.
 func (p *topoParser) hostlist(pos Pos, what, v string) *Hostlist {
 	h, err := ParseHostlist(v)
 	if err != nil {
 		p.problem(SeverityError, pos, "", "%s=%s: %s; Slurm refuses the file (Invalid node name)", what, shorten(v), confHostlistReason(err))
 		h, _ = ParseHostlist("")
 	}
+	if !p.t.NamesCut.IsZero() {
+		h, _ = ParseHostlist("")
+		return h
+	}
+	if p.names+h.Len() > maxTopologyNames {
+		p.t.NamesCut = pos
+		p.problem(SeverityError, pos, "", "%s=%s stands for %d names, which takes the Nodes= and Switches= lists of %s past %d names: no cluster has that many nodes, so lint reads no more names and checks no node; check the ranges for typos",
+			what, shorten(v), h.Len(), filepath.Base(p.t.Path), maxTopologyNames)
+		h, _ = ParseHostlist("")
+		return h
+	}
+	p.names += h.Len()
+	p.t.Names = p.names
 	return h
 }
 

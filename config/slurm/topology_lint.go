@@ -71,10 +71,18 @@ const maxNodeProblems = 1000
 // LintTopology checks topology.conf, against slurm.conf when given, and against the fabric
 // when given.
 func LintTopology(in TopologyInput) TopologyResult {
-	l := &topoLinter{in: in, tc: in.Topology, idx: map[string]int32{}, hostOf: map[string]int32{}}
+	// The index holds slurm.conf's nodes and topology.conf's names: sized once, it does not
+	// grow (and rehash) its way up to a large file's names.
+	l := &topoLinter{in: in, tc: in.Topology, idx: make(map[string]int32, in.Topology.Names), hostOf: map[string]int32{}}
 	l.res.Problems = append(l.res.Problems, in.Topology.Problems...)
 	if in.Fabric != nil {
 		l.res.Problems = append(l.res.Problems, in.Fabric.Problems...)
+	}
+	if cut := in.Topology.NamesCut; !cut.IsZero() {
+		// The lists past the cut stand for no names: every check of nodes would report
+		// what lint did not read. The parser's error says where and why.
+		l.problem(SeverityInfo, cut, "", "lint read no names from here on (more than %d): nodes were not checked against slurm.conf, the switches or the fabric", maxTopologyNames)
+		return l.finish()
 	}
 	l.indexSlurm()
 	switch in.Topology.Form() {
@@ -86,11 +94,19 @@ func LintTopology(in TopologyInput) TopologyResult {
 		l.checkBlocks()
 	}
 	l.checkUnknown()
+	if l.children != nil {
+		l.checkRoot()
+	}
 	if in.Fabric != nil {
 		l.compareFabric()
 	}
 	l.checkOmitted()
 	l.res.Problems = append(l.res.Problems, l.overflow()...)
+	return l.finish()
+}
+
+// finish sorts the result and makes its empty lists non-nil.
+func (l *topoLinter) finish() TopologyResult {
 	l.sort(l.res.Problems)
 	l.sort(l.res.Notes)
 	if l.res.Problems == nil {
@@ -127,6 +143,7 @@ type confGroup struct {
 	pos   Pos
 	nodes *Hostlist
 	count int // names it lists that lint placed in it
+	sw    int // its switch in TopologyConf.Switches (tree form)
 }
 
 func (g confGroup) String() string { return g.kind + "=" + g.name }
@@ -147,11 +164,22 @@ type topoLinter struct {
 
 	groups  []confGroup
 	groupOf []int32 // per node: its group in groups, or -1
+	// again lists the other groups of nodes that several groups list (groupOf has the first).
+	again []nodeGroup
+
+	// The tree, once checkTree found it whole (no undefined child, no loop): each switch's
+	// children, its group when it is a leaf (else -1), and the switches no other lists.
+	children  [][]int
+	leafGroup []int32
+	tops      []int
 
 	fab     *fabricView
 	away    []nodeProblem // per-node problems past the first maxNodeProblems, by kind
 	perNode int           // per-node problems emitted
 }
+
+// nodeGroup is a node and a group that lists it.
+type nodeGroup struct{ node, group int32 }
 
 // nodeProblem is a per-node problem held back past maxNodeProblems.
 type nodeProblem struct {
@@ -314,6 +342,7 @@ func (l *topoLinter) place(gi int, what string) {
 			l.groupOf[n] = int32(gi)
 			g.count++
 		case prev != int32(gi):
+			l.again = append(l.again, nodeGroup{n, int32(gi)})
 			if _, seen := dups[prev]; !seen {
 				dupOrder = append(dupOrder, prev)
 			}
@@ -331,15 +360,18 @@ func (l *topoLinter) place(gi int, what string) {
 
 // readTree makes a group of each leaf switch.
 func (l *topoLinter) readTree() {
-	for _, s := range l.tc.Switches {
+	l.leafGroup = make([]int32, len(l.tc.Switches))
+	for i, s := range l.tc.Switches {
+		l.leafGroup[i] = -1
 		if !s.IsLeaf() {
 			continue
 		}
+		l.leafGroup[i] = int32(len(l.groups))
 		nodes := s.Nodes
 		if nodes == nil {
 			nodes, _ = ParseHostlist("")
 		}
-		l.groups = append(l.groups, confGroup{kind: "SwitchName", name: s.Name, pos: s.Pos, nodes: nodes})
+		l.groups = append(l.groups, confGroup{kind: "SwitchName", name: s.Name, pos: s.Pos, nodes: nodes, sw: i})
 		l.place(len(l.groups)-1, "Multiple leaf switches contain nodes")
 	}
 }
@@ -350,115 +382,6 @@ func (l *topoLinter) readBlocks() {
 		l.groups = append(l.groups, confGroup{kind: "BlockName", name: b.Name, pos: b.Pos, nodes: b.Nodes})
 		l.place(len(l.groups)-1, "a node in two blocks")
 	}
-}
-
-// checkTree reports what switch_record_validate refuses or warns about: names defined twice,
-// children that are not defined, loops, empty switches, and several tops.
-func (l *topoLinter) checkTree() {
-	byName := map[string]int{}
-	for i, s := range l.tc.Switches {
-		if first, dup := byName[s.Name]; dup {
-			l.problem(SeverityError, s.Pos, "", "SwitchName=%s is defined again (first at %s): Slurm refuses the file (Switch (%s) has already been defined); keep one", s.Name, topoRef(l.tc.Switches[first].Pos), s.Name)
-			continue
-		}
-		byName[s.Name] = i
-	}
-	children := make([][]int, len(l.tc.Switches))
-	isChild := make([]bool, len(l.tc.Switches))
-	broken := false
-	for i, s := range l.tc.Switches {
-		if s.Switches == nil {
-			if s.Nodes == nil || s.Nodes.Len() == 0 {
-				l.problem(SeverityWarning, s.Pos, "", "SwitchName=%s has no node and no child switch: Slurm keeps it as an empty leaf; list its nodes (Nodes=) or remove it", s.Name)
-			}
-			continue
-		}
-		if s.Nodes != nil {
-			continue // both: the parser reported it
-		}
-		if s.Switches.Len() == 0 {
-			l.problem(SeverityWarning, s.Pos, "", "SwitchName=%s has an empty Switches=: no node and no child switch; list its children or remove it", s.Name)
-		}
-		s.Switches.Each(func(c string) bool {
-			j, ok := byName[c]
-			if !ok || j == i {
-				why := "which no SwitchName= line defines"
-				if ok {
-					why = "itself"
-				}
-				l.problem(SeverityError, s.Pos, "", "SwitchName=%s Switches= names %s, %s: Slurm refuses the file (Switch configuration %s has invalid child (%s)); define it or remove it", s.Name, c, why, s.Name, c)
-				broken = true
-				return true
-			}
-			children[i] = append(children[i], j)
-			isChild[j] = true
-			return true
-		})
-	}
-	if broken || l.checkLoops(children) {
-		return
-	}
-	var tops []int // switches no other lists, each name once
-	for i, s := range l.tc.Switches {
-		if !isChild[i] && byName[s.Name] == i {
-			tops = append(tops, i)
-		}
-	}
-	if len(tops) > 1 {
-		var names []string
-		for _, t := range tops {
-			names = append(names, "SwitchName="+l.tc.Switches[t].Name+" ("+topoRef(l.tc.Switches[t].Pos)+")")
-		}
-		shown := names
-		if len(shown) > 8 {
-			shown = append(shown[:8:8], fmt.Sprintf("and %d more", len(names)-8))
-		}
-		l.problem(SeverityWarning, l.tc.Switches[tops[0]].Pos, "", "no switch is above all the others: %d switches head separate trees (%s); Slurm warns (TOPOLOGY: no switch can reach all nodes through its descendants) and gives a job nodes under one of them only; if they are connected, add a top switch with Switches= naming them",
-			len(tops), strings.Join(shown, ", "))
-	}
-}
-
-// checkLoops reports a switch that is its own descendant and returns whether there is one.
-func (l *topoLinter) checkLoops(children [][]int) bool {
-	const (
-		unseen = iota
-		onPath
-		done
-	)
-	state := make([]uint8, len(children))
-	var path []int
-	var visit func(i int) bool
-	visit = func(i int) bool {
-		state[i] = onPath
-		path = append(path, i)
-		for _, c := range children[i] {
-			switch state[c] {
-			case onPath:
-				start := slices.Index(path, c)
-				var names []string
-				for _, p := range path[start:] {
-					names = append(names, l.tc.Switches[p].Name)
-				}
-				names = append(names, l.tc.Switches[c].Name)
-				s := l.tc.Switches[c]
-				l.problem(SeverityError, s.Pos, "", "SwitchName=%s is its own descendant (%s): not a tree; Slurm refuses the file (Switch configuration is not a tree); remove the switch that closes the loop", s.Name, strings.Join(names, " -> "))
-				return true
-			case unseen:
-				if visit(c) {
-					return true
-				}
-			}
-		}
-		path = path[:len(path)-1]
-		state[i] = done
-		return false
-	}
-	for i := range children {
-		if state[i] == unseen && visit(i) {
-			return true
-		}
-	}
-	return false
 }
 
 // checkBlocks reports what block_record_validate refuses: names defined twice, blocks without

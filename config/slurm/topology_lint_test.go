@@ -2,6 +2,7 @@ package slurm
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"regexp"
 	"slices"
@@ -103,12 +104,24 @@ func TestLintTopologyOnly(t *testing.T) {
 			wantProbs: []string{"topology.conf:2 SwitchName=s0 is defined again (first at topology.conf:1): Slurm refuses the file"}, wantNodes: []string{""}},
 		{name: "undefined child", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=top Switches=s[0-1]\n"},
 			wantProbs: []string{"topology.conf:2 SwitchName=top Switches= names s1, which no SwitchName= line defines: Slurm refuses the file (Switch configuration top has invalid child (s1))"}, wantNodes: []string{""}},
+		{name: "many undefined children: one problem", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=top Switches=s[0-99999]\n"},
+			wantProbs: []string{"topology.conf:2 SwitchName=top Switches= names 99999 switches no SwitchName= line defines (s[1-4096] and 95903 more): Slurm refuses the file (Switch configuration top has invalid child (s1))"}, wantNodes: []string{""}},
 		{name: "own child", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=top Switches=s0,top\n"},
 			wantProbs: []string{"Switches= names top, itself"}, wantNodes: []string{""}},
 		{name: "loop", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=a Switches=s0,b\nSwitchName=b Switches=a\n"},
 			wantProbs: []string{"topology.conf:2 SwitchName=a is its own descendant (a -> b -> a): not a tree"}, wantNodes: []string{""}},
 		{name: "no common top", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\n"},
 			wantProbs: []string{"topology.conf:1 no switch is above all the others: 2 switches head separate trees (SwitchName=s0 (topology.conf:1), SwitchName=s1 (topology.conf:2))"}, wantNodes: []string{""}},
+		// Slurm's rule (switch_record_validate): warn only when no switch's nodes are all
+		// the nodes. Several tops are fine when one reaches everything.
+		{name: "spines over every leaf have a root", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s[0-1]\n"}},
+		{name: "one of two tops reaches every leaf", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s0\n"}},
+		{name: "two tops, each one leaf short", c: topoCase{topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=b[1-4]\nSwitchName=s2 Nodes=c1\nSwitchName=t0 Switches=s[0-1]\nSwitchName=t1 Switches=s[1-2]\n"},
+			wantProbs: []string{"topology.conf:4 no switch is above all the others: 2 switches head separate trees (SwitchName=t0 (topology.conf:4), SwitchName=t1 (topology.conf:5)) and none reaches every node"}, wantNodes: []string{""}},
+		{name: "a node two leaves list counts under either", c: topoCase{topo: "SwitchName=s0 Nodes=a4\nSwitchName=s1 Nodes=a[1-4]\nSwitchName=x Switches=s1\nSwitchName=y Switches=s0\n"},
+			wantProbs: []string{"topology.conf:2 SwitchName=s1 lists a4, which SwitchName=s0 (topology.conf:1) lists too"}, wantNodes: []string{"a4"}},
+		{name: "names slurm.conf does not define do not count", c: topoCase{slurm: "NodeName=a[1-4]\n", topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=s1 Nodes=zz\nSwitchName=x Switches=s0\nSwitchName=y Switches=s1\n"},
+			wantProbs: []string{"topology.conf:2 SwitchName=s1 lists 1 name slurm.conf does not define (zz)"}, wantNodes: []string{"zz"}},
 		{name: "clean blocks", c: topoCase{slurm: "NodeName=node[1-128]\n", topo: "BlockName=block1 Nodes=node[1-32]\nBlockName=block2 Nodes=node[33-64]\nBlockName=block3 Nodes=node[65-96]\nBlockName=block4 Nodes=node[97-128]\nBlockSizes=30,120\n"}},
 		{name: "block smaller than base", c: topoCase{topo: "BlockName=b1 Nodes=n[1-4]\nBlockName=b2 Nodes=n[5-7]\n"},
 			wantProbs: []string{"topology.conf:2 BlockName=b2 has 3 nodes, fewer than the base block size 4 (the first block, BlockName=b1): Slurm refuses the file"}, wantNodes: []string{""}},
@@ -144,6 +157,8 @@ func TestLintTopologyCorpus(t *testing.T) {
 		"slurm-testsuite-133.1-tc6-disconnected-trunks.conf": {"3 switches head separate trees"},
 		"ltaulell-x5-topology.conf":                          {"SwitchName=S-0008f105001086a2 is its own descendant (S-0008f105001086a2 -> S-0008f10500108530 -> S-0008f105001086a2)"},
 		"slurm-doc-topology-tree-ex1.conf":                   nil,
+		"slurm-doc-topology-tree-linkspeed.conf":             nil, // four spines, each over every leaf
+		"slurm-doc-topology-tree-leaves-plus-top.conf":       nil,
 		"topograph-gb200-subset-topology.conf":               nil,
 		"slurm-man-topology-conf-tree-example.conf":          nil,
 		"slurm-testsuite-check-block.conf":                   nil,
@@ -461,5 +476,105 @@ func TestMergeTopology(t *testing.T) {
 	}
 	if fmt.Sprint(got) != "[slurm.conf:1 slurm.conf:3 gres.conf:1 topology.conf:2]" || len(r.Notes) != 1 {
 		t.Errorf("merged %v, notes %v", got, r.Notes)
+	}
+}
+
+// TestTopologyNamesBound: the Nodes= and Switches= lists of a file stand for at most
+// maxTopologyNames names together; the list that passes it is an error at its line, the
+// rest of the file is read for its syntax only, and nothing is checked node by node.
+func TestTopologyNamesBound(t *testing.T) {
+	lines := func(n int, f string) string {
+		var b strings.Builder
+		for i := range n {
+			fmt.Fprintf(&b, f, i, i)
+		}
+		return b.String()
+	}
+	at := maxTopologyNames / 64 // 64 lines of this many names are exactly the bound
+	tests := []struct {
+		name     string
+		topo     string
+		wantLine int // the line of the error; 0: none
+	}{
+		{name: "one range far past the bound", topo: "SwitchName=s0 Nodes=node[0-16000000]\n", wantLine: 1},
+		{name: "64 such lines: one error", topo: lines(64, "SwitchName=s%d Nodes=node%d[0-16000000]\n"), wantLine: 1},
+		{name: "exactly the bound", topo: lines(64, fmt.Sprintf("SwitchName=s%%d Nodes=n%%dx[1-%d]\n", at))},
+		{name: "one name past it, on the 64th line", topo: lines(63, fmt.Sprintf("SwitchName=s%%d Nodes=n%%dx[1-%d]\n", at)) + fmt.Sprintf("SwitchName=last Nodes=z[0-%d]\n", at), wantLine: 64},
+		{name: "Switches= counts too", topo: "SwitchName=s0 Nodes=a[1-4]\nSwitchName=top Switches=s[0-16000000]\n", wantLine: 2},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r := topoCase{topo: tc.topo, slurm: "NodeName=a[1-4]\n"}.run(t)
+			var cut []Problem
+			for _, p := range r.Problems {
+				if strings.Contains(p.Message, fmt.Sprintf("past %d names", maxTopologyNames)) {
+					cut = append(cut, p)
+				}
+			}
+			if tc.wantLine == 0 {
+				if len(cut) > 0 {
+					t.Fatalf("cut within the bound:\n%s", dumpProblems(cut))
+				}
+				return
+			}
+			if len(cut) != 1 || cut[0].Line != tc.wantLine || cut[0].Severity != SeverityError {
+				t.Fatalf("want one error at line %d naming the bound, got:\n%s", tc.wantLine, dumpProblems(r.Problems))
+			}
+			if len(r.Problems) != 1 {
+				t.Errorf("nodes checked past the cut:\n%s", dumpProblems(r.Problems))
+			}
+			if len(r.Notes) != 1 || !strings.Contains(r.Notes[0].Message, "nodes were not checked") {
+				t.Errorf("notes %v, want one saying nodes were not checked", r.Notes)
+			}
+		})
+	}
+}
+
+// TestTopologyNamesBoundInclude: names in an Included file count toward the bound, and the
+// error is at the Included file's line.
+func TestTopologyNamesBoundInclude(t *testing.T) {
+	half := fmt.Sprintf("SwitchName=%%s Nodes=%%s[1-%d]\n", maxTopologyNames/2)
+	files := map[string]string{"/etc/slurm/more.conf": fmt.Sprintf(half, "s1", "b") + fmt.Sprintf(half, "s2", "c")}
+	read := func(p string) ([]byte, error) {
+		if s, ok := files[p]; ok {
+			return []byte(s), nil
+		}
+		return nil, fs.ErrNotExist
+	}
+	tc, err := ParseTopologyConf(strings.NewReader(fmt.Sprintf(half, "s0", "a")+"Include more.conf\n"), "/etc/slurm/topology.conf", read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := (Pos{File: "/etc/slurm/more.conf", Line: 2}); tc.NamesCut != want {
+		t.Errorf("cut at %v, want %v:\n%s", tc.NamesCut, want, dumpProblems(tc.Problems))
+	}
+}
+
+// BenchmarkLintTopologyNamesBound lints a topology.conf whose lists stand for exactly
+// maxTopologyNames names (64 leaves, none of them slurm.conf's nodes), the most lint expands,
+// and one far past it (64 lines of Nodes=node[0-16000000]), which it refuses at the first.
+func BenchmarkLintTopologyNamesBound(b *testing.B) {
+	for _, bc := range []struct{ name, line string }{
+		{"at the bound", fmt.Sprintf("SwitchName=s%%d Nodes=n%%dx[1-%d]\n", maxTopologyNames/64)},
+		{"far past it", "SwitchName=s%d Nodes=node%d[0-16000000]\n"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var buf strings.Builder
+			for i := range 64 {
+				fmt.Fprintf(&buf, bc.line, i, i)
+			}
+			sc, err := ParseSlurmConf([]byte("NodeName=a[1-4]\n"), "slurm.conf", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				tc, err := ParseTopologyConf(strings.NewReader(buf.String()), "topology.conf", nil)
+				if err != nil {
+					b.Fatal(err)
+				}
+				LintTopology(TopologyInput{Slurm: sc, Topology: tc})
+			}
+		})
 	}
 }

@@ -1,6 +1,7 @@
 package slurm
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -235,4 +236,35 @@ SwitchName=spine Switches=leaf[1-2]
 	// leaf2 true 32  400
 	// spine false 0 leaf[1-2] 0
 	// tree 0
+}
+
+// TestParseTopologyYAML: a topology.yaml is refused with ErrTopologyYAML, by its name or by
+// its content, and no topology.conf of the corpus is taken for one.
+func TestParseTopologyYAML(t *testing.T) {
+	example, err := os.ReadFile("testdata/topology/slurm-man-topology-yaml-example.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tests := []struct {
+		name, file, text string
+		yaml             bool
+	}{
+		{name: "topology.yaml(5) example", file: "/etc/slurm/topology.yaml", text: string(example), yaml: true},
+		{name: "its content under another name", file: "/etc/slurm/topology.conf", text: string(example), yaml: true},
+		{name: "a mapping first", file: "topo", text: "# site topology\n\ntopology: t1\n", yaml: true},
+		{name: "by its name alone", file: "/etc/slurm/TOPOLOGY.YML", text: "SwitchName=s0 Nodes=a1\n", yaml: true},
+		{name: "topology.conf", file: "/etc/slurm/topology.conf", text: "# a: b\nSwitchName=s0 Nodes=a:1\n"},
+		{name: "empty topology.conf", file: "/etc/slurm/topology.conf", text: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := ParseTopologyConf(strings.NewReader(tc.text), tc.file, nil)
+			if got := errors.Is(err, ErrTopologyYAML); got != tc.yaml {
+				t.Fatalf("err = %v, want ErrTopologyYAML %v", err, tc.yaml)
+			}
+			if tc.yaml && !strings.HasPrefix(err.Error(), tc.file+": topology.yaml (Slurm 25.05 and later") {
+				t.Errorf("err = %q, want it to name the file and the version", err)
+			}
+		})
+	}
 }
