@@ -218,6 +218,9 @@ func (r *runHistory) mergeAndSave(ctx context.Context, env *Env, obs history.Obs
 		return // nothing to merge, and nothing to judge this run's boot by
 	}
 	rep := h.Merge(r.now, obs, history.DefaultLimits())
+	if rep.Clock != "" {
+		r.Notes = append(r.Notes, rep.Clock)
+	}
 	r.Notes = append(r.Notes, rep.Notes...)
 	r.h = h
 	if !save {
@@ -275,6 +278,16 @@ func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected 
 	if len(bad) > 0 {
 		res.Status, res.Summary = overTimeStatus(bad[0].Status), bad[0].Summary+moreSuffix(len(bad)-1)
 		res.Observed = bad[0].Observed
+	}
+	if r.h != nil {
+		// The clock went back (or was ahead): the judgements stand on times moved back and
+		// may lack a rate. Say so, at least as a warning.
+		for _, j := range r.h.JudgeClock(r.now) {
+			res.Details = append(res.Details, Detail{Device: j.Device, Status: StatusWarn, Message: j.Summary, Observed: j.Observed, Expected: j.Expected})
+			if StatusWarn.Worse(res.Status) {
+				res.Status, res.Summary = StatusWarn, j.Summary
+			}
+		}
 	}
 	if r.bad != "" {
 		// Earlier events are not counted any more: say so, at least as a warning.

@@ -402,3 +402,42 @@ func TestHistoryReadsModeFacts(t *testing.T) {
 		})
 	}
 }
+
+// TestXIDHistoryKernelLogCut: on the history path (health runs), a kernel log read in part
+// adds a warning and never softens what was read: an XID 79 in the part read still fails its
+// GPU, so the node is not resumed with it in force. Boundaries: cut or whole, XID or none.
+func TestXIDHistoryKernelLogCut(t *testing.T) {
+	const xid79 = "[ 1800.000001] NVRM: Xid (PCI:0000:19:00): 79, GPU has fallen off the bus.\n"
+	tests := []struct {
+		name        string
+		out         node.CmdResult
+		want        Status
+		wantSummary string
+		wantCut     bool
+	}{
+		{"XID 79, log cut at the front", node.CmdResult{Stdout: xid79, Truncated: true, CutFront: true}, StatusFail,
+			"sticky until a reboot; clear with `nodecheck history clear --gpu 0000:19:00.0`; only the kernel log's newest 0 KiB were read (it is longer), earlier XIDs not read", true},
+		{"XID 79, log cut at the end", node.CmdResult{Stdout: xid79, Truncated: true}, StatusFail, "; the kernel log was cut at 0 KiB, later XIDs not read", true},
+		{"XID 79, whole log", node.CmdResult{Stdout: xid79}, StatusFail, "sticky until a reboot; clear with `nodecheck history clear --gpu 0000:19:00.0`", false},
+		{"no XID, log cut", node.CmdResult{Stdout: "[    1.000000] filler\n", Truncated: true, CutFront: true}, StatusWarn,
+			"no XID in force on 1 GPU (history of this boot and the kernel log); only the kernel log's newest 0 KiB were read", true},
+		{"no XID, whole log", node.CmdResult{Stdout: "[    1.000000] filler\n"}, StatusOK, "no XID in force on 1 GPU (history of this boot and the kernel log)", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			f := historyFacts("")
+			tc.out.Argv = []string{"/usr/bin/dmesg", "--kernel", "--nopager"}
+			f.cmds["/usr/bin/dmesg --kernel --nopager"] = tc.out
+			env := historyEnv(f, config.ModeHealth, t.TempDir())
+			env.history = loadRunHistory(context.Background(), env, All())
+			if env.history.h == nil {
+				t.Fatalf("history step: %+v", env.history.RunHistory)
+			}
+			res := xidErrors{}.Run(context.Background(), env)
+			cut := slices.ContainsFunc(res.Details, func(d Detail) bool { return d.Device == "kernel log" && d.Status == StatusWarn })
+			if res.Status != tc.want || !strings.Contains(res.Summary, tc.wantSummary) || cut != tc.wantCut {
+				t.Errorf("%s %q (cut detail %v); want %s with %q (cut detail %v)", res.Status, res.Summary, cut, tc.want, tc.wantSummary, tc.wantCut)
+			}
+		})
+	}
+}

@@ -434,7 +434,7 @@ func jobRemedyCases() []remedyCase {
 	done := NCCLRun{Rows: rows, AvgBusBW: 100, Validation: 1}
 	wrong := NCCLRun{Rows: []NCCLRow{{Size: 1 << 32, OutOfPlace: NCCLResult{BusBW: 400, Wrong: 3}}}, Validation: 1}
 	xid := judgeXIDs([]history.XIDLine{{Bus: "0000:9b:00", XID: 79, Message: "GPU has fallen off the bus."}, {Bus: "0000:19:00", XID: 48, Message: "An uncorrectable double bit error"}},
-		false, 0, (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs()}).xidVerdicts(), nil)
+		"", (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs()}).xidVerdicts(), nil)
 	return []remedyCase{
 		{"a process left after the job", left(gpu([]node.Process{{PID: 4242, UID: 1000, User: "alice"}}, 2048)), "gpu 3 (0000:9b:00.0)", RemedyReboot},
 		{"memory held with no process", left(gpu(nil, 4096)), "gpu 3 (0000:9b:00.0)", RemedyResetGPU},

@@ -268,7 +268,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if invErr == nil {
 		labels = xidGPULabels(inv)
 	}
-	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), labels)
+	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, kernelLogCut(out), cfg.xidVerdicts(), labels)
 	if why.Status == StatusError && sinceBoot.Status != StatusFail {
 		// The kernel log since boot shows nothing that fails, but an XID that holds until a
 		// reset or reboot may have left it (dmesg --clear, a full ring buffer), and only the
@@ -291,13 +291,36 @@ func judgeXIDHistory(r *runHistory, js []history.Judgement, out node.CmdResult, 
 		res.Summary += "; the kernel log was not read this run: " + kl.Summary
 		return res
 	}
-	if out.Truncated {
-		res.Summary += "; the kernel log was cut at " + strconv.Itoa(len(out.Stdout)>>10) + " KiB, later XIDs not read"
+	if cut := kernelLogCut(out); cut != "" {
+		// What was read still fails a GPU; a cut log only adds a warning.
+		res.Summary += "; " + cut
+		res.Details = append(res.Details, kernelLogCutDetail(cut, out))
 		if StatusWarn.Worse(res.Status) {
 			res.Status = StatusWarn
 		}
 	}
 	return res
+}
+
+// kernelLogCut says how the kernel log was read only in part; "" when it was read whole.
+// dmesg's output keeps its newest KernelLogLimit bytes (node.KeepsTail); a snapshot recorded
+// before nodecheck kept the newest part has the oldest, and says so (no CutFront).
+func kernelLogCut(out node.CmdResult) string {
+	kib := strconv.Itoa(len(out.Stdout) >> 10)
+	switch {
+	case !out.Truncated:
+		return ""
+	case out.CutFront:
+		return "only the kernel log's newest " + kib + " KiB were read (it is longer), earlier XIDs not read"
+	}
+	return "the kernel log was cut at " + kib + " KiB, later XIDs not read"
+}
+
+// kernelLogCutDetail is the warning detail of a kernel log read in part (cut from
+// kernelLogCut).
+func kernelLogCutDetail(cut string, out node.CmdResult) Detail {
+	return Detail{Device: "kernel log", Status: StatusWarn, Message: cut,
+		Observed: strconv.Itoa(len(out.Stdout)>>10) + " KiB read", Expected: "the whole kernel log since boot"}
 }
 
 // readKernelLog runs dmesg for the kernel log since boot. ok is false, with the result to
@@ -311,8 +334,9 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 	case err != nil && ctx.Err() != nil:
 		return out, Result{Status: StatusFail, Summary: "timed out reading the kernel log with " + dmesg, Err: err, Remedy: remedyOf(faultTimeout)}, false
 	case errors.Is(err, node.ErrNotRecorded):
-		return out, Result{Status: StatusSkip, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
-			" (install util-linux or set checks.xid_errors.dmesg)", Err: err}, false
+		// The replay lacks the fact; the node it was recorded on may well have dmesg.
+		return out, Result{Status: StatusSkip, Summary: "the snapshot did not record the kernel log (" + dmesg +
+			"): no XIDs to judge in this replay; nodecheck snapshot records it on a node whose dmesg it can run", Err: err}, false
 	case errors.Is(err, fs.ErrNotExist):
 		return out, Result{Status: StatusError, Summary: "cannot read the kernel log: " + text.OneLine(err.Error(), 160) +
 			" (install util-linux or set checks.xid_errors.dmesg)", Err: err}, false
@@ -332,9 +356,9 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 }
 
 // judgeXIDs judges the XID lines of the kernel log by the verdict of each XID (see
-// xidVerdicts: ignored ones are left out, XIDs in no list warn); truncated says the log was
-// cut at size bytes, so later XIDs are not seen. labels names GPUs by the driver's bus id.
-func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[int]Status, labels map[string]string) Result {
+// xidVerdicts: ignored ones are left out, XIDs in no list warn); cut says how the log was
+// read only in part (kernelLogCut; "" when whole). labels names GPUs by the driver's bus id.
+func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labels map[string]string) Result {
 	var counts []xidCount
 	for _, ev := range xids {
 		if verdicts[ev.XID] == StatusSkip {
@@ -389,18 +413,18 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 			warns++
 		}
 	}
-	cut := ""
-	if truncated {
-		cut = "; the kernel log was cut at " + strconv.Itoa(size>>10) + " KiB, later XIDs not read"
+	if cut != "" {
+		res.Details = append(res.Details, Detail{Device: "kernel log", Status: StatusWarn, Message: cut, Expected: "the whole kernel log since boot"})
+		cut = "; " + cut
 	}
 	switch {
 	case fails > 0:
 		res.Status = StatusFail
-		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1)
+		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
 	case warns > 0:
 		res.Status = StatusWarn
 		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
-	case truncated:
+	case cut != "":
 		res.Status = StatusWarn
 		res.Summary = "no NVIDIA XID in what was read" + cut
 	default:
@@ -430,7 +454,7 @@ func xidGPULabels(inv node.GPUInventory) map[string]string {
 func (xidErrors) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
-			"The kernel log: dmesg --kernel --nopager (the first 8 MiB of its output: the whole ring buffer of any usual log_buf_len), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines with their kernel times, and the NVIDIA driver's load lines (a second load in a boot resets every GPU).",
+			"The kernel log: dmesg --kernel --nopager (the last 8 MiB of its output, from a line's start: the whole ring buffer of any usual log_buf_len, and its newest lines of a larger one), its \"NVRM: Xid (PCI:0000:9b:00): 79, ...\" lines with their kernel times, and the NVIDIA driver's load lines (a second load in a boot resets every GPU).",
 			"The node's history (<state dir>/history/<node>.json, or --state-dir), with this run's XIDs merged into it: an XID counts once across runs, by its kernel time past what was merged before; the boot id (/proc/sys/kernel/random/boot_id) tells a reboot, the uptime (/proc/uptime) puts kernel times on the clock.",
 			"NVML, where available: the GPUs' UUIDs, serials and bus ids, to name the GPU of each XID (a replaced GPU in the same slot is a new GPU).",
 		},

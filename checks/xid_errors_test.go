@@ -155,7 +155,9 @@ func TestXIDErrors(t *testing.T) {
 		{"log cut, nothing seen", node.CmdResult{Stdout: strings.Repeat("x", 64<<10), Truncated: true}, false, nil, h100NVML(), nil, StatusWarn,
 			"no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
 		{"log cut, failure seen", node.CmdResult{Stdout: fell + "\n", Truncated: true}, false, nil, h100NVML(), nil, StatusFail,
-			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus."},
+			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus.; the kernel log was cut at 0 KiB, later XIDs not read"},
+		{"log cut at the front, failure seen", node.CmdResult{Stdout: fell + "\n", Truncated: true, CutFront: true}, false, nil, h100NVML(), nil, StatusFail,
+			"XID 79 on gpu 4 (0000:9b:00.0): pid=4242, name=python3, GPU has fallen off the bus.; only the kernel log's newest 0 KiB were read (it is longer), earlier XIDs not read"},
 		{"dmesg not permitted", node.CmdResult{ExitCode: 1, Stderr: "dmesg: read kernel buffer failed: Operation not permitted\n"}, false, nil, h100NVML(), nil, StatusError,
 			"cannot read the kernel log: /usr/bin/dmesg exited 1: dmesg: read kernel buffer failed: Operation not permitted"},
 		// Issue 12: a node whose kernel log cannot be read was not looked at: error. A
@@ -163,7 +165,7 @@ func TestXIDErrors(t *testing.T) {
 		{"dmesg missing", node.CmdResult{}, true, nil, h100NVML(), nil, StatusError,
 			"cannot read the kernel log: exec /usr/bin/dmesg: file does not exist (install util-linux or set checks.xid_errors.dmesg)"},
 		{"dmesg not recorded in a snapshot", node.CmdResult{}, false, fmt.Errorf("run /usr/bin/dmesg: %w", node.ErrNotRecorded), h100NVML(), nil, StatusSkip,
-			"cannot read the kernel log: run /usr/bin/dmesg: not recorded in the snapshot: file does not exist (install util-linux or set checks.xid_errors.dmesg)"},
+			"the snapshot did not record the kernel log (/usr/bin/dmesg): no XIDs to judge in this replay; nodecheck snapshot records it on a node whose dmesg it can run"},
 		{"dmesg cannot start", node.CmdResult{}, false, errors.New("fork/exec /usr/bin/dmesg: permission denied"), h100NVML(), nil, StatusError,
 			"run /usr/bin/dmesg: fork/exec /usr/bin/dmesg: permission denied"},
 		{"no NVIDIA driver", node.CmdResult{}, true, nil, node.GPUInventory{Init: "ERROR_LIBRARY_NOT_FOUND"}, nil, StatusSkip,
@@ -252,22 +254,24 @@ func TestJudgeXIDs(t *testing.T) {
 	tests := []struct {
 		name        string
 		xids        []history.XIDLine
-		truncated   bool
+		cut         string
 		wantStatus  Status
 		wantSummary string
 	}{
-		{"none", nil, false, StatusOK, "no NVIDIA XID in the kernel log since boot"},
-		{"fail XID, named by its GPU", []history.XIDLine{x("0000:9b:00", 79, "GPU has fallen off the bus.")}, false, StatusFail,
+		{"none", nil, "", StatusOK, "no NVIDIA XID in the kernel log since boot"},
+		{"fail XID, named by its GPU", []history.XIDLine{x("0000:9b:00", 79, "GPU has fallen off the bus.")}, "", StatusFail,
 			"XID 79 on gpu 4 (0000:9b:00.0): GPU has fallen off the bus."},
-		{"warn XID twice, GPU unknown to NVML", []history.XIDLine{x("0000:19:00", 13, "x"), x("0000:19:00", 13, "y")}, false, StatusWarn,
+		{"warn XID twice, GPU unknown to NVML", []history.XIDLine{x("0000:19:00", 13, "x"), x("0000:19:00", 13, "y")}, "", StatusWarn,
 			"XID 13 on gpu 0000:19:00 (2 times): x"},
-		{"XID in no list warns", []history.XIDLine{x("0000:19:00", 149, "NETIR")}, false, StatusWarn, "XID 149 on gpu 0000:19:00: NETIR"},
-		{"ignored XID", []history.XIDLine{x("0000:19:00", 109, "CTX SWITCH TIMEOUT")}, false, StatusOK, "no NVIDIA XID in the kernel log since boot"},
-		{"log cut", nil, true, StatusWarn, "no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
+		{"XID in no list warns", []history.XIDLine{x("0000:19:00", 149, "NETIR")}, "", StatusWarn, "XID 149 on gpu 0000:19:00: NETIR"},
+		{"ignored XID", []history.XIDLine{x("0000:19:00", 109, "CTX SWITCH TIMEOUT")}, "", StatusOK, "no NVIDIA XID in the kernel log since boot"},
+		{"log cut", nil, "the kernel log was cut at 64 KiB, later XIDs not read", StatusWarn, "no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
+		{"log cut, fail XID read still fails", []history.XIDLine{x("0000:9b:00", 79, "GPU has fallen off the bus.")}, "only the kernel log's newest 8191 KiB were read (it is longer), earlier XIDs not read", StatusFail,
+			"XID 79 on gpu 4 (0000:9b:00.0): GPU has fallen off the bus.; only the kernel log's newest 8191 KiB were read (it is longer), earlier XIDs not read"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgeXIDs(tc.xids, tc.truncated, 64<<10, verdicts, labels)
+			got := judgeXIDs(tc.xids, tc.cut, verdicts, labels)
 			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -19,7 +19,9 @@ type Selector struct {
 // Clear records that who cleared sel at, for reason: XIDs, rates and flaps of the target up
 // to at no longer count. The clear is written into the file (and shown in the timeline), so
 // that it is an audit record, not a deletion. It returns the clears recorded; an error names
-// what is known when the selector matches nothing.
+// what is known when the selector matches nothing. Times after at in h are the clock's fault
+// (see clock.go): they are moved back before at first, so that the clear covers what the
+// admin saw.
 func (h *History) Clear(sel Selector, who string, at time.Time, reason string) ([]Clear, error) {
 	who, reason = clip(who, maxWhoLen), clip(reason, maxReasonLen)
 	if who == "" {
@@ -55,6 +57,9 @@ func (h *History) Clear(sel Selector, who string, at time.Time, reason string) (
 			return nil, fmt.Errorf("clear: no port %q in the history (known: %s)", sel.Port, orNone(known))
 		}
 		out = []Clear{{Target: "port", Key: h.Ports[i].Key(), Who: who, At: at.Unix(), Reason: reason}}
+	}
+	if newest := h.newest(); newest > at.Unix()+int64(clockSlack/time.Second) {
+		h.moveBack(at.Unix(), newest, "", 0)
 	}
 	h.Clears = append(h.Clears, out...)
 	slices.SortStableFunc(h.Clears, func(a, b Clear) int { return cmpInt(a.At, b.At) })

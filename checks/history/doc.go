@@ -47,6 +47,15 @@
 // read". g numbers the counter series: it goes up when the counters restart (a counter went
 // down, a reset or driver load came between, the boot changed), and no rate spans two.
 //
+// A clock that went back (a node that booted with its clock years ahead, until NTP set it)
+// leaves times after the run's in the file. The next Merge (or Clear) moves them back, by the
+// clock's error where the boot's start measures it, drops the counter readings it cannot
+// place, and records what it did under "clock" ({"found":…,"newest":…,"shift":…,
+// "measured":true,"dropped":0}), on which JudgeClock warns for a day; a judge handed such a
+// file judges a copy moved back the same way. A jump forward by more than MaxAge is kept
+// there too ("jump_from", "jump_to"), so that pruning ages what came before it as if the jump
+// had not happened (clock.go).
+//
 // Load refuses, with a message naming the byte or the field, a file that is empty, truncated,
 // not JSON, of another format (a newer nodecheck's included), another node's, over four
 // times MaxBytes, or with a value out of its range (a time outside 2000-2100, an XID outside

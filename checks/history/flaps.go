@@ -79,6 +79,7 @@ func (d Downs) Window(window time.Duration, end int64, atEnd bool) (n int, src s
 // within FlapWindow fails (and with FlapSticky stays failed until reboot or clear), once
 // warns.
 func (h *History) JudgeFlaps(now time.Time, r Rules) []Judgement {
+	h = h.asOf(now)
 	cur := h.currentN()
 	var out []Judgement
 	for _, p := range h.Ports {

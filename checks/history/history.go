@@ -27,6 +27,8 @@ type History struct {
 	// SyslogMark is how far the syslog's carrier lines were merged (they carry a wall time
 	// of whole seconds, not a kernel time).
 	SyslogMark Mark `json:"syslog_mark,omitzero"`
+	// Clock is what the merges found wrong with the node's clock (clock.go).
+	Clock Clock `json:"clock,omitzero"`
 }
 
 // New returns an empty history for node.

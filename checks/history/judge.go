@@ -46,11 +46,14 @@ type Judgement struct {
 }
 
 // Judge runs every rule over h at now: XIDs, counter rates and link flaps, in that order,
-// GPUs and ports in the file's order.
+// GPUs and ports in the file's order, then the clock (JudgeClock). Every judge judges h as
+// of now (asOf): times after now are the clock's fault, and are moved back first.
 func (h *History) Judge(now time.Time, r Rules) []Judgement {
+	h = h.asOf(now)
 	out := h.JudgeXIDs(now, r)
 	out = append(out, h.JudgeRates(now, r)...)
-	return append(out, h.JudgeFlaps(now, r)...)
+	out = append(out, h.JudgeFlaps(now, r)...)
+	return append(out, h.JudgeClock(now)...)
 }
 
 // Worst is the worst status among js (fail, warn, skip, ok), ok when js is empty.
@@ -68,6 +71,7 @@ func Worst(js []Judgement) Status {
 // JudgeXIDs judges the XIDs of each GPU seen in the current boot: sticky reset- and
 // reboot-class XIDs, repeats, and recent ones. A GPU with none gets one ok.
 func (h *History) JudgeXIDs(now time.Time, r Rules) []Judgement {
+	h = h.asOf(now)
 	cur := h.currentN()
 	var out []Judgement
 	for _, g := range h.GPUs {

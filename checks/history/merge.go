@@ -13,6 +13,9 @@ type MergeReport struct {
 	BootChanged bool
 	NewXIDs     int
 	NewLinks    int
+	// Clock says, when the history held times after the run's, that the clock went back
+	// (or was ahead) and what was done about it: a warning for the run's log and checks.
+	Clock string
 	// Notes are things left out, one line each, for the run's log.
 	Notes []string
 }
@@ -35,11 +38,12 @@ func (h *History) Merge(now time.Time, obs Observation, lim Limits) MergeReport 
 		rep.Notes = append(rep.Notes, fmt.Sprintf("the clock says %s, not a time between 2000 and 2100: nothing merged", t.UTC().Format(time.RFC3339)))
 		return rep
 	}
-	h.UpdatedAt = now.Unix()
 	if bt := obs.BootTime.Unix(); !obs.BootTime.IsZero() && (bt < minTime || bt > ts) {
 		rep.Notes = append(rep.Notes, fmt.Sprintf("boot time %s (the run's time less the uptime) is before 2000 or after the run: taken as unknown", obs.BootTime.UTC().Format(time.RFC3339)))
 		obs.BootTime = time.Time{}
 	}
+	h.settleClock(now.Unix(), clip(obs.BootID, maxIDLen), obs.BootTime, lim, &rep)
+	h.UpdatedAt = now.Unix()
 	bootID := clip(obs.BootID, maxIDLen)
 	if bootID == "" {
 		rep.Notes = append(rep.Notes, "no boot id: nothing merged (without /proc/sys/kernel/random/boot_id a reboot cannot be told from a long uptime)")
@@ -419,9 +423,16 @@ func (h *History) mergeLinks(obs Observation, b *Boot, ts int64, rep *MergeRepor
 	// The syslog's lines have whole seconds: a line is new when its second is past the mark,
 	// or it is the mark's second and more lines of it than merged before precede it.
 	old, m := h.SyslogMark, Mark{}
+	late := 0
 	for _, l := range obs.SyslogLinks {
 		t := l.Wall.Unix()
 		if l.Wall.IsZero() || t < old.T || t < m.T {
+			continue
+		}
+		if t > ts+int64(clockSlack/time.Second) {
+			// Written while the clock was ahead: when it happened cannot be told, and
+			// merged it would be moved back again at every run.
+			late++
 			continue
 		}
 		if t > m.T {
@@ -439,6 +450,9 @@ func (h *History) mergeLinks(obs Observation, b *Boot, ts int64, rep *MergeRepor
 	}
 	if m.T > old.T || (m.T == old.T && m.N > old.N) {
 		h.SyslogMark = m
+	}
+	if late > 0 {
+		rep.Notes = append(rep.Notes, fmt.Sprintf("%d syslog link lines dated after this run's time left out", late))
 	}
 	if len(dropped) > 0 {
 		slices.Sort(dropped)

@@ -5,13 +5,14 @@ import (
 	"time"
 )
 
-// prune drops what Limits no longer allow, oldest first. Entries of the current boot are
+// prune drops what Limits no longer allow, oldest first (by age as ageOut tells it, which
+// spares what came before a jump of the clock forward). Entries of the current boot are
 // exempt from MaxAge (a reset-class XID stays in force for as long as the boot lasts, and so
 // must the clears, resets and driver loads that could end it), and the per-GPU XID cap spares
 // the first and the newest record of each XID since the GPU's last clear, on which the
 // sticky judgement stands.
 func (h *History) prune(now time.Time, lim Limits) {
-	cut := now.Add(-lim.MaxAge).Unix()
+	old := h.ageOut(now, lim)
 	cur := h.currentN()
 	curStart := int64(-1) << 62
 	if b := h.current(); b != nil {
@@ -22,15 +23,15 @@ func (h *History) prune(now time.Time, lim Limits) {
 	}
 	for i := range h.GPUs {
 		g := &h.GPUs[i]
-		g.XIDs = slices.DeleteFunc(g.XIDs, func(x XID) bool { return x.Boot != cur && x.TLast < cut })
+		g.XIDs = slices.DeleteFunc(g.XIDs, func(x XID) bool { return x.Boot != cur && old(x.TLast) })
 		h.capXIDs(g, cur, lim.XIDsPerGPU)
-		g.Samples = dropOld(g.Samples, func(s Sample) bool { return s.Boot != cur && s.T < cut }, true)
+		g.Samples = dropOld(g.Samples, func(s Sample) bool { return s.Boot != cur && old(s.T) }, true)
 		capSamples(g, lim.SamplesPerGPU)
-		g.Resets = dropOld(g.Resets, func(r Reset) bool { return r.Boot != cur && r.T < cut }, false)
+		g.Resets = dropOld(g.Resets, func(r Reset) bool { return r.Boot != cur && old(r.T) }, false)
 		g.Resets = keepNewest(g.Resets, lim.ResetsPerGPU)
 	}
 	h.GPUs = slices.DeleteFunc(h.GPUs, func(g GPU) bool {
-		return g.LastSeen < cut && len(g.XIDs) == 0 && len(g.Samples) == 0 && len(g.Resets) == 0
+		return old(g.LastSeen) && len(g.XIDs) == 0 && len(g.Samples) == 0 && len(g.Resets) == 0
 	})
 	if n := len(h.GPUs) - lim.GPUs; n > 0 {
 		slices.SortStableFunc(h.GPUs, func(a, b GPU) int { return cmpSeen(a.LastBoot == cur, b.LastBoot == cur, a.LastSeen, b.LastSeen) })
@@ -38,28 +39,41 @@ func (h *History) prune(now time.Time, lim Limits) {
 	}
 	for i := range h.Ports {
 		p := &h.Ports[i]
-		p.States = dropOld(p.States, func(s PortState) bool { return s.Boot != cur && s.Until < cut }, true)
+		p.States = dropOld(p.States, func(s PortState) bool { return s.Boot != cur && old(s.Until) }, true)
 		p.States = keepNewest(p.States, lim.StatesPerPort)
-		p.Events = dropOld(p.Events, func(e LinkEvent) bool { return e.Boot != cur && e.T < cut }, false)
+		p.Events = dropOld(p.Events, func(e LinkEvent) bool { return e.Boot != cur && old(e.T) }, false)
 		p.Events = keepNewest(p.Events, lim.EventsPerPort)
-		p.Downed = dropOld(p.Downed, func(c Count) bool { return c.Boot != cur && c.T < cut }, true)
+		p.Downed = dropOld(p.Downed, func(c Count) bool { return c.Boot != cur && old(c.T) }, true)
 		p.Downed = keepNewest(p.Downed, lim.DownedPerPort)
 	}
 	h.Ports = slices.DeleteFunc(h.Ports, func(p Port) bool {
-		return p.LastSeen < cut && len(p.States) == 0 && len(p.Events) == 0 && len(p.Downed) == 0
+		return old(p.LastSeen) && len(p.States) == 0 && len(p.Events) == 0 && len(p.Downed) == 0
 	})
 	if n := len(h.Ports) - lim.Ports; n > 0 {
 		slices.SortStableFunc(h.Ports, func(a, b Port) int { return cmpSeen(a.LastBoot == cur, b.LastBoot == cur, a.LastSeen, b.LastSeen) })
 		h.Ports = h.Ports[n:]
 	}
-	h.Clears = dropOld(h.Clears, func(c Clear) bool { return c.At < cut && c.At < curStart }, false)
+	h.Clears = dropOld(h.Clears, func(c Clear) bool { return old(c.At) && c.At < curStart }, false)
 	h.Clears = keepNewest(h.Clears, lim.Clears)
-	h.Repairs = dropOld(h.Repairs, func(r Repair) bool { return r.Started < cut && r.Outcome != OutcomePending }, false)
+	h.Repairs = dropOld(h.Repairs, func(r Repair) bool { return old(r.Started) && r.Outcome != OutcomePending }, false)
 	h.Repairs = keepNewest(h.Repairs, lim.Repairs)
 	if len(h.Boots) > 0 {
 		last := h.Boots[len(h.Boots)-1]
-		h.Boots = slices.DeleteFunc(h.Boots[:len(h.Boots)-1], func(b Boot) bool { return b.LastSeen < cut })
+		h.Boots = slices.DeleteFunc(h.Boots[:len(h.Boots)-1], func(b Boot) bool { return old(b.LastSeen) })
 		h.Boots = keepNewest(append(h.Boots, last), max(lim.Boots, 1))
+	}
+	h.pruneClock(now, lim, old)
+}
+
+// pruneClock forgets a clock fault once its warning is long over, and a jump forward once
+// nothing recorded before it is left to age.
+func (h *History) pruneClock(now time.Time, lim Limits, old func(int64) bool) {
+	c := &h.Clock
+	if c.Found != 0 && old(c.Found) {
+		c.Found, c.Newest, c.Shift, c.Measured, c.Dropped = 0, 0, 0, false, 0
+	}
+	if c.JumpTo != 0 && (c.JumpTo > now.Unix() || now.Add(-lim.MaxAge).Unix()-(c.JumpTo-c.JumpFrom) > c.JumpFrom) {
+		c.JumpFrom, c.JumpTo = 0, 0
 	}
 }
 

@@ -68,6 +68,7 @@ func WorstRate(g GPU, c Counter, cur int, after int64, now time.Time, minSpan, w
 // judgement per counter at or over a limit ("rate_ecc_corrected", ...), else one per GPU
 // ("rate"), ok when some counter has a rate, skip when none has one yet.
 func (h *History) JudgeRates(now time.Time, r Rules) []Judgement {
+	h = h.asOf(now)
 	cur := h.currentN()
 	var out []Judgement
 	for _, g := range h.GPUs {

@@ -32,14 +32,19 @@ type Timeline struct {
 	Ports []DeviceTimeline `json:"ports"`
 	// NodeEntries are boots, driver loads, clears of everything and node repairs.
 	NodeEntries []Entry `json:"node_entries"`
+	// Findings are the node's own judgements that are not ok: the clock (JudgeClock).
+	Findings []Judgement `json:"findings,omitempty"`
 }
 
 // DeviceTimeline is one GPU's or port's part of the timeline.
 type DeviceTimeline struct {
 	Device string `json:"device"`
 	Key    string `json:"key"`
-	// Status is the worst of the device's judgements.
-	Status Status `json:"status"`
+	// Status is the worst of the device's judgements, leaving out the rules that could not
+	// judge yet (skip) when another did: a GPU whose XIDs are judged but whose counters have
+	// no rate yet is not a SKIP. Summary says what each kind of rule knows.
+	Status  Status `json:"status"`
+	Summary string `json:"summary,omitempty"`
 	// Findings are the judgements that are not ok: what holds, since when, what clears it.
 	Findings []Judgement `json:"findings"`
 	Entries  []Entry     `json:"entries"`
@@ -59,8 +64,10 @@ type Entry struct {
 }
 
 // BuildTimeline is the timeline of h at now under r. It is pure: the same file, time and
-// rules give the same timeline.
+// rules give the same timeline. Times after now are the clock's fault: the timeline shows
+// them moved back, as the judges judge them, and says so (Findings).
 func (h *History) BuildTimeline(now time.Time, r Rules, o TimelineOptions) Timeline {
+	h = h.asOf(now)
 	tl := Timeline{Node: h.Node, Now: now.UTC(), GPUs: []DeviceTimeline{}, Ports: []DeviceTimeline{}, NodeEntries: []Entry{}}
 	cut := int64(-1) << 62
 	if o.Since > 0 {
@@ -72,6 +79,10 @@ func (h *History) BuildTimeline(now time.Time, r Rules, o TimelineOptions) Timel
 	}
 	byKey := map[string][]Judgement{}
 	for _, j := range h.Judge(now, r) {
+		if j.Target == "node" {
+			tl.Findings = append(tl.Findings, j)
+			continue
+		}
 		byKey[j.Target+" "+j.Key] = append(byKey[j.Target+" "+j.Key], j)
 	}
 	keep := func(es []Entry) []Entry {
@@ -104,7 +115,12 @@ func (h *History) BuildTimeline(now time.Time, r Rules, o TimelineOptions) Timel
 }
 
 func device(label, key string, js []Judgement, es []Entry) DeviceTimeline {
-	d := DeviceTimeline{Device: label, Key: key, Status: Worst(js), Findings: []Judgement{}, Entries: es}
+	judged := slices.DeleteFunc(slices.Clone(js), func(j Judgement) bool { return j.Status == StatusSkip })
+	st := Worst(judged)
+	if len(judged) == 0 && len(js) > 0 {
+		st = StatusSkip
+	}
+	d := DeviceTimeline{Device: label, Key: key, Status: st, Summary: known(js), Findings: []Judgement{}, Entries: es}
 	for _, j := range js {
 		if j.Status != StatusOK {
 			d.Findings = append(d.Findings, j)
@@ -114,6 +130,45 @@ func device(label, key string, js []Judgement, es []Entry) DeviceTimeline {
 		d.Entries = []Entry{}
 	}
 	return d
+}
+
+// ruleKinds are the kinds of rules a device summary names, by rule id prefix.
+var ruleKinds = []struct{ prefix, name string }{{"xid", "XIDs"}, {"rate", "rates"}, {"ib_flap", "links"}}
+
+// known says what each kind of rule knows of a device: "XIDs: none in force; rates: no rate
+// yet". An ok kind says what it saw, a kind that could not judge yet says so, and one that
+// warns or fails says which (its findings follow).
+func known(js []Judgement) string {
+	var parts []string
+	for _, k := range ruleKinds {
+		var of []Judgement
+		for _, j := range js {
+			if strings.HasPrefix(j.Rule, k.prefix) {
+				of = append(of, j)
+			}
+		}
+		if len(of) == 0 {
+			continue
+		}
+		var what string
+		switch w := Worst(of); {
+		case w == StatusFail || w == StatusWarn:
+			what = string(w)
+		case w == StatusSkip:
+			what = "no rate yet"
+			if k.prefix != "rate" {
+				what = "not judged yet"
+			}
+		case k.prefix == "xid":
+			what = "none in force"
+		case k.prefix == "rate":
+			what = "ok, " + of[0].Observed
+		default:
+			what = of[0].Observed
+		}
+		parts = append(parts, k.name+": "+what)
+	}
+	return strings.Join(parts, "; ")
 }
 
 func (h *History) gpuEntries(g GPU, r Rules) []Entry {
@@ -268,8 +323,18 @@ func (tl Timeline) WriteText(w io.Writer) error {
 		fmt.Fprintf(&b, ", entries since %s", tl.Since.Format(time.RFC3339))
 	}
 	b.WriteString("\n")
+	for _, f := range tl.Findings {
+		fmt.Fprintf(&b, "  %-4s %s\n", f.Status, f.Summary)
+		if f.Clear != "" {
+			fmt.Fprintf(&b, "       clears with: %s\n", f.Clear)
+		}
+	}
 	for _, d := range append(slices.Clone(tl.GPUs), tl.Ports...) {
-		fmt.Fprintf(&b, "\n%s: %s\n", d.Device, strings.ToUpper(string(d.Status)))
+		fmt.Fprintf(&b, "\n%s: %s", d.Device, strings.ToUpper(string(d.Status)))
+		if d.Summary != "" {
+			fmt.Fprintf(&b, " (%s)", d.Summary)
+		}
+		b.WriteString("\n")
 		for _, f := range d.Findings {
 			fmt.Fprintf(&b, "  %-4s %s\n", f.Status, f.Summary)
 			if f.Clear != "" {

@@ -125,3 +125,31 @@ func TestScenarioVerdicts(t *testing.T) {
 		}
 	}
 }
+
+// TestTimelineSaysWhatIsKnown: a GPU whose XIDs have expired but whose counters have one
+// reading so far is judged on its XIDs, and the rates' lack of data is said, not a SKIP.
+func TestTimelineSaysWhatIsKnown(t *testing.T) {
+	now := t0.Add(30 * h1)
+	g := gpu(0, xid(0, 31, h1))
+	g.Samples = samples(0, pt{30 * h1, 100})
+	tests := []struct {
+		name    string
+		h       History
+		status  Status
+		summary string
+	}{
+		{"XIDs expired, one counter reading", History{Boots: boots(1), GPUs: []GPU{g}}, StatusOK, "XIDs: none in force; rates: no rate yet"},
+		{"and an XID recent", History{Boots: boots(1), GPUs: []GPU{func() GPU { g := g; g.XIDs = []XID{xid(0, 31, 29*h1)}; return g }()}},
+			StatusWarn, "XIDs: warn; rates: no rate yet"},
+		{"two readings an hour apart", History{Boots: boots(1), GPUs: []GPU{func() GPU { g := g; g.Samples = samples(0, pt{29 * h1, 100}, pt{30 * h1, 100}); return g }()}},
+			StatusOK, "XIDs: none in force; rates: ok, ecc_corrected 0/h"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			tl := tc.h.BuildTimeline(now, DefaultRules(), TimelineOptions{})
+			if d := tl.GPUs[0]; d.Status != tc.status || d.Summary != tc.summary {
+				t.Errorf("got %s (%s); want %s (%s)", d.Status, d.Summary, tc.status, tc.summary)
+			}
+		})
+	}
+}

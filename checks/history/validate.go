@@ -129,6 +129,12 @@ func validate(h *History) error {
 	}
 	c.when(top, "syslog_mark.t", h.SyslogMark.T, true)
 	c.in(top, "syslog_mark.n", int64(h.SyslogMark.N), 0, 1<<30)
+	c.when(top, "clock.found", h.Clock.Found, true)
+	c.when(top, "clock.newest", h.Clock.Newest, true)
+	c.in(top, "clock.shift", h.Clock.Shift, 0, maxTime-minTime)
+	c.in(top, "clock.dropped", int64(h.Clock.Dropped), 0, 1<<30)
+	c.when(top, "clock.jump_from", h.Clock.JumpFrom, true)
+	c.when(top, "clock.jump_to", h.Clock.JumpTo, true)
 	return c.err
 }
 

@@ -4,11 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -22,8 +24,17 @@ const DefaultOutputLimit = 64 << 10
 // kernel's ring buffer (log_buf_len: 128 KiB to a few MiB, more on large machines), and its
 // newest lines, the XIDs and link events of the last hours, come last. Cut at
 // DefaultOutputLimit, a node whose boot messages alone fill 64 KiB would never show a later
-// XID.
+// XID. Past the limit the newest part is kept (KeepsTail).
 const KernelLogLimit = 8 << 20
+
+// KeepsTail says whether Exec keeps the end of argv0's stdout rather than its start when it
+// is over the limit: dmesg's, whose newest lines (an XID 79 of a minute ago) come last, and a
+// log that outgrew the bound must not lose them to its boot messages. The kept part starts
+// at a line (the line the cut falls in is dropped) and CmdResult.CutFront says so. Every
+// other command keeps the start of its output, where tools print their headers, versions and
+// tables, and what a parser needs to make sense of the rest; stderr always keeps its start,
+// where the first error is.
+func KeepsTail(argv0 string) bool { return filepath.Base(argv0) == "dmesg" }
 
 // OutputLimit is how much of each of argv0's stdout and stderr Exec keeps: KernelLogLimit for
 // dmesg, else limit.
@@ -82,7 +93,10 @@ func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, er
 		return res, fmt.Errorf("run %s: %w", prog, err)
 	}
 
-	stdout := &boundedBuffer{limit: OutputLimit(prog, c.outputLimit)}
+	var stdout outputBuffer = &boundedBuffer{limit: OutputLimit(prog, c.outputLimit)}
+	if KeepsTail(prog) {
+		stdout = &tailBuffer{limit: OutputLimit(prog, c.outputLimit)}
+	}
 	stderr := &boundedBuffer{limit: OutputLimit(prog, c.outputLimit)}
 	cmd := exec.CommandContext(ctx, prog, argv[1:]...)
 	cmd.Env = slices.Clone(c.env)
@@ -115,8 +129,11 @@ func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, er
 	// reaches only the command's leftovers (or nothing: ESRCH).
 	_ = killGroup(pgid)
 
-	res.Stdout, res.Stderr = string(stdout.buf), string(stderr.buf)
-	res.Truncated = stdout.truncated || stderr.truncated
+	var cutOut bool
+	res.Stdout, cutOut = stdout.result()
+	res.Stderr = string(stderr.buf)
+	res.Truncated = cutOut || stderr.truncated
+	res.CutFront = cutOut && KeepsTail(prog)
 	ps := cmd.ProcessState
 	if ps != nil {
 		res.ExitCode = exitCode(ps)
@@ -156,6 +173,13 @@ func exitCode(ps *os.ProcessState) int {
 	return -1
 }
 
+// outputBuffer is where a command's stdout goes: a boundedBuffer (the start kept) or a
+// tailBuffer (the end kept). result is what was kept and whether anything was dropped.
+type outputBuffer interface {
+	io.Writer
+	result() (string, bool)
+}
+
 // boundedBuffer keeps the first limit bytes written to it and drops the rest, always
 // reporting success so that the writer keeps draining the pipe.
 type boundedBuffer struct {
@@ -175,4 +199,63 @@ func (b *boundedBuffer) Write(p []byte) (int, error) {
 	}
 	b.truncated = true
 	return len(p), nil
+}
+
+func (b *boundedBuffer) result() (string, bool) { return string(b.buf), b.truncated }
+
+// tailBuffer keeps the last limit bytes written to it, in at most about twice that much
+// memory, always reporting success so that the writer keeps draining the pipe. result starts
+// the kept bytes at a line.
+type tailBuffer struct {
+	buf   []byte
+	limit int
+	// dropped says bytes before buf were dropped; lineStart that buf[0] began a line then.
+	dropped, lineStart bool
+}
+
+// tailSlack is the least the buffer grows past its limit before it drops its oldest bytes,
+// so that a small limit does not copy at every write.
+const tailSlack = 4 << 10
+
+func (b *tailBuffer) Write(p []byte) (int, error) {
+	b.buf = append(b.buf, p...)
+	if keep := max(b.limit, 0); len(b.buf) > keep+max(keep, tailSlack) {
+		k := len(b.buf) - keep
+		b.lineStart = b.buf[k-1] == '\n'
+		b.buf = b.buf[:copy(b.buf, b.buf[k:])]
+		b.dropped = true
+	}
+	return len(p), nil
+}
+
+func (b *tailBuffer) result() (string, bool) {
+	s, cut := cutTail(string(b.buf), max(b.limit, 0))
+	if cut || !b.dropped {
+		return s, cut
+	}
+	if !b.lineStart {
+		s = afterLine(s)
+	}
+	return s, true
+}
+
+// cutTail keeps the last limit bytes of s from the start of a line: the line the cut falls
+// in is dropped whole, so that no part of a line reads as a line of its own.
+func cutTail(s string, limit int) (string, bool) {
+	if len(s) <= limit {
+		return s, false
+	}
+	t := s[len(s)-limit:]
+	if limit > 0 && s[len(s)-limit-1] != '\n' {
+		t = afterLine(t)
+	}
+	return t, true
+}
+
+// afterLine is s from its second line on; "" when it has no second line.
+func afterLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		return s[i+1:]
+	}
+	return ""
 }

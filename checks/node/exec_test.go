@@ -7,6 +7,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -219,11 +220,37 @@ func TestExecKernelLogLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Truncated || len(res.Stdout) != 4<<20 {
-		t.Errorf("kept %d bytes (truncated %v), want all 4 MiB", len(res.Stdout), res.Truncated)
+	if res.Truncated || res.CutFront || len(res.Stdout) != 4<<20 {
+		t.Errorf("kept %d bytes (truncated %v, front %v), want all 4 MiB", len(res.Stdout), res.Truncated, res.CutFront)
 	}
 	if got := OutputLimit("/usr/bin/nvidia-smi", DefaultOutputLimit); got != DefaultOutputLimit {
 		t.Errorf("OutputLimit(nvidia-smi) = %d", got)
+	}
+}
+
+// TestExecKernelLogKeepsTail: a kernel log over KernelLogLimit keeps its newest part, from the
+// start of a line, and says the front was cut: the XID 79 at its end is read.
+func TestExecKernelLogKeepsTail(t *testing.T) {
+	dmesg := filepath.Join(t.TempDir(), "dmesg")
+	if err := os.Symlink(testBin(t, "big-kernel-log"), dmesg); err != nil {
+		t.Fatal(err)
+	}
+	l, _ := fixtureLive(t)
+	res, err := l.Exec(context.Background(), []string{dmesg, "--kernel", "--nopager"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const xid = "[ 2002.000002] NVRM: Xid (PCI:0000:19:00): 79, pid=4242, name=python3, GPU has fallen off the bus.\n"
+	if res.ExitCode != 0 || !res.Truncated || !res.CutFront || len(res.Stdout) > KernelLogLimit || len(res.Stdout) < KernelLogLimit-100 {
+		t.Errorf("exit %d, kept %d bytes (truncated %v, front %v); want exit 0 and the last %d bytes less a line, cut at the front",
+			res.ExitCode, len(res.Stdout), res.Truncated, res.CutFront, KernelLogLimit)
+	}
+	if !strings.HasSuffix(res.Stdout, xid) || !strings.HasPrefix(res.Stdout, "[    1.000000] filler") {
+		t.Errorf("kept %.60q ... %.60q; want whole lines ending with the XID", res.Stdout, res.Stdout[max(len(res.Stdout)-120, 0):])
+	}
+	// Any other program keeps the start of its output.
+	if KeepsTail("/usr/bin/nvidia-smi") || !KeepsTail("/bin/dmesg") {
+		t.Error("KeepsTail: only dmesg keeps the end of its output")
 	}
 }
 
@@ -311,6 +338,43 @@ func TestBoundedBuffer(t *testing.T) {
 			}
 			if string(b.buf) != tc.want || b.truncated != tc.wantTruncated {
 				t.Errorf("kept %q truncated %v, want %q %v", b.buf, b.truncated, tc.want, tc.wantTruncated)
+			}
+		})
+	}
+}
+
+func TestTailBuffer(t *testing.T) {
+	tests := []struct {
+		name          string
+		limit         int
+		writes        []string
+		want          string
+		wantTruncated bool
+	}{
+		{name: "under", limit: 10, writes: []string{"a\nb", "c\n"}, want: "a\nbc\n"},
+		{name: "exact", limit: 6, writes: []string{"ab\n", "de\n"}, want: "ab\nde\n"},
+		{name: "cut mid-line drops that line", limit: 5, writes: []string{"abc\ndef\ngh\n"}, want: "gh\n", wantTruncated: true},
+		{name: "cut at a line start keeps it", limit: 7, writes: []string{"abc\n", "def\n", "gh\n"}, want: "def\ngh\n", wantTruncated: true},
+		{name: "one line longer than the limit", limit: 3, writes: []string{"abcdef\n"}, want: "", wantTruncated: true},
+		{name: "zero limit", limit: 0, writes: []string{"a\n"}, want: "", wantTruncated: true},
+		// Past tailSlack the buffer drops its oldest bytes as it goes; the line the drop fell
+		// in is still left out.
+		{name: "many writes", limit: 10, writes: slices.Repeat([]string{"0123456789abcdef\n"}, 1000), want: "", wantTruncated: true},
+		{name: "many writes, short lines", limit: 10, writes: slices.Repeat([]string{"0123\n"}, 3000), want: "0123\n0123\n", wantTruncated: true},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			b := &tailBuffer{limit: tc.limit}
+			for _, w := range tc.writes {
+				if n, err := b.Write([]byte(w)); n != len(w) || err != nil {
+					t.Fatalf("Write(%q) = %d, %v; want %d, nil", w, n, err, len(w))
+				}
+				if len(b.buf) > tc.limit+max(tc.limit, tailSlack) {
+					t.Fatalf("holds %d bytes for a limit of %d", len(b.buf), tc.limit)
+				}
+			}
+			if got, cut := b.result(); got != tc.want || cut != tc.wantTruncated {
+				t.Errorf("kept %q truncated %v, want %q %v", got, cut, tc.want, tc.wantTruncated)
 			}
 		})
 	}

@@ -364,4 +364,7 @@ type CmdResult struct {
 	ExitCode  int           `json:"exit_code"`
 	Duration  time.Duration `json:"-"`
 	Truncated bool          `json:"truncated,omitempty"`
+	// CutFront says the start of stdout was dropped, not its end: it holds the output's last
+	// bytes from the start of a line (KeepsTail: dmesg's newest lines).
+	CutFront bool `json:"cut_front,omitempty"`
 }

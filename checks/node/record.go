@@ -256,6 +256,7 @@ func (r *Recorder) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 		ExitCode:   res.ExitCode,
 		DurationMS: res.Duration.Milliseconds(),
 		Truncated:  res.Truncated,
+		CutFront:   res.CutFront,
 	}
 	switch {
 	case err == nil:

@@ -25,6 +25,9 @@ type commandRecord struct {
 	ExitCode   int      `json:"exit_code"`
 	DurationMS int64    `json:"duration_ms"`         // informational; replayed as CmdResult.Duration
 	Truncated  bool     `json:"truncated,omitempty"` // the recorded output was cut
+	// CutFront says the recorded stdout is the output's end (KeepsTail); truncated without
+	// it, a recording cut the end away.
+	CutFront bool `json:"cut_front,omitempty"`
 	// TimedOut marks a command killed at its deadline when recorded: replay hangs until ctx
 	// is done, then returns the recorded partial output with ctx's error.
 	TimedOut bool `json:"timed_out,omitempty"`

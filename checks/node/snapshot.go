@@ -327,7 +327,7 @@ func (s *Snapshot) GPUs(ctx context.Context) (GPUInventory, error) {
 // program base name alone, taking the first match in file order at the first rule that
 // matches; so a snapshot replays under a config that installs tools elsewhere. A command not
 // recorded behaves as not installed (fs.ErrNotExist). Output is cut at OutputLimit,
-// as Live cuts it.
+// as Live cuts it (dmesg's keeping its end: KeepsTail).
 func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 	res := CmdResult{Argv: slices.Clone(argv), ExitCode: -1}
 	if len(argv) == 0 {
@@ -344,10 +344,18 @@ func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
 	if !ok {
 		return res, fmt.Errorf("run %s: %w", prog, ErrNotRecorded)
 	}
-	res.Stdout, res.Truncated = cut(rec.Stdout, OutputLimit(prog, DefaultOutputLimit))
+	if KeepsTail(prog) {
+		res.Stdout, res.CutFront = cutTail(rec.Stdout, OutputLimit(prog, DefaultOutputLimit))
+		res.Truncated = res.CutFront
+	} else {
+		res.Stdout, res.Truncated = cut(rec.Stdout, OutputLimit(prog, DefaultOutputLimit))
+	}
 	var cutErr bool
 	res.Stderr, cutErr = cut(rec.Stderr, OutputLimit(prog, DefaultOutputLimit))
+	// A recording cut as this Exec cuts says so; one made before dmesg kept its tail
+	// (truncated without cut_front) lost the end of the log.
 	res.Truncated = res.Truncated || cutErr || rec.Truncated
+	res.CutFront = res.CutFront || rec.CutFront
 	res.ExitCode = rec.ExitCode
 	res.Duration = time.Duration(rec.DurationMS) * time.Millisecond
 	if rec.TimedOut {

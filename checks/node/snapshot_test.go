@@ -119,6 +119,13 @@ func TestSnapshotDevNode(t *testing.T) {
 	}
 }
 
+// bigLog is a kernel log (as JSON string content) of 20-byte lines, one more than
+// KernelLogLimit holds whole and a 7-byte line before them, and its tail as replay keeps it.
+var (
+	bigLog     = "[ 0.5] x\\n" + strings.Repeat("[ 1.000000] fill 07\\n", KernelLogLimit/20+1)
+	bigLogTail = strings.Repeat("[ 1.000000] fill 07\n", KernelLogLimit/20)
+)
+
 func TestSnapshotExecMatching(t *testing.T) {
 	s, _ := writeSnapshot(t, map[string]string{commandsFile: `[
 		{"argv": ["/usr/bin/nvidia-smi", "-q"], "stdout": "query", "exit_code": 0},
@@ -127,7 +134,10 @@ func TestSnapshotExecMatching(t *testing.T) {
 		{"argv": ["/opt/nvidia/bin/nv-fabricmanager", "--version"], "stdout": "opt", "exit_code": 0},
 		{"argv": ["/usr/bin/systemctl", "is-active", "nvidia-fabricmanager"], "stdout": "inactive\n", "exit_code": 3},
 		{"argv": ["/usr/bin/big"], "stdout": "` + strings.Repeat("x", DefaultOutputLimit+1) + `", "exit_code": 0},
-		{"argv": ["/usr/bin/cut-when-recorded"], "stdout": "abc", "truncated": true}
+		{"argv": ["/usr/bin/cut-when-recorded"], "stdout": "abc", "truncated": true},
+		{"argv": ["/usr/bin/dmesg", "--kernel"], "stdout": "` + bigLog + `", "exit_code": 0},
+		{"argv": ["/usr/bin/dmesg", "--old"], "stdout": "[ 1.0] a\n", "truncated": true},
+		{"argv": ["/usr/bin/dmesg", "--new"], "stdout": "[ 9.0] z\n", "truncated": true, "cut_front": true}
 	]`})
 	tests := []struct {
 		name          string
@@ -136,6 +146,7 @@ func TestSnapshotExecMatching(t *testing.T) {
 		wantExit      int
 		wantDuration  time.Duration
 		wantTruncated bool
+		wantFront     bool
 		wantErr       string
 		notExist      bool
 	}{
@@ -148,6 +159,9 @@ func TestSnapshotExecMatching(t *testing.T) {
 		{name: "exit code replayed", argv: []string{"/usr/bin/systemctl", "is-active", "nvidia-fabricmanager"}, wantStdout: "inactive\n", wantExit: 3},
 		{name: "output cut as Live cuts it", argv: []string{"/usr/bin/big"}, wantStdout: strings.Repeat("x", DefaultOutputLimit), wantTruncated: true},
 		{name: "recorded truncation kept", argv: []string{"/usr/bin/cut-when-recorded"}, wantStdout: "abc", wantTruncated: true},
+		{name: "a kernel log keeps its end, from a line", argv: []string{"/usr/bin/dmesg", "--kernel"}, wantStdout: bigLogTail, wantTruncated: true, wantFront: true},
+		{name: "a recording that lost the log's end says so", argv: []string{"/usr/bin/dmesg", "--old"}, wantStdout: "[ 1.0] a\n", wantTruncated: true},
+		{name: "a recording that kept the log's end says so", argv: []string{"/usr/bin/dmesg", "--new"}, wantStdout: "[ 9.0] z\n", wantTruncated: true, wantFront: true},
 		{name: "not recorded is not installed", argv: []string{"/usr/sbin/ibstat"}, wantExit: -1,
 			wantErr: "run /usr/sbin/ibstat: not recorded in the snapshot", notExist: true},
 		{name: "relative", argv: []string{"nvidia-smi"}, wantExit: -1, wantErr: "is not absolute"},
@@ -166,7 +180,7 @@ func TestSnapshotExecMatching(t *testing.T) {
 			} else if err != nil {
 				t.Fatalf("Exec(%q): %v", tc.argv, err)
 			}
-			want := CmdResult{Argv: tc.argv, Stdout: tc.wantStdout, ExitCode: tc.wantExit, Duration: tc.wantDuration, Truncated: tc.wantTruncated}
+			want := CmdResult{Argv: tc.argv, Stdout: tc.wantStdout, ExitCode: tc.wantExit, Duration: tc.wantDuration, Truncated: tc.wantTruncated, CutFront: tc.wantFront}
 			if diff := cmp.Diff(want, got, cmpopts.EquateEmpty()); diff != "" {
 				t.Errorf("Exec(%q) (-want +got):\n%s", tc.argv, diff)
 			}

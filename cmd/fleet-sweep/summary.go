@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -357,7 +358,7 @@ func missingReason(r nodeRun, perr error) string {
 }
 
 // ncclObserved reads nccl_allreduce's observed value: "476.5 GB/s at 4 GiB".
-var ncclObserved = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) GB/s(?: at (.+))?$`)
+var ncclObserved = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) GB/s(?: at (.+))?$`) })
 
 // ncclBusBW is the node's busbw when nccl_allreduce ran: a result with status ok, warn or fail
 // whose observed value is a bandwidth (a failed run observes "exit code 1", a skip nothing).
@@ -366,7 +367,7 @@ func ncclBusBW(node string, rep nodecheckReport) (busBW, bool) {
 		if c.Check != "nccl_allreduce" || (c.Status != "ok" && c.Status != "warn" && c.Status != "fail") {
 			continue
 		}
-		m := ncclObserved.FindStringSubmatch(strings.TrimSpace(c.Observed))
+		m := ncclObserved().FindStringSubmatch(strings.TrimSpace(c.Observed))
 		if m == nil {
 			return busBW{}, false
 		}
