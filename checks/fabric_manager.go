@@ -173,19 +173,20 @@ func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, s
 	}
 	fabric := "no GPU reports fabric state (before Hopper)"
 	if withFabric > 0 {
-		fabric = fmt.Sprintf("fabric COMPLETED on %d GPUs", withFabric)
+		fabric = fmt.Sprintf("fabric COMPLETED on %d GPUs", withFabric) + fabricHealthSuffix(inv.Devices)
 	}
 	res.Summary = fmt.Sprintf("driver and Fabric Manager %s, %s active, %s (%s)", driver, service, fabric, where)
 	return res
 }
 
 // judgeFabric judges each GPU's fabric registration: COMPLETED with SUCCESS where NVML
-// reports a state. On a node with NVSwitches a Hopper or later GPU always has one
+// reports a state, and then healthy where the driver reports a health (fabric_health.go). On a node with NVSwitches a Hopper or later GPU always has one
 // (gpuTraits), so a state it does not report, or could not read, was not looked at: an
 // error for it, as for a GPU NVML lost. A100 reports none, which is fine. problems holds
-// one detail for the GPUs not registered, one for those not read.
+// one detail for the GPUs not registered, one for those unhealthy, one for those not read
+// and one for those whose health was not understood.
 func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, withFabric int) {
-	var notDone, unread []string
+	var notDone, unread, unhealthy, notUnderstood []string
 	failed := 0
 	for _, g := range gpus {
 		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
@@ -226,6 +227,15 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 			d.Message = "fabric COMPLETED with " + g.Fabric.Status + ", want SUCCESS"
 			notDone = append(notDone, label+" COMPLETED with "+g.Fabric.Status)
 			failed++
+		default:
+			// Registered: judged by the health the driver reports with it (fabric_health.go).
+			problem, unknown := fabricHealthDetail(&d, fabricCompleted+"/"+g.Fabric.Status, g.Fabric.Health)
+			if problem != "" {
+				unhealthy = append(unhealthy, label+" "+problem)
+			}
+			if unknown != "" {
+				notUnderstood = append(notUnderstood, label+" "+unknown)
+			}
 		}
 		details = append(details, d)
 	}
@@ -237,9 +247,17 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 		problems = append(problems, Detail{Device: "fabric", Status: StatusFail, Remedy: remedyOf(faultFMFabric),
 			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, len(notDone), withFabric, listSome(notDone, 2))})
 	}
+	if len(unhealthy) > 0 {
+		problems = append(problems, Detail{Device: "fabric", Status: StatusFail, Remedy: remedyOf(faultFMFabricHealth),
+			Message: fmt.Sprintf("fabric unhealthy on %d of %s: %s", len(unhealthy), countNoun(withFabric, "GPU", "GPUs"), listSome(unhealthy, 2))})
+	}
 	if len(unread) > 0 {
 		problems = append(problems, Detail{Device: "fabric", Status: StatusError,
 			Message: fmt.Sprintf("fabric state not read on %s: %s", countNoun(len(unread), "GPU", "GPUs"), listSome(unread, 2))})
+	}
+	if len(notUnderstood) > 0 {
+		problems = append(problems, Detail{Device: "fabric", Status: StatusError,
+			Message: fmt.Sprintf("fabric health not understood on %s: %s", countNoun(len(notUnderstood), "GPU", "GPUs"), listSome(notUnderstood, 2))})
 	}
 	return details, problems, withFabric
 }
@@ -409,15 +427,15 @@ func (fabricManager) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
 			"The PCI bus: the NVSwitches (NVIDIA bridge devices, class 0x0680).",
-			"NVML: the driver version, and each GPU's fabric state and status (Hopper and later).",
+			"NVML: the driver version, and each GPU's fabric state and status (Hopper and later), with the fabric health the driver reports beside them (health mask and summary of nvmlGpuFabricInfo v2/v3).",
 			"binary --version (nv-fabricmanager); where it is absent, the installed nvidia-fabricmanager package (dpkg-query, then rpm).",
 			"systemctl is-active SERVICE (nvidia-fabricmanager).",
 		},
-		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS. A100 GPUs report no fabric state, which is not a failure. On a node without NVSwitch whose GPUs are on an NVLink fabric (a GB200 or GB300 compute tray, whose NVSwitches sit in the rack's switch trays, or a VM whose host keeps them), every GPU has registered and Fabric Manager, which runs where the NVSwitches are, is not running here.",
+		Passes: "Fabric Manager has exactly the driver's version, its service is active, and every GPU that reports a fabric state has registered with the fabric: state COMPLETED, status SUCCESS, and, where the driver reports a fabric health, nothing wrong in it. A100 GPUs report no fabric state, and older drivers no health, which is not a failure. On a node without NVSwitch whose GPUs are on an NVLink fabric (a GB200 or GB300 compute tray, whose NVSwitches sit in the rack's switch trays, or a VM whose host keeps them), every GPU has registered and Fabric Manager, which runs where the NVSwitches are, is not running here.",
 		Warns:  "Fabric Manager is active on a node without NVSwitch whose GPUs are on a fabric: it has nothing to manage here.",
-		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error (\"COMPLETED with Insufficient Resources\" on a GB200 tray), or NVML does not give the driver version to compare with.",
+		Fails:  "Fabric Manager is not installed or has another version than the driver (it then refuses to start, and CUDA fails with error 802, \"system not yet initialized\"), its service is not active, a GPU's fabric registration has not completed or completed with an error (\"COMPLETED with Insufficient Resources\" on a GB200 tray), a registered GPU's fabric health is not good (summary UNHEALTHY or LIMITED_CAPACITY, bandwidth degraded, a route unhealthy, a route or access timeout recovery in progress, an incorrect configuration: the conditions DCGM's health watch fails; an incorrect setting of the rack wants a person, the rest a GPU reset), or NVML does not give the driver version to compare with.",
 		Skips:  "There is no NVSwitch on the PCI bus (PCIe-only systems) and no GPU reports an NVLink fabric state, unless force = true.",
-		Errors: "systemctl or the package manager cannot be asked (systemctl printing no state, as without D-Bus, included), or the version cannot be read from binary --version; or, on a node with NVSwitches, a Hopper or later GPU reports no fabric state, its fabric query failed (state UNKNOWN), or NVML lost it: its registration was not looked at.",
+		Errors: "systemctl or the package manager cannot be asked (systemctl printing no state, as without D-Bus, included), or the version cannot be read from binary --version; or, on a node with NVSwitches, a Hopper or later GPU reports no fabric state, its fabric query failed (state UNKNOWN), or NVML lost it: its registration was not looked at; or a GPU's fabric health holds values newer than nodecheck knows.",
 		Keys: map[string]string{
 			"force":     "Run even where no NVSwitch is on the PCI bus.",
 			"binary":    `Asked for its version ("--version"). Where it is absent, the installed package is asked instead (dpkg-query, then rpm).`,
@@ -428,6 +446,7 @@ func (fabricManager) Explain() Explanation {
 			"Compare the driver version (nvidia-smi) with nv-fabricmanager --version, and install the Fabric Manager of exactly the driver's version (Debian, Ubuntu: nvidia-fabricmanager-BRANCH at the driver's version; RHEL: nvidia-fabric-manager). Hold both packages so that they are upgraded together.",
 			"systemctl restart nvidia-fabricmanager; journalctl -u nvidia-fabricmanager and /var/log/fabricmanager.log say why it stopped or would not start.",
 			"nvidia-smi -q | grep -i -A 3 fabric: every GPU shows State Completed, Status Success once Fabric Manager runs. If it stays In Progress or fails, reboot the node: a driver upgrade without a reboot leaves the old kernel module loaded.",
+			"nvidia-smi -q, Fabric / Health: an unhealthy summary, degraded bandwidth or a route fault is DCGM's \"Reset GPU\" first (nvidia-smi -r -i N once no job uses it), then the NVLink switch trays' logs (NMX, Fabric Manager there) if it comes back; an Incorrect Configuration (No Partition, SysGUID, chassis serial number, location, GPU firmware) is set right where the rack is managed.",
 		},
 	}
 }

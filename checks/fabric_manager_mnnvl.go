@@ -97,13 +97,13 @@ func fmNotHere(svc Detail, service string) Detail {
 	return d
 }
 
-// judgeFabricWithoutNVSwitch combines the GPUs' fabric registration with the verdict on
-// Fabric Manager.
+// judgeFabricWithoutNVSwitch combines the GPUs' fabric registration and health with the
+// verdict on Fabric Manager.
 func judgeFabricWithoutNVSwitch(inv node.GPUInventory, fm Detail) Result {
 	details, problems, withFabric := judgeFabric(inv.Devices, true)
 	res := Result{Status: StatusOK, Details: append([]Detail{fm}, details...),
 		Observed: fmt.Sprintf("%d GPUs with a fabric state, no NVSwitch on the PCI bus", withFabric),
-		Expected: "fabric COMPLETED/SUCCESS on every GPU, Fabric Manager not running here"}
+		Expected: "fabric COMPLETED/SUCCESS and healthy on every GPU, Fabric Manager not running here"}
 	bad := problems
 	if fm.Status == StatusWarn {
 		bad = append(bad, fm)
@@ -112,7 +112,8 @@ func judgeFabricWithoutNVSwitch(inv node.GPUInventory, fm Detail) Result {
 		summarizeWorst(&res, bad)
 		return res
 	}
-	res.Summary = fmt.Sprintf("NVLink fabric without NVSwitch on this node: fabric COMPLETED on %s, Fabric Manager not running here (it runs where the NVSwitches are)", countNoun(withFabric, "GPU", "GPUs"))
+	res.Summary = fmt.Sprintf("NVLink fabric without NVSwitch on this node: fabric COMPLETED on %s%s, Fabric Manager not running here (it runs where the NVSwitches are)",
+		countNoun(withFabric, "GPU", "GPUs"), fabricHealthSuffix(inv.Devices))
 	return res
 }
 

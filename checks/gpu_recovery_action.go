@@ -35,6 +35,12 @@ const idGPURecoveryAction = "gpu_recovery_action"
 //     the action; so does a value newer than nodecheck's table (ACTION_n): the driver asks
 //     for something other than NONE.
 //
+// Where the driver gives no action, its older reset status stands in for it (NVML fields
+// NVML_FI_DEV_RESET_STATUS and NVML_FI_DEV_DRAIN_AND_RESET_STATUS, which nvml.h deprecates
+// for the action; nvidia-smi -q "GPU Reset Status", which drivers 535 to 555 print instead of
+// "GPU Recovery Action"): "Drain and Reset Recommended: Yes" is DRAIN_AND_RESET ("Drain P2P
+// and Reset Gpu", nvml.h), "Reset Required: Yes" GPU_RESET, both No is NONE.
+//
 // It runs in every mode: one field value per GPU, and a GPU in this state must not start a
 // job.
 type gpuRecoveryAction struct{}
@@ -63,9 +69,10 @@ func (gpuRecoveryAction) Section() config.Section {
 func (gpuRecoveryAction) Run(ctx context.Context, env *Env) Result {
 	sig := recoverySignal
 	if inv, err := env.Facts.GPUs(ctx); err == nil && driverMajor(inv.DriverVersion) >= 550 {
-		// Drivers from 550 report the action for every GPU: none read is not "no action".
+		// Drivers from 550 report the action for every GPU (or, where it is not supported, the
+		// reset status): neither read is not "no action".
 		sig.judge = func(g node.GPU) Detail {
-			if g.RecoveryAction == "" {
+			if g.RecoveryAction == "" && g.ResetStatus == nil {
 				return Detail{Status: StatusError, Message: fmt.Sprintf("driver %s reports recovery actions, but NVML gave none for this GPU: not looked at; see `nvidia-smi -q -i %s`, GPU Recovery Action", inv.DriverVersion, g.PCIBusID)}
 			}
 			return judgeGPURecoveryOne(g)
@@ -109,7 +116,10 @@ var recoveryWhat = map[string]string{
 func judgeGPURecoveryOne(g node.GPU) Detail {
 	switch a := g.RecoveryAction; a {
 	case "":
-		return Detail{Status: StatusSkip, Message: "the driver reports no recovery action (drivers before 550)"}
+		if g.ResetStatus != nil {
+			return judgeGPUResetStatus(*g.ResetStatus)
+		}
+		return Detail{Status: StatusSkip, Message: "the driver reports neither a recovery action (550 and later) nor a GPU reset status"}
 	case "NONE":
 		return Detail{Status: StatusOK, Observed: a, Expected: "NONE", Message: "no recovery action needed"}
 	default:
@@ -121,6 +131,22 @@ func judgeGPURecoveryOne(g node.GPU) Detail {
 		failDetail(&d, recoveryFault(a))
 		return d
 	}
+}
+
+// judgeGPUResetStatus judges the older reset status as the recovery action it stands for.
+func judgeGPUResetStatus(s node.ResetStatus) Detail {
+	a := s.Action()
+	if a == "NONE" {
+		return Detail{Status: StatusOK, Observed: "reset status NONE", Expected: "NONE", Message: "no reset required (GPU Reset Status)"}
+	}
+	line := "Reset Required: Yes"
+	if s.DrainAndReset {
+		line = "Drain and Reset Recommended: Yes"
+	}
+	d := Detail{Observed: "reset status " + a, Expected: "NONE",
+		Message: fmt.Sprintf("driver's GPU Reset Status asks for %s (%s): %s", a, line, recoveryWhat[a])}
+	failDetail(&d, recoveryFault(a))
+	return d
 }
 
 // recoveryFault is the fault of a recovery action other than NONE.
@@ -138,15 +164,15 @@ func recoveryFault(action string) fault {
 func (gpuRecoveryAction) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
-			"NVML, for each GPU: the driver's recovery action (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, driver 550 and later) and bus id.",
+			"NVML, for each GPU: the driver's recovery action (field NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, driver 550 and later) and bus id; where it gives none, the older reset status (fields NVML_FI_DEV_RESET_STATUS and NVML_FI_DEV_DRAIN_AND_RESET_STATUS, nvidia-smi's \"GPU Reset Status\").",
 			"The PCI bus, only when NVML is unavailable or lists no GPU.",
 		},
-		Passes: "Every GPU's recovery action is NONE: \"the GPU can be immediately used again\" (NVIDIA).",
-		Fails:  "A GPU's recovery action is GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET, RECOVER_IMEX_DOMAIN, BUS_RESET, SYSTEM_REBOOT or a newer one: the driver says the GPU needs it before it can be used again (DRAIN_P2P: no new job may start peer-to-peer traffic there; once the running ones end, the driver names the real action).",
-		Skips:  "NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus; the driver reports no recovery action (before 550); a snapshot recorded before nodecheck read it.",
+		Passes: "Every GPU's recovery action is NONE: \"the GPU can be immediately used again\" (NVIDIA); where the driver gives none, its reset status says no reset is required.",
+		Fails:  "A GPU's recovery action is GPU_RESET, NODE_REBOOT, DRAIN_P2P, DRAIN_AND_RESET, RECOVER_IMEX_DOMAIN, BUS_RESET, SYSTEM_REBOOT or a newer one: the driver says the GPU needs it before it can be used again (DRAIN_P2P: no new job may start peer-to-peer traffic there; once the running ones end, the driver names the real action). Where the driver gives no action, a reset status of \"Reset Required: Yes\" fails as GPU_RESET, \"Drain and Reset Recommended: Yes\" as DRAIN_AND_RESET.",
+		Skips:  "NVML is unavailable or lists no GPU on a node without NVIDIA GPUs on the PCI bus; the driver reports neither a recovery action nor a reset status; a snapshot recorded before nodecheck read it.",
 		Errors: "NVML is unavailable on a node with NVIDIA GPUs, or NVML lost a GPU.",
 		Fix: []string{
-			"nvidia-smi --query-gpu=index,pci.bus_id,gpu_recovery_action --format=csv (or nvidia-smi -q, \"GPU Recovery Action\") shows the action per GPU; dmesg | grep -i xid shows the fault behind it.",
+			"nvidia-smi --query-gpu=index,pci.bus_id,gpu_recovery_action --format=csv (or nvidia-smi -q, \"GPU Recovery Action\"; \"GPU Reset Status\" on drivers before it) shows the action per GPU; dmesg | grep -i xid shows the fault behind it.",
 			"GPU_RESET, DRAIN_AND_RESET: once no job uses the GPU, nvidia-smi -r -i N (stop nvidia-persistenced, DCGM and Fabric Manager first where they hold it). NODE_REBOOT, SYSTEM_REBOOT: scontrol reboot ASAP nextstate=RESUME NODE. DRAIN_P2P: let the running jobs end, run nodecheck again and follow the action it then names.",
 			"If the action comes back after the reset or reboot, run dcgmi diag -r 3 and open a case with the vendor (RMA, with nvidia-bug-report.sh).",
 		},

@@ -97,6 +97,8 @@ const (
 	faultFMVersion      fault = "fabric_manager/version"
 	faultFMService      fault = "fabric_manager/service"
 	faultFMFabric       fault = "fabric_manager/fabric"
+	faultFMFabricHealth fault = "fabric_manager/fabric_health"
+	faultFMFabricConfig fault = "fabric_manager/fabric_config"
 
 	faultRemapFailed     fault = "gpu_memory_errors/remap_failed"
 	faultRetiredLimit    fault = "gpu_memory_errors/retired_pages_limit"
@@ -202,6 +204,10 @@ var remedyTable = []remedyRow{
 	{faultFMService, []string{idFabricManager}, "the Fabric Manager service is not active", RemedyReboot, srcADR050},
 	{faultFMFabric, []string{idFabricManager}, "a GPU's fabric registration is not COMPLETED, or completed with an error", RemedyReboot,
 		srcADR050 + "; on HGX the GPUs and NVSwitches are set up together when FM starts, which a reboot redoes"},
+	{faultFMFabricHealth, []string{idFabricManager}, "a registered GPU's fabric health is not good: summary UNHEALTHY or LIMITED_CAPACITY, bandwidth degraded, a route unhealthy, a route or access timeout recovery in progress, or a configuration INSUFFICIENT_NVLINKS or GPU_STATE_INVALID", RemedyResetGPU,
+		"NVIDIA DCGM's health watch fails each of these conditions of the fabric health mask (modules/health/DcgmHealthWatch.cpp, MonitorFabricFields) as DCGM_FR_FIELD_VIOLATION, whose next step begins \"Reset GPU\" (dcgm_errors.h, SYSTEM_TRIAGE_MSG); nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*, NVML_GPU_FABRIC_HEALTH_SUMMARY_*"},
+	{faultFMFabricConfig, []string{idFabricManager}, "a GPU's fabric configuration is incorrect: INCORRECT_SYSGUID, INCORRECT_CHASSIS_SN, NO_PARTITION, INCOMPATIBLE_GPU_FW or INVALID_LOCATION", RemedyAdmin,
+		"nvml.h NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_*: the rack's identity (system GUID, chassis serial number, location), the GPU's NVLink partition or its firmware, which a person sets; no reset or reboot of this node changes them"},
 	{faultNVMLDriver, []string{idGPUCount, idFabricManager}, "NVML does not initialise where GPUs are expected (ERROR_DRIVER_NOT_LOADED, ERROR_LIB_RM_VERSION_MISMATCH after a driver upgrade, other errors)", RemedyReboot,
 		"nvml.h: the kernel module is not loaded, or differs from the library installed: a boot loads the installed driver"},
 	{faultNVMLMissing, []string{idGPUCount, idFabricManager}, "NVML is not there to ask: ERROR_LIBRARY_NOT_FOUND (no driver installed), ERROR_NO_PERMISSION, or a nodecheck built without NVML", RemedyAdmin,
@@ -225,7 +231,7 @@ var remedyTable = []remedyRow{
 	{faultNVLinkDown, []string{idNVLink}, "an NVLink inactive, or fewer NVLinks than the GPU's model has", RemedyResetGPU,
 		"XID 74 in the catalog: \"A GPU reset or node reboot is needed to clear this error\", and a vendor case only if that fails; DCGM_FR_NVLINK_DOWN_NEXT: reset the GPU, rerun diagnostics"},
 
-	{faultRecoveryReset, []string{idGPURecoveryAction}, "the driver's recovery action is GPU_RESET, DRAIN_AND_RESET or DRAIN_P2P", RemedyResetGPU,
+	{faultRecoveryReset, []string{idGPURecoveryAction}, "the driver's recovery action is GPU_RESET, DRAIN_AND_RESET or DRAIN_P2P (or, from a driver that gives no action, its GPU Reset Status asks for a reset)", RemedyResetGPU,
 		"NVIDIA's recovery action flag (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html): GPU_RESET \"requires a reset to recover\"; DRAIN_P2P asks to quiesce peer-to-peer traffic, then names another action, and a drained GPU's reset is what the repair flow takes first; as XID 154 of the same actions"},
 	{faultRecoveryReboot, []string{idGPURecoveryAction}, "the driver's recovery action is NODE_REBOOT, SYSTEM_REBOOT, BUS_RESET, or one nodecheck does not know", RemedyReboot,
 		"NVIDIA's recovery action flag: NODE_REBOOT, a fault that \"may have left the OS in an inconsistent state\"; nvml.h (NVML 615) SYSTEM_REBOOT \"Reboot the system\" and BUS_RESET \"Reset the GPU's PCIe bus\", more than the GPU reset reset_gpu names, which a reboot does; a reboot also clears an action nodecheck cannot read"},

@@ -190,6 +190,9 @@ type GPU struct {
 	// DRAIN_P2P, DRAIN_AND_RESET, ... (see RecoveryActionName); "" where NVML would not say
 	// (older drivers).
 	RecoveryAction string `json:"recovery_action,omitempty"`
+	// ResetStatus is the older drivers' reset advice, read where NVML gives no recovery
+	// action (and recorded from nvidia-smi captures that print it); nil where not read.
+	ResetStatus *ResetStatus `json:"reset_status,omitempty"`
 	// Error is the NVML error name when the device handle could not be had, or when a read
 	// said the device is gone (ERROR_GPU_IS_LOST, ERROR_RESET_REQUIRED); the other fields are
 	// then partial.
@@ -328,6 +331,71 @@ type Fabric struct {
 	// for a value this nodecheck does not know.
 	State  string `json:"state"`
 	Status string `json:"status"` // NVML return name of the registration: SUCCESS, ...
+	// Health is what the driver says of the GPU's fabric once registered: the health mask of
+	// nvmlGpuFabricInfo_v2 and later, and the summary of v3 (nvidia-smi -q "Fabric/Health").
+	// It is zero where the driver reports none (the v1 call, drivers before the mask, or
+	// every part NOT_SUPPORTED, as on GPUs outside a multi-node NVLink rack).
+	Health FabricHealth `json:"health,omitzero"`
+}
+
+// FabricHealth is a GPU's fabric health (nvml.h NVML_GPU_FABRIC_HEALTH_*), each part by the
+// suffix of its nvml.h value name; "" where the driver does not report that part
+// (..._NOT_SUPPORTED, or N/A in nvidia-smi), VALUE_<n> for a value this nodecheck does not
+// know.
+type FabricHealth struct {
+	// Summary is NVML_GPU_FABRIC_HEALTH_SUMMARY_*: HEALTHY, UNHEALTHY or LIMITED_CAPACITY
+	// (nvmlGpuFabricInfo_v3; nvidia-smi "Summary").
+	Summary string `json:"summary,omitempty"`
+	// DegradedBandwidth is TRUE when the GPU's fabric bandwidth is degraded (nvidia-smi
+	// "Bandwidth : Degraded"), FALSE when it is full.
+	DegradedBandwidth string `json:"degraded_bandwidth,omitempty"`
+	// RouteRecovery is TRUE while a route recovery is in progress.
+	RouteRecovery string `json:"route_recovery,omitempty"`
+	// RouteUnhealthy is TRUE when a route is unhealthy.
+	RouteUnhealthy string `json:"route_unhealthy,omitempty"`
+	// AccessTimeoutRecovery is TRUE while an access timeout recovery is in progress.
+	AccessTimeoutRecovery string `json:"access_timeout_recovery,omitempty"`
+	// IncorrectConfiguration is NONE for a correct configuration, else what is wrong:
+	// INCORRECT_SYSGUID, INCORRECT_CHASSIS_SN, NO_PARTITION, INSUFFICIENT_NVLINKS,
+	// INCOMPATIBLE_GPU_FW, INVALID_LOCATION, GPU_STATE_INVALID.
+	IncorrectConfiguration string `json:"incorrect_configuration,omitempty"`
+}
+
+// The values of FabricHealth's flags, and of its configuration when it is correct.
+const (
+	FabricTrue     = "TRUE"
+	FabricFalse    = "FALSE"
+	FabricConfigOK = "NONE"
+)
+
+// The values of FabricHealth.Summary.
+const (
+	FabricHealthy         = "HEALTHY"
+	FabricUnhealthy       = "UNHEALTHY"
+	FabricLimitedCapacity = "LIMITED_CAPACITY"
+)
+
+// ResetStatus is the reset advice of the drivers before the recovery action (NVML fields
+// NVML_FI_DEV_RESET_STATUS and NVML_FI_DEV_DRAIN_AND_RESET_STATUS, which nvml.h deprecates
+// for NVML_FI_DEV_GET_GPU_RECOVERY_ACTION; nvidia-smi -q "GPU Reset Status", printed by
+// drivers 535 to 565 and "deprecated" from 570).
+type ResetStatus struct {
+	ResetRequired bool `json:"reset_required"` // "Reset Required": the GPU needs a reset
+	// DrainAndReset is "Drain and Reset Recommended": drain peer-to-peer traffic, then reset
+	// (the recovery action DRAIN_AND_RESET); false where the GPU does not say (N/A).
+	DrainAndReset bool `json:"drain_and_reset_recommended"`
+}
+
+// Action is the recovery action s stands for (see GPU.RecoveryAction): DRAIN_AND_RESET when
+// a drain and reset is recommended, GPU_RESET when a reset is required, else NONE.
+func (s ResetStatus) Action() string {
+	switch {
+	case s.DrainAndReset:
+		return "DRAIN_AND_RESET"
+	case s.ResetRequired:
+		return "GPU_RESET"
+	}
+	return "NONE"
 }
 
 // DevNode is what stat(2) says of a device path.

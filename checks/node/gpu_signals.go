@@ -229,5 +229,9 @@ func (g GPU) cloneSignals() GPU {
 		v := *g.Persistence
 		g.Persistence = &v
 	}
+	if g.ResetStatus != nil {
+		r := *g.ResetStatus
+		g.ResetStatus = &r
+	}
 	return g
 }

@@ -38,7 +38,7 @@ const (
 	GPUThermal                              // GPU.Thermal
 	GPUPower                                // GPU.Power
 	GPUPersistence                          // GPU.Persistence
-	GPURecoveryAction                       // GPU.RecoveryAction
+	GPURecoveryAction                       // GPU.RecoveryAction, and GPU.ResetStatus where the driver has no action
 	// GPUECCCorrected is GPU.ECC.VolatileCorrected (with the ECC mode, which says whether
 	// there is a count): the correctable errors whose rate the history judges, a call per GPU
 	// that no other check needs.
@@ -166,7 +166,7 @@ func (g GPU) only(f GPUFields) GPU {
 		{GPUThermal, func() { keep.Thermal = g.Thermal }},
 		{GPUPower, func() { keep.Power = g.Power }},
 		{GPUPersistence, func() { keep.Persistence = g.Persistence }},
-		{GPURecoveryAction, func() { keep.RecoveryAction = g.RecoveryAction }},
+		{GPURecoveryAction, func() { keep.RecoveryAction, keep.ResetStatus = g.RecoveryAction, g.ResetStatus }},
 	} {
 		if f.Has(c.bit) {
 			c.copy()

@@ -76,10 +76,11 @@ func TestInventoryReadAndOnly(t *testing.T) {
 	}
 	inv := GPUInventory{Init: InitSuccess, DriverVersion: "565.57.01", CUDADriverVersion: 12070, DeviceCount: 1, Fields: AllGPUFields,
 		Devices: []GPU{{Index: 0, MinorNumber: 0, UUID: "GPU-a", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:18:00.0", Serial: "1654423001593",
-			Memory: &Memory{TotalMiB: 81559}, ClockEvents: NewClockEvents(ClockGPUIdle), RecoveryAction: "NONE", Persistence: ptr(true)}}}
+			Memory: &Memory{TotalMiB: 81559}, ClockEvents: NewClockEvents(ClockGPUIdle), RecoveryAction: "NONE", Persistence: ptr(true),
+			ResetStatus: &ResetStatus{ResetRequired: true}}}}
 	got := inv.Only(GPUPCIBusID | GPURecoveryAction)
 	want := GPUInventory{Init: InitSuccess, DeviceCount: 1, Fields: GPUPCIBusID | GPURecoveryAction,
-		Devices: []GPU{{Index: 0, MinorNumber: -1, PCIBusID: "00000000:18:00.0", RecoveryAction: "NONE"}}}
+		Devices: []GPU{{Index: 0, MinorNumber: -1, PCIBusID: "00000000:18:00.0", RecoveryAction: "NONE", ResetStatus: &ResetStatus{ResetRequired: true}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Only (-want +got):\n%s", diff)
 	}
@@ -94,6 +95,13 @@ func TestInventoryReadAndOnly(t *testing.T) {
 	got.Devices[0].ClockEvents.Mask = 8
 	if inv.Devices[0].ClockEvents.Mask != ClockGPUIdle {
 		t.Error("Only shares ClockEvents with its inventory")
+	}
+	got.Devices[0].ResetStatus.ResetRequired = false
+	if !inv.Devices[0].ResetStatus.ResetRequired {
+		t.Error("Only shares ResetStatus with its inventory")
+	}
+	if got := inv.Only(GPUPCIBusID); got.Devices[0].ResetStatus != nil {
+		t.Error("Only without the recovery action keeps the reset status")
 	}
 }
 

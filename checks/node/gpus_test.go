@@ -261,9 +261,10 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 	inv := GPUInventory{Init: InitSuccess, DriverVersion: "535.161.08", CUDADriverVersion: 12020, DeviceCount: 1,
 		Fields: GPUName | GPUThermal | GPURecoveryAction,
 		Devices: []GPU{{Index: 1, MinorNumber: 3, Error: "ERROR_RESET_REQUIRED", UUID: "GPU-x", Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0",
-			Serial:       "1650124031592",
-			PCIe:         &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
-			Fabric:       &Fabric{State: "COMPLETED", Status: "SUCCESS"},
+			Serial: "1650124031592",
+			PCIe:   &PCIe{CurLinkWidth: 16, MaxLinkWidth: 16, CurLinkGen: 5, MaxLinkGen: 5},
+			Fabric: &Fabric{State: "COMPLETED", Status: "SUCCESS", Health: FabricHealth{Summary: FabricUnhealthy, DegradedBandwidth: FabricFalse,
+				RouteRecovery: FabricFalse, RouteUnhealthy: FabricTrue, AccessTimeoutRecovery: FabricFalse, IncorrectConfiguration: FabricConfigOK}},
 			ECC:          &ECC{Enabled: true, PendingEnabled: true, VolatileUncorrected: ptr[uint64](2)},
 			RemappedRows: &RemappedRows{Uncorrectable: 1, Pending: true},
 			RetiredPages: &RetiredPages{SingleBit: 1, DoubleBit: 2, Pending: true},
@@ -278,6 +279,7 @@ func TestNVMLRecordRoundTrip(t *testing.T) {
 			Power:          &Power{EnforcedLimitW: 500, DefaultLimitW: 700, DrawW: 100.89},
 			Persistence:    ptr(false),
 			RecoveryAction: "GPU_RESET",
+			ResetStatus:    &ResetStatus{ResetRequired: true, DrainAndReset: true},
 		}}}
 	// nvmlRecord and gpuRecord embed GPUInventory and GPU: a field the JSON leaves out (a
 	// "-" tag, a record key that shadows it) would not be replayed. A field this test leaves

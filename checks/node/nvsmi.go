@@ -96,7 +96,9 @@ func smiNA(v string) bool { return v == "N/A" || v == "[N/A]" }
 //   - PCIe from "GPU Link Info" (generation Max/Current, width Max/Current "16x"); nil when
 //     all four are absent or N/A.
 //   - Fabric State/Status: "Completed"/"Success" become NVML's names COMPLETED/SUCCESS (see
-//     smiFabricState); nil when the state is N/A or "Not Supported" (before Hopper).
+//     smiFabricState); nil when the state is N/A or "Not Supported" (before Hopper). Its
+//     "Health" block (drivers 550 and later, with more parts in later ones) is
+//     Fabric.Health (see fabricField).
 //   - ECC from "ECC Mode" (nil when the current mode is absent or N/A) and "ECC Errors": the
 //     uncorrectable count is the sum of every "... Uncorrectable ..." counter of Volatile
 //     (Aggregate), which is SRAM Uncorrectable Parity + SRAM Uncorrectable SEC-DED + DRAM
@@ -166,24 +168,24 @@ type smiParser struct {
 
 // smiGPU is one GPU block being read.
 type smiGPU struct {
-	g                   GPU
-	pcie                PCIe
-	pcieAny             bool
-	fabState, fabStatus string
-	eccCur, eccPend     string
-	rr                  RemappedRows
-	rrAny               bool
-	rp                  RetiredPages
-	rpAny               bool
-	mem                 Memory
-	memTotal            bool
-	computeNone         bool // "Processes : None"
-	processes           bool // a "Processes" section header
-	procs               []smiProc
-	ecc                 [3]smiSum // volatile uncorrected, volatile corrected, aggregate uncorrected
-	eccTotal            [3]smiSum // the same from the old layout's "Double Bit / Total", "Single Bit / Total"
-	sig                 smiSignals
-	seen                *GPUFields // the parser's
+	g               GPU
+	pcie            PCIe
+	pcieAny         bool
+	fab             smiFabric
+	eccCur, eccPend string
+	rr              RemappedRows
+	rrAny           bool
+	rp              RetiredPages
+	rpAny           bool
+	mem             Memory
+	memTotal        bool
+	computeNone     bool // "Processes : None"
+	processes       bool // a "Processes" section header
+	procs           []smiProc
+	ecc             [3]smiSum // volatile uncorrected, volatile corrected, aggregate uncorrected
+	eccTotal        [3]smiSum // the same from the old layout's "Double Bit / Total", "Single Bit / Total"
+	sig             smiSignals
+	seen            *GPUFields // the parser's
 }
 
 // smiSum adds counters; ok once one value was read.
@@ -329,7 +331,7 @@ func (g *smiGPU) field(path string, l smiLine) error {
 	switch section {
 	case "Product Name", "GPU UUID", "Minor Number":
 		return g.identityField(path, l)
-	case "PCI", "Fabric":
+	case "PCI":
 		if path == "PCI/Replays Since Reset" {
 			return g.replayField(l, g.seen)
 		}
@@ -337,6 +339,8 @@ func (g *smiGPU) field(path string, l smiLine) error {
 			*g.seen |= GPUPCIe
 		}
 		return g.linkField(path, l)
+	case "Fabric":
+		return g.fabricField(path, l)
 	case "ECC Mode", "ECC Errors":
 		return g.eccField(path, l)
 	case "Remapped Rows", "Retired Pages":
@@ -374,7 +378,7 @@ func (g *smiGPU) identityField(path string, l smiLine) error {
 	return nil
 }
 
-// linkField reads the PCIe link and the fabric state.
+// linkField reads the PCIe link.
 func (g *smiGPU) linkField(path string, l smiLine) error {
 	switch path {
 	case "PCI/GPU Link Info/PCIe Generation/Max":
@@ -385,10 +389,6 @@ func (g *smiGPU) linkField(path string, l smiLine) error {
 		return g.pcieInt(l, &g.pcie.MaxLinkWidth, "x")
 	case "PCI/GPU Link Info/Link Width/Current":
 		return g.pcieInt(l, &g.pcie.CurLinkWidth, "x")
-	case "Fabric/State":
-		g.fabState = l.val
-	case "Fabric/Status":
-		g.fabStatus = l.val
 	}
 	return nil
 }
@@ -609,32 +609,6 @@ func commName(name string) string {
 	return b
 }
 
-// smiFabricState maps nvidia-smi's words for NVML_GPU_FABRIC_STATE_* to the names a
-// GPU's Fabric carries; "" means no fabric information (Fabric nil).
-func smiFabricState(s string) string {
-	switch s {
-	case "", "N/A", "[N/A]", "Not Supported":
-		return ""
-	case "Not Started":
-		return "NOT_STARTED"
-	case "In Progress":
-		return "IN_PROGRESS"
-	case "Completed":
-		return "COMPLETED"
-	}
-	return strings.ToUpper(strings.ReplaceAll(s, " ", "_"))
-}
-
-// smiFabricStatus maps the registration status: nvidia-smi prints NVML's text for the
-// return code ("Success"), which is SUCCESS; other texts are kept as printed (NVML documents
-// the status only once the state is COMPLETED, and N/A is what nvidia-smi prints before).
-func smiFabricStatus(s string) string {
-	if s == "Success" {
-		return "SUCCESS"
-	}
-	return s
-}
-
 func (g *smiGPU) build() GPU {
 	out := g.g
 	g.buildSignals(&out)
@@ -642,9 +616,7 @@ func (g *smiGPU) build() GPU {
 		p := g.pcie
 		out.PCIe = &p
 	}
-	if st := smiFabricState(g.fabState); st != "" {
-		out.Fabric = &Fabric{State: st, Status: smiFabricStatus(g.fabStatus)}
-	}
+	out.Fabric = g.buildFabric()
 	if g.eccCur == "Enabled" || g.eccCur == "Disabled" {
 		e := &ECC{Enabled: g.eccCur == "Enabled", PendingEnabled: g.eccPend == "Enabled"}
 		pick := func(i int) *uint64 {

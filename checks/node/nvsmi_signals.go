@@ -28,6 +28,11 @@ import (
 //     Readings" and "Module Power Readings" are other domains and are skipped.
 //   - "GPU Recovery Action" (driver 550 and later): "None" is NONE; the other words are
 //     NVML's names (smiRecoveryAction).
+//   - "GPU Reset Status" (drivers 535 to 565; 570 prints "Requested functionality has been
+//     deprecated" in its values) is ResetStatus: "Reset Required" and "Drain and Reset
+//     Recommended", Yes or No. Any other value (N/A, which consumer boards print for the
+//     drain, or an error text nvidia-smi prints in its place) is not a reading: ResetStatus
+//     stays nil when neither line says Yes or No, and where a GPU Recovery Action is printed.
 
 // smiSignals is what a GPU block says of the signals.
 type smiSignals struct {
@@ -41,6 +46,8 @@ type smiSignals struct {
 	powerCurrent  float64 // "Current Power Limit", taken when no "Enforced Power Limit" is given
 	powerEnforced bool    // "Enforced Power Limit" was given
 	recovery      string
+	reset         ResetStatus
+	resetRead     bool // a GPU Reset Status line said Yes or No
 }
 
 // smiClockReasons are the reasons nvidia-smi prints, by their words, with nvml.h's bits.
@@ -79,6 +86,9 @@ func (g *smiGPU) signalField(path string, l smiLine, seen *GPUFields) error {
 	case "GPU Recovery Action":
 		*seen |= GPURecoveryAction
 		g.sig.recovery = smiRecoveryAction(l.val)
+	case "GPU Reset Status":
+		*seen |= GPURecoveryAction
+		g.resetStatus(rest, l)
 	case "Clocks Event Reasons", "Clocks Throttle Reasons":
 		*seen |= GPUClockEvents
 		return g.clockReason(rest, l)
@@ -90,6 +100,23 @@ func (g *smiGPU) signalField(path string, l smiLine, seen *GPUFields) error {
 		return g.powerReading(rest, l)
 	}
 	return nil
+}
+
+// resetStatus reads one "GPU Reset Status" line ("Reset Required : No").
+func (g *smiGPU) resetStatus(key string, l smiLine) {
+	var dst *bool
+	switch key {
+	case "Reset Required":
+		dst = &g.sig.reset.ResetRequired
+	case "Drain and Reset Recommended":
+		dst = &g.sig.reset.DrainAndReset
+	default:
+		return
+	}
+	switch l.val {
+	case "Yes", "No":
+		*dst, g.sig.resetRead = l.val == "Yes", true
+	}
 }
 
 // replayField reads "PCI/Replays Since Reset".
@@ -230,6 +257,12 @@ func (g *smiGPU) buildSignals(out *GPU) {
 		out.Power = &p
 	}
 	out.RecoveryAction = s.recovery
+	// As NVML is read (checks/node/nvml, readFieldValues): the reset status only where the
+	// driver gives no recovery action, which supersedes it (565 prints both).
+	if s.resetRead && s.recovery == "" {
+		r := s.reset
+		out.ResetStatus = &r
+	}
 }
 
 // smiSectionFacts are the facts each section of a GPU block (or its first key) tells; the

@@ -19,10 +19,11 @@ type signals struct {
 	Thermal        *Thermal
 	Power          *Power
 	RecoveryAction string
+	ResetStatus    *ResetStatus
 }
 
 func signalsOf(g GPU) signals {
-	return signals{g.Serial, g.Persistence, g.PCIeReplays, g.ClockEvents, g.Thermal, g.Power, g.RecoveryAction}
+	return signals{g.Serial, g.Persistence, g.PCIeReplays, g.ClockEvents, g.Thermal, g.Power, g.RecoveryAction, g.ResetStatus}
 }
 
 // TestParseNvidiaSMISignals reads the signal sections of real captures, one GPU of each
@@ -54,13 +55,15 @@ func TestParseNvidiaSMISignals(t *testing.T) {
 			ClockEvents: NewClockEvents(ClockSWPowerCap), // "SW Power Cap : Active"
 			Thermal:     &Thermal{GPUC: 29, ShutdownC: 98, SlowdownC: 95, GPUMaxC: 88},
 			Power:       &Power{EnforcedLimitW: 300, DefaultLimitW: 300, DrawW: 29.7},
-		}, 0},
+			ResetStatus: &ResetStatus{}, // "GPU Reset Status": No, No
+		}, GPURecoveryAction},
 		{"thamada-gls-rtx4060ti-x2-550.54.14-persistence-disabled.txt", 0, signals{
 			Persistence: ptr(false), PCIeReplays: ptr[uint64](0), // "Serial Number : N/A"
 			ClockEvents: NewClockEvents(ClockGPUIdle),
 			Thermal:     &Thermal{GPUC: 32, MarginC: ptr(50), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-7), GPUMaxMarginC: ptr(0)},
 			Power:       &Power{EnforcedLimitW: 165, DefaultLimitW: 165, DrawW: 30.5},
-		}, 0},
+			ResetStatus: &ResetStatus{}, // "GPU Reset Status": No, No
+		}, GPURecoveryAction},
 		{"thamada-gls-rtx5090-570.124.06-swpowercap.txt", 0, signals{
 			Serial: "0", Persistence: ptr(true), PCIeReplays: ptr[uint64](0),
 			ClockEvents: NewClockEvents(ClockSWPowerCap),
@@ -79,14 +82,16 @@ func TestParseNvidiaSMISignals(t *testing.T) {
 			ClockEvents: NewClockEvents(ClockGPUIdle),
 			Thermal:     &Thermal{GPUC: 28, MemoryC: 25, MarginC: ptr(59), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-8), GPUMaxMarginC: ptr(0)},
 			Power:       &Power{EnforcedLimitW: 700, DefaultLimitW: 700, DrawW: 74.58},
-		}, 0},
+			ResetStatus: &ResetStatus{}, // "GPU Reset Status": No, No
+		}, GPURecoveryAction},
 		{"gpud-q-h100x8-535.161.08.txt", 0, signals{
 			// The capture behind h100-healthy: HW Slowdown with HW Power Brake Slowdown Active.
 			Serial: "1650124031592", Persistence: ptr(true), PCIeReplays: ptr[uint64](67),
 			ClockEvents: &ClockEvents{Mask: ClockHWSlowdown | ClockHWPowerBrakeSlowdown, Reasons: []string{"hw_slowdown", "hw_power_brake_slowdown"}},
 			Thermal:     &Thermal{GPUC: 29, MemoryC: 39, MarginC: ptr(56), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-8), GPUMaxMarginC: ptr(0)},
 			Power:       &Power{EnforcedLimitW: 700, DefaultLimitW: 700, DrawW: 67.74},
-		}, 0},
+			ResetStatus: &ResetStatus{}, // "GPU Reset Status": No, No
+		}, GPURecoveryAction},
 	} {
 		t.Run(tc.file, func(t *testing.T) {
 			inv, err := ParseNvidiaSMIQuery(openCapture(t, tc.file))

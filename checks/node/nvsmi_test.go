@@ -290,6 +290,7 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			Thermal:     &Thermal{GPUC: 39, MemoryC: 46, MarginC: ptr(47), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-8), GPUMaxMarginC: ptr(0)},
 			Power:       &Power{EnforcedLimitW: 700, DefaultLimitW: 700, DrawW: 118.01},
 			Persistence: ptr(true),
+			ResetStatus: &ResetStatus{}, // "GPU Reset Status": Reset Required No, Drain and Reset Recommended No
 		}},
 		{file: "gpud-q-rtx4090x8-535.154.05.txt", index: 5, want: GPU{
 			Index: 5, MinorNumber: 6, UUID: "GPU-63cdf48e-0e17-dc82-873d-e0af7f380d0b", Name: "NVIDIA GeForce RTX 4090",
@@ -304,6 +305,7 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			Thermal:      &Thermal{GPUC: 31, MarginC: ptr(52), SlowdownMarginC: ptr(-2), ShutdownMarginC: ptr(-7), GPUMaxMarginC: ptr(0)},
 			Power:        &Power{EnforcedLimitW: 450, DefaultLimitW: 450, DrawW: 17.62},
 			Persistence:  ptr(true),
+			ResetStatus:  &ResetStatus{}, // Reset Required No; Drain and Reset Recommended N/A (a GeForce)
 		}},
 		{file: "gpud-q-titanv-560.35.03.txt", index: 0, want: GPU{
 			Index: 0, MinorNumber: 0, UUID: "GPU-f4c353ff-b56c-c1de-bcb9-7dad861b589a", Name: "NVIDIA TITAN V",
@@ -319,6 +321,7 @@ func TestParseNvidiaSMIQueryGPU(t *testing.T) {
 			Thermal:     &Thermal{GPUC: 44, SlowdownC: 97, ShutdownC: 100, GPUMaxC: 91, MemoryC: 41, MemoryMaxC: 95},
 			Power:       &Power{EnforcedLimitW: 250, DefaultLimitW: 250, DrawW: 29.02},
 			Persistence: ptr(false),
+			ResetStatus: &ResetStatus{}, // 560 still prints "GPU Reset Status", and no recovery action
 		}},
 		{file: "azurehpc-bad_nvsmi8_output.txt", index: 1, want: GPU{
 			Index: 1, MinorNumber: -1, PCIBusID: "00000002:00:00.0",

@@ -24,7 +24,7 @@ type countingAPI struct {
 	fabrics *int
 }
 
-func (c countingAPI) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
+func (c countingAPI) fabric(d nvml.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
 	*c.fabrics++
 	return c.mockAPI.fabric(d)
 }

@@ -194,6 +194,7 @@ func TestStubLibrary(t *testing.T) {
 	libs := map[string]string{
 		"":                     buildStub(t),
 		"-DNVMLSTUB_FABRIC_V":  buildStub(t, "-DNVMLSTUB_FABRIC_V"),
+		"-DNVMLSTUB_FABRIC_V3": buildStub(t, "-DNVMLSTUB_FABRIC_V3"),
 		"-DNVMLSTUB_FABRIC_V1": buildStub(t, "-DNVMLSTUB_FABRIC_V1"),
 		"-DNVMLSTUB_OLD":       buildStub(t, "-DNVMLSTUB_OLD"),
 	}
@@ -223,6 +224,7 @@ func TestStubLibrary(t *testing.T) {
 		g.RemappedRows = nil
 		g.Memory = &node.Memory{TotalMiB: 81920, UsedMiB: 512 + 1024}
 		g.RecoveryAction = ""
+		g.ResetStatus = &node.ResetStatus{ResetRequired: true}
 		return g
 	}
 	lost := node.GPU{Index: 1, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}
@@ -283,8 +285,18 @@ func TestStubLibrary(t *testing.T) {
 			build: "-DNVMLSTUB_FABRIC_V",
 			init:  "0",
 			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
-				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS"}), lost}},
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS", Health: node.FabricHealth{
+					DegradedBandwidth: "FALSE", RouteRecovery: "FALSE", RouteUnhealthy: "FALSE", AccessTimeoutRecovery: "FALSE"}}), lost}},
 			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfoV", "nvmlDeviceGetGpuFabricInfoV"}, health),
+		},
+		{
+			name:  "versioned fabric call, v3 with a health summary",
+			build: "-DNVMLSTUB_FABRIC_V3",
+			init:  "0",
+			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,
+				Devices: []node.GPU{gpu0(&node.Fabric{State: "COMPLETED", Status: "SUCCESS", Health: node.FabricHealth{Summary: "UNHEALTHY",
+					DegradedBandwidth: "FALSE", RouteRecovery: "FALSE", RouteUnhealthy: "TRUE", AccessTimeoutRecovery: "FALSE"}}), lost}},
+			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfoV"}, health),
 		},
 		{
 			name:  "unversioned fabric call only",
@@ -295,7 +307,7 @@ func TestStubLibrary(t *testing.T) {
 			wantCalls: calls([]string{"nvmlDeviceGetGpuFabricInfo"}, health),
 		},
 		{
-			name:  "old driver: no remapped rows, memory v1, unversioned process call",
+			name:  "old driver: no remapped rows, memory v1, unversioned process call, reset status for want of a recovery action",
 			build: "-DNVMLSTUB_OLD",
 			init:  "0",
 			want: node.GPUInventory{Init: "SUCCESS", DriverVersion: "999.99.99", CUDADriverVersion: 12040, DeviceCount: 2, Fields: node.AllGPUFields,

@@ -153,13 +153,21 @@ const (
 	fieldShutdownTLimit = nvml.FI_DEV_TEMPERATURE_SHUTDOWN_TLIMIT
 	fieldSlowdownTLimit = nvml.FI_DEV_TEMPERATURE_SLOWDOWN_TLIMIT
 	fieldGPUMaxTLimit   = nvml.FI_DEV_TEMPERATURE_GPU_MAX_TLIMIT
+
+	// The reset advice the recovery action replaced (nvml.h: "Deprecated, do not use (use
+	// NVML_FI_DEV_GET_GPU_RECOVERY_ACTION instead)"): read for drivers that give no action.
+	fieldResetStatus         = nvml.FI_DEV_RESET_STATUS           // 226
+	fieldDrainAndResetStatus = nvml.FI_DEV_DRAIN_AND_RESET_STATUS // 227
 )
 
 // readFieldValues asks, in one nvmlDeviceGetFieldValues call, for the memory temperature
-// (with GPUThermal), the recovery action (with GPURecoveryAction) and, where the absolute
-// slowdown threshold was not given (Ada and later, where nvml.h says these fields supersede
-// it), the T.Limit thresholds. A field NVML does not know or support answers with its own
-// error in the value (drivers before 550 for the recovery action) and leaves its fact unset.
+// (with GPUThermal), the recovery action and the older reset status (with
+// GPURecoveryAction) and, where the absolute slowdown threshold was not given (Ada and
+// later, where nvml.h says these fields supersede it), the T.Limit thresholds. A field NVML
+// does not know or support answers with its own error in the value (drivers before 550 for
+// the recovery action) and leaves its fact unset. The reset status is kept only where the
+// recovery action was not given: drivers that print "GPU Reset Status" in place of "GPU
+// Recovery Action" (nvidia-smi -q of 535 to 555) still answer a reset that is required.
 func readFieldValues(lib api, d nvml.Device, g *node.GPU, th *node.Thermal, want node.GPUFields) nvml.Return {
 	if !lib.hasSymbol("nvmlDeviceGetFieldValues") {
 		return nvml.ERROR_FUNCTION_NOT_FOUND
@@ -172,7 +180,7 @@ func readFieldValues(lib api, d nvml.Device, g *node.GPU, th *node.Thermal, want
 		}
 	}
 	if want.Has(node.GPURecoveryAction) {
-		ids = append(ids, fieldRecoveryAction)
+		ids = append(ids, fieldRecoveryAction, fieldResetStatus, fieldDrainAndResetStatus)
 	}
 	vals := make([]nvml.FieldValue, len(ids))
 	for i, id := range ids {
@@ -181,6 +189,8 @@ func readFieldValues(lib api, d nvml.Device, g *node.GPU, th *node.Thermal, want
 	if ret := d.GetFieldValues(vals); ret != nvml.SUCCESS {
 		return ret
 	}
+	var reset node.ResetStatus
+	resetRead := false
 	for _, v := range vals {
 		if nvml.Return(v.NvmlReturn) != nvml.SUCCESS {
 			continue
@@ -204,7 +214,14 @@ func readFieldValues(lib api, d nvml.Device, g *node.GPU, th *node.Thermal, want
 			if n >= 0 {
 				g.RecoveryAction = node.RecoveryActionName(uint64(n))
 			}
+		case fieldResetStatus:
+			reset.ResetRequired, resetRead = n != 0, true
+		case fieldDrainAndResetStatus:
+			reset.DrainAndReset, resetRead = n != 0, true
 		}
+	}
+	if resetRead && g.RecoveryAction == "" {
+		g.ResetStatus = &reset
 	}
 	return nvml.SUCCESS
 }

@@ -235,6 +235,29 @@ func TestReadDeviceSignals(t *testing.T) {
 			want: func(g *node.GPU) { g.RecoveryAction, g.Thermal.MemoryC = "", 0 },
 		},
 		{
+			name: "no recovery action, the older reset status says a reset is required",
+			setup: func(_ *server.Server, d *server.Device) {
+				d.GetFieldValuesFunc = fieldAnswers(uintField(fieldMemoryTemp, h100MemC), uintField(fieldResetStatus, 1), uintField(fieldDrainAndResetStatus, 0))
+			},
+			want: func(g *node.GPU) { g.RecoveryAction, g.ResetStatus = "", &node.ResetStatus{ResetRequired: true} },
+		},
+		{
+			name: "no recovery action, drain and reset recommended",
+			setup: func(_ *server.Server, d *server.Device) {
+				d.GetFieldValuesFunc = fieldAnswers(uintField(fieldResetStatus, 1), uintField(fieldDrainAndResetStatus, 1))
+			},
+			want: func(g *node.GPU) {
+				g.RecoveryAction, g.Thermal.MemoryC, g.ResetStatus = "", 0, &node.ResetStatus{ResetRequired: true, DrainAndReset: true}
+			},
+		},
+		{
+			name: "a recovery action given: the reset status is not kept",
+			setup: func(_ *server.Server, d *server.Device) {
+				d.GetFieldValuesFunc = fieldAnswers(uintField(fieldMemoryTemp, h100MemC),
+					uintField(fieldRecoveryAction, uint32(nvml.GPU_RECOVERY_ACTION_NONE)), uintField(fieldResetStatus, 1))
+			},
+		},
+		{
 			name: "NVLink counters summed over active links; one counter not supported",
 			setup: func(_ *server.Server, d *server.Device) {
 				d.GetNvLinkStateFunc = func(link int) (nvml.EnableState, nvml.Return) {
@@ -343,8 +366,9 @@ func TestFieldValueRequest(t *testing.T) {
 	}{
 		{"thermal, absolute thresholds", node.GPUThermal, 89, []uint32{fieldMemoryTemp}},
 		{"thermal, T.Limit only", node.GPUThermal, 0, []uint32{fieldMemoryTemp, fieldSlowdownTLimit, fieldShutdownTLimit, fieldGPUMaxTLimit}},
-		{"recovery action", node.GPURecoveryAction, 0, []uint32{fieldRecoveryAction}},
-		{"both", node.GPUThermal | node.GPURecoveryAction, 89, []uint32{fieldMemoryTemp, fieldRecoveryAction}},
+		{"recovery action, and the reset status older drivers give instead", node.GPURecoveryAction, 0,
+			[]uint32{fieldRecoveryAction, fieldResetStatus, fieldDrainAndResetStatus}},
+		{"both", node.GPUThermal | node.GPURecoveryAction, 89, []uint32{fieldMemoryTemp, fieldRecoveryAction, fieldResetStatus, fieldDrainAndResetStatus}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			s := newH100()

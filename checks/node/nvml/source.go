@@ -110,10 +110,12 @@ type api interface {
 	SystemGetCudaDriverVersion() (int, nvml.Return)
 	DeviceGetCount() (int, nvml.Return)
 	DeviceGetHandleByIndex(index int) (nvml.Device, nvml.Return)
-	// fabric returns the device's nvmlGpuFabricInfo state and status. It is called only
-	// after a successful Init, and returns ERROR_FUNCTION_NOT_FOUND where the library has
-	// no fabric call at all.
-	fabric(d nvml.Device) (state uint8, status uint32, ret nvml.Return)
+	// fabric returns the device's fabric information in the v3 struct's terms (go-nvml's
+	// GpuFabricInfo_v3): a driver that only knows an older struct leaves the fields it lacks
+	// at zero, which nvml.h defines as NOT_SUPPORTED (HealthSummary with v2; HealthMask too
+	// with v1). It is called only after a successful Init, and returns
+	// ERROR_FUNCTION_NOT_FOUND where the library has no fabric call at all.
+	fabric(d nvml.Device) (nvml.GpuFabricInfo_v3, nvml.Return)
 	// hasSymbol says whether the loaded library exports the C function name. It is called
 	// only after a successful Init, before any call to a function that older drivers lack:
 	// calling a function the library does not have kills the process.
@@ -143,7 +145,7 @@ func openLibrary(path string) api {
 // where the driver says the v3 struct is too new (ERROR_ARGUMENT_VERSION_MISMATCH); with
 // the deprecated unversioned call on drivers before the versioned one. A function the
 // library lacks is never called: the dynamic linker would kill the process.
-func (l *library) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
+func (l *library) fabric(d nvml.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
 	l.symbolsOnce.Do(func() {
 		// LookupSymbol needs the library loaded, which a successful Init guarantees.
 		ext := l.Extensions()
@@ -154,15 +156,15 @@ func (l *library) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
 	case l.hasFabricV:
 		info, ret := d.GetGpuFabricInfoV().V3()
 		if ret != nvml.ERROR_ARGUMENT_VERSION_MISMATCH {
-			return info.State, info.Status, ret
+			return info, ret
 		}
-		info2, ret := d.GetGpuFabricInfoV().V2()
-		return info2.State, info2.Status, ret
+		v2, ret := d.GetGpuFabricInfoV().V2()
+		return nvml.GpuFabricInfo_v3{State: v2.State, Status: v2.Status, HealthMask: v2.HealthMask}, ret
 	case l.hasFabricV1:
-		info, ret := d.GetGpuFabricInfo()
-		return info.State, info.Status, ret
+		v1, ret := d.GetGpuFabricInfo()
+		return nvml.GpuFabricInfo_v3{State: v1.State, Status: v1.Status}, ret
 	}
-	return 0, 0, nvml.ERROR_FUNCTION_NOT_FOUND
+	return nvml.GpuFabricInfo_v3{}, nvml.ERROR_FUNCTION_NOT_FOUND
 }
 
 // hasSymbol implements api. LookupSymbol needs the library loaded, which a successful Init
@@ -231,8 +233,8 @@ func readDevice(lib api, i int, want node.GPUFields) node.GPU {
 		{node.GPUPCIe, link(d.GetCurrPcieLinkGeneration, &pcie.CurLinkGen)},
 		{node.GPUPCIe, link(d.GetMaxPcieLinkGeneration, &pcie.MaxLinkGen)},
 		{node.GPUFabric, func() nvml.Return {
-			state, status, ret := lib.fabric(d)
-			g.Fabric = fabricOf(state, status, ret)
+			info, ret := lib.fabric(d)
+			g.Fabric = fabricOf(info, ret)
 			return ret
 		}},
 		{node.GPUECC | node.GPUECCCorrected, func() nvml.Return { return readECC(d, &g, want) }},
@@ -504,7 +506,7 @@ func mib(b uint64) uint64 { return b / (1 << 20) }
 // (the call is not supported, the library lacks it, or the state says NOT_SUPPORTED: GPUs
 // before Hopper, or without NVSwitch); state UNKNOWN with the query's error as status where
 // the query failed otherwise.
-func fabricOf(state uint8, status uint32, ret nvml.Return) *node.Fabric {
+func fabricOf(info nvml.GpuFabricInfo_v3, ret nvml.Return) *node.Fabric {
 	switch {
 	case ret == nvml.ERROR_NOT_SUPPORTED || ret == nvml.ERROR_FUNCTION_NOT_FOUND:
 		return nil
@@ -512,10 +514,11 @@ func fabricOf(state uint8, status uint32, ret nvml.Return) *node.Fabric {
 		return nil // the device is gone: GPU.Error says so
 	case ret != nvml.SUCCESS:
 		return &node.Fabric{State: "UNKNOWN", Status: returnName(ret)}
-	case state == nvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
+	case info.State == nvml.GPU_FABRIC_STATE_NOT_SUPPORTED:
 		return nil
 	}
-	return &node.Fabric{State: fabricStateName(state), Status: returnName(nvml.Return(status))}
+	return &node.Fabric{State: fabricStateName(info.State), Status: returnName(nvml.Return(info.Status)),
+		Health: fabricHealthOf(info.HealthMask, info.HealthSummary)}
 }
 
 // busID reads nvmlPciInfo_t.busId, a NUL-terminated C string in a fixed array:

@@ -26,10 +26,10 @@ import (
 // cannot fake) answered by fabricFn.
 type mockAPI struct {
 	*server.Server
-	fabricFn func(d *server.Device) (uint8, uint32, nvml.Return)
+	fabricFn func(d *server.Device) (nvml.GpuFabricInfo_v3, nvml.Return)
 }
 
-func (m mockAPI) fabric(d nvml.Device) (uint8, uint32, nvml.Return) {
+func (m mockAPI) fabric(d nvml.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
 	return m.fabricFn(d.(*server.Device))
 }
 
@@ -129,8 +129,13 @@ func healthyH100(g *node.GPU) {
 	g.Compute = &node.Compute{Processes: []node.Process{}}
 }
 
-func fabricCompleted(*server.Device) (uint8, uint32, nvml.Return) {
-	return nvml.GPU_FABRIC_STATE_COMPLETED, uint32(nvml.SUCCESS), nvml.SUCCESS
+func fabricCompleted(*server.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
+	return fabricInfo(nvml.GPU_FABRIC_STATE_COMPLETED, nvml.SUCCESS), nvml.SUCCESS
+}
+
+// fabricInfo is a fabric answer without health (a driver before the health mask).
+func fabricInfo(state uint8, status nvml.Return) nvml.GpuFabricInfo_v3 {
+	return nvml.GpuFabricInfo_v3{State: state, Status: uint32(status)}
 }
 
 // newH100 is dgxh100 with withLinks, withHealth and withSignals.
@@ -214,17 +219,22 @@ func TestGPUsDegraded(t *testing.T) {
 	dev(7).GetCurrPcieLinkGenerationFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	dev(7).GetMaxPcieLinkGenerationFunc = func() (int, nvml.Return) { return 0, nvml.ERROR_NOT_SUPPORTED }
 	// Fabric: GPU 1 still registering, GPU 2 registered with an error, GPU 4's query failed,
-	// GPU 7 reports a state this nodecheck does not know.
-	fabric := func(d *server.Device) (uint8, uint32, nvml.Return) {
+	// GPU 5 registered with a route unhealthy (v3: mask and summary), GPU 7 reports a state
+	// this nodecheck does not know.
+	fabric := func(d *server.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
 		switch d.Index {
 		case 1:
-			return nvml.GPU_FABRIC_STATE_IN_PROGRESS, uint32(nvml.SUCCESS), nvml.SUCCESS
+			return fabricInfo(nvml.GPU_FABRIC_STATE_IN_PROGRESS, nvml.SUCCESS), nvml.SUCCESS
 		case 2:
-			return nvml.GPU_FABRIC_STATE_COMPLETED, uint32(nvml.ERROR_INSUFFICIENT_RESOURCES), nvml.SUCCESS
+			return fabricInfo(nvml.GPU_FABRIC_STATE_COMPLETED, nvml.ERROR_INSUFFICIENT_RESOURCES), nvml.SUCCESS
 		case 4:
-			return 0, 0, nvml.ERROR_UNKNOWN
+			return nvml.GpuFabricInfo_v3{}, nvml.ERROR_UNKNOWN
+		case 5:
+			info := fabricInfo(nvml.GPU_FABRIC_STATE_COMPLETED, nvml.SUCCESS)
+			info.HealthMask, info.HealthSummary = 0x9a, nvml.GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY
+			return info, nvml.SUCCESS
 		case 7:
-			return 9, uint32(nvml.SUCCESS), nvml.SUCCESS
+			return fabricInfo(9, nvml.SUCCESS), nvml.SUCCESS
 		}
 		return fabricCompleted(d)
 	}
@@ -239,6 +249,8 @@ func TestGPUsDegraded(t *testing.T) {
 	want.Devices[3] = node.GPU{Index: 3, MinorNumber: -1, Error: "ERROR_GPU_IS_LOST"}
 	want.Devices[4].Fabric = &node.Fabric{State: "UNKNOWN", Status: "ERROR_UNKNOWN"}
 	want.Devices[5].PCIe.CurLinkWidth = 8
+	want.Devices[5].Fabric.Health = node.FabricHealth{Summary: "UNHEALTHY",
+		DegradedBandwidth: "FALSE", RouteRecovery: "FALSE", RouteUnhealthy: "TRUE", AccessTimeoutRecovery: "FALSE"}
 	want.Devices[6] = node.GPU{Index: 6, MinorNumber: 6, Error: "ERROR_GPU_IS_LOST"}
 	want.Devices[7].MinorNumber = -1
 	want.Devices[7].PCIe = &node.PCIe{CurLinkWidth: 16, MaxLinkWidth: 16}
@@ -263,14 +275,16 @@ func TestGPUsA100(t *testing.T) {
 		dev.GetCurrPcieLinkWidthFunc, dev.GetMaxPcieLinkWidthFunc = notSupported, notSupported
 		dev.GetCurrPcieLinkGenerationFunc, dev.GetMaxPcieLinkGenerationFunc = notSupported, notSupported
 	}
-	states := []func() (uint8, uint32, nvml.Return){
-		func() (uint8, uint32, nvml.Return) { return 0, 0, nvml.ERROR_NOT_SUPPORTED },
-		func() (uint8, uint32, nvml.Return) { return 0, 0, nvml.ERROR_FUNCTION_NOT_FOUND },
-		func() (uint8, uint32, nvml.Return) {
-			return nvml.GPU_FABRIC_STATE_NOT_SUPPORTED, uint32(nvml.SUCCESS), nvml.SUCCESS
+	states := []func() (nvml.GpuFabricInfo_v3, nvml.Return){
+		func() (nvml.GpuFabricInfo_v3, nvml.Return) { return nvml.GpuFabricInfo_v3{}, nvml.ERROR_NOT_SUPPORTED },
+		func() (nvml.GpuFabricInfo_v3, nvml.Return) {
+			return nvml.GpuFabricInfo_v3{}, nvml.ERROR_FUNCTION_NOT_FOUND
+		},
+		func() (nvml.GpuFabricInfo_v3, nvml.Return) {
+			return fabricInfo(nvml.GPU_FABRIC_STATE_NOT_SUPPORTED, nvml.SUCCESS), nvml.SUCCESS
 		},
 	}
-	fabric := func(d *server.Device) (uint8, uint32, nvml.Return) { return states[d.Index%len(states)]() }
+	fabric := func(d *server.Device) (nvml.GpuFabricInfo_v3, nvml.Return) { return states[d.Index%len(states)]() }
 	got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background(), node.AllGPUFields)
 	if err != nil {
 		t.Fatal(err)
@@ -657,7 +671,10 @@ func TestGPUsInitFails(t *testing.T) {
 			s.DeviceGetCountFunc = func() (int, nvml.Return) { called("DeviceGetCount"); return 0, nvml.SUCCESS }
 			s.DeviceGetHandleByIndexFunc = func(int) (nvml.Device, nvml.Return) { called("DeviceGetHandleByIndex"); return nil, nvml.SUCCESS }
 			s.LookupSymbolFunc = func(string) error { called("LookupSymbol"); return nil }
-			fabric := func(*server.Device) (uint8, uint32, nvml.Return) { called("fabric"); return 0, 0, nvml.SUCCESS }
+			fabric := func(*server.Device) (nvml.GpuFabricInfo_v3, nvml.Return) {
+				called("fabric")
+				return nvml.GpuFabricInfo_v3{}, nvml.SUCCESS
+			}
 			got, err := New(withAPI(mockAPI{s, fabric})).GPUs(context.Background(), node.AllGPUFields)
 			if err != nil {
 				t.Fatal(err)

@@ -24,19 +24,24 @@
  * nvmlDeviceGetRemappedRows, no nvmlDeviceGetMemoryInfo_v2, only the unversioned
  * nvmlDeviceGetComputeRunningProcesses with the v1 struct, only the throttle-reasons name
  * of the clocks call (nvmlDeviceGetCurrentClocksEventReasons came with 535), and no GPU
- * recovery action field (550): the field answers NVML_ERROR_NOT_SUPPORTED. A caller that
+ * recovery action field (550): the field answers NVML_ERROR_NOT_SUPPORTED, and the older
+ * reset status says a reset is required (NVML_FI_DEV_RESET_STATUS 1,
+ * NVML_FI_DEV_DRAIN_AND_RESET_STATUS 0; a current driver answers both 0). A caller that
  * calls a missing function dies in the dynamic linker.
  *
  * By default it has no fabric functions, as drivers before them: a caller that calls one
  * anyway dies in the dynamic linker, which is the failure the adapter must avoid. Built
  * with -DNVMLSTUB_FABRIC_V it has nvmlDeviceGetGpuFabricInfoV as a driver that knows the
- * v2 struct but not v3 (GPU 0: COMPLETED, SUCCESS); with -DNVMLSTUB_FABRIC_V1 it has only
- * the unversioned nvmlDeviceGetGpuFabricInfo (GPU 0: IN_PROGRESS).
+ * v2 struct but not v3 (GPU 0: COMPLETED, SUCCESS, health mask 0xaa: every condition
+ * false, as a healthy GB200 reads in NVIDIA/nccl#2186); with -DNVMLSTUB_FABRIC_V3 as one
+ * that knows v3 (GPU 0: COMPLETED, SUCCESS, health mask 0x9a: route unhealthy, the other
+ * conditions false; summary UNHEALTHY); with -DNVMLSTUB_FABRIC_V1 it has only the
+ * unversioned nvmlDeviceGetGpuFabricInfo (GPU 0: IN_PROGRESS).
  *
  * Every call is counted per name; NVMLSTUB_LOG names a file that gets one line per call,
  * so a test can check that nothing but nvmlInit ran after a failed init.
  *
- * Build: cc -shared -fPIC [-DNVMLSTUB_FABRIC_V | -DNVMLSTUB_FABRIC_V1] [-DNVMLSTUB_OLD] -o libnvidia-ml.so.1 nvmlstub.c
+ * Build: cc -shared -fPIC [-DNVMLSTUB_FABRIC_V | -DNVMLSTUB_FABRIC_V3 | -DNVMLSTUB_FABRIC_V1] [-DNVMLSTUB_OLD] -o libnvidia-ml.so.1 nvmlstub.c
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -201,6 +206,32 @@ nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, fabricInfoV2 *info) {
 		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH: this "driver" knows v2 only */
 	info->status = 0;
 	info->state = 3; /* NVML_GPU_FABRIC_STATE_COMPLETED */
+	info->healthMask = 0xaa;
+	return 0;
+}
+#endif
+
+#ifdef NVMLSTUB_FABRIC_V3
+/* nvmlGpuFabricInfo_v3_t (nvmlGpuFabricInfoV_t), version NVML_STRUCT_VERSION(GpuFabricInfo, 3). */
+typedef struct {
+	unsigned int version;
+	unsigned char clusterUuid[16];
+	nvmlReturn_t status;
+	unsigned int cliqueId;
+	unsigned char state;
+	unsigned int healthMask;
+	unsigned char healthSummary;
+} fabricInfoV3;
+
+nvmlReturn_t nvmlDeviceGetGpuFabricInfoV(nvmlDevice_t d, fabricInfoV3 *info) {
+	(void)d;
+	NEED_INIT("nvmlDeviceGetGpuFabricInfoV");
+	if (info->version != (sizeof(fabricInfoV3) | (3u << 24)))
+		return 25; /* NVML_ERROR_ARGUMENT_VERSION_MISMATCH */
+	info->status = 0;
+	info->state = 3;         /* NVML_GPU_FABRIC_STATE_COMPLETED */
+	info->healthMask = 0x9a; /* route unhealthy TRUE (1 << 4); degraded bw, route recovery, access timeout FALSE */
+	info->healthSummary = 2; /* NVML_GPU_FABRIC_HEALTH_SUMMARY_UNHEALTHY */
 	return 0;
 }
 #endif
@@ -448,7 +479,17 @@ nvmlReturn_t nvmlDeviceGetFieldValues(nvmlDevice_t d, int count, fieldValue *val
 		case 230: /* NVML_FI_DEV_GET_GPU_RECOVERY_ACTION */
 			v->value.ui = 0; /* NVML_GPU_RECOVERY_ACTION_NONE */
 			break;
+		case 226: /* NVML_FI_DEV_RESET_STATUS */
+			v->value.ui = 0;
+			break;
+#else
+		case 226:
+			v->value.ui = 1; /* a reset is required */
+			break;
 #endif
+		case 227: /* NVML_FI_DEV_DRAIN_AND_RESET_STATUS */
+			v->value.ui = 0;
+			break;
 		default:
 			v->nvmlReturn = 3; /* NVML_ERROR_NOT_SUPPORTED */
 		}
