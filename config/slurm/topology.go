@@ -16,7 +16,7 @@ package slurm
 //	BlockSizes=N[,N...]
 //
 // A switch with Nodes= is a leaf; one with Switches= sits above the switches it names; one
-// with neither is an empty leaf. Slurm refuses a switch with both, a name longer than 64
+// with neither is refused. Slurm refuses a switch with both or neither, a name longer than 64
 // bytes, a name defined twice, a child that is not defined, and a block without Nodes=.
 
 import (
@@ -85,8 +85,8 @@ type TopoSwitch struct {
 	LinkSpeed uint32 // LinkSpeed; 0 when not given (Slurm then takes 1)
 }
 
-// IsLeaf reports whether Slurm takes the switch for a leaf: it has Nodes=, or neither Nodes=
-// nor Switches= (an empty leaf).
+// IsLeaf reports whether Slurm takes the switch for a leaf: it has Nodes= (a line with
+// neither Nodes= nor Switches= is refused; lint says so).
 func (s TopoSwitch) IsLeaf() bool { return s.Switches == nil }
 
 // TopoBlock is one BlockName= line.

@@ -26,8 +26,11 @@ func (l *topoLinter) checkTree() {
 	broken := false
 	for i, s := range l.tc.Switches {
 		if s.Switches == nil {
-			if s.Nodes == nil || s.Nodes.Len() == 0 {
-				l.problem(SeverityWarning, s.Pos, "", "SwitchName=%s has no node and no child switch: Slurm keeps it as an empty leaf; list its nodes (Nodes=) or remove it", s.Name)
+			if s.Nodes == nil {
+				// topology_tree.c _parse_switches (22.05; switch_record.c in 24.11): "switch %s has
+				// neither child switches nor nodes", and the file is refused. An empty Nodes= is
+				// reported where it is parsed.
+				l.problem(SeverityError, s.Pos, "", "SwitchName=%s has neither Nodes= nor Switches=: Slurm refuses the file (\"switch %s has neither child switches nor nodes\"); list its nodes (Nodes=) or remove it", s.Name, s.Name)
 			}
 			continue
 		}
