@@ -83,6 +83,10 @@ type Check interface {
 	Section() config.Section
 	// Explain is what `nodecheck explain ID` tells an admin about the check.
 	Explain() Explanation
+	// Faults declares the ways the check fails, beside its code: the rows of the remedy
+	// table that are its own (each fault with its remedy and why), and the shared faults
+	// it gives too (remedy.go). The remedy table, explain and the README are built from it.
+	Faults() Faults
 	// Run judges the node. It returns a Result, never panics on node data, and returns soon
 	// after ctx is done.
 	Run(ctx context.Context, env *Env) Result

@@ -18,6 +18,17 @@ import (
 
 const idFabricManager = "fabric_manager"
 
+// The ways fabric_manager fails: its rows of the remedy table (Faults).
+const (
+	faultFMNotInstalled fault = "fabric_manager/not_installed"
+	faultFMVersion      fault = "fabric_manager/version"
+	faultFMService      fault = "fabric_manager/service"
+	faultFMFabric       fault = "fabric_manager/fabric"
+)
+
+// srcADR050 is the source of the rows of a service or fabric that is down.
+const srcADR050 = "NVIDIA NVSentinel ADR-050 (docs/designs/050-system-services-monitor-scope.md): FabricManagerServiceDown and FabricStateUnhealthy -> RESTART_BM, the cheapest first try"
+
 // Package managers asked for the Fabric Manager package when the binary is absent.
 const (
 	dpkgQuery = "/usr/bin/dpkg-query"
@@ -402,6 +413,23 @@ func serviceActive(ctx context.Context, env *Env, systemctl, service, id string,
 	failDetail(&d, inactive)
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
 	return d
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (fabricManager) Faults() Faults {
+	return Faults{
+		shared: []fault{faultNVMLDriver, faultNVMLMissing},
+		own: []remedyRow{
+			{faultFMNotInstalled, "Fabric Manager is not installed on a node with NVSwitches", RemedyAdmin,
+				"Fabric Manager user guide, Installation: NVSwitch systems need the nvidia-fabricmanager package of the driver's version"},
+			{faultFMVersion, "Fabric Manager and the driver have different versions", RemedyAdmin,
+				"Fabric Manager user guide: FM must match the driver's version exactly, else it refuses to start (CUDA error 802)"},
+			{faultFMService, "the Fabric Manager service is not active", RemedyReboot, srcADR050},
+			{faultFMFabric, "a GPU's fabric registration is not COMPLETED, or completed with an error", RemedyReboot,
+				srcADR050 + "; on HGX the GPUs and NVSwitches are set up together when FM starts, which a reboot redoes"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain fabric_manager` says.

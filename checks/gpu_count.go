@@ -17,6 +17,23 @@ import (
 
 const idGPUCount = "gpu_count"
 
+// The ways gpu_count fails: its rows of the remedy table (Faults).
+const (
+	faultGPULost       fault = "gpu_count/gpu_lost"
+	faultGPUNeedsReset fault = "gpu_count/reset_required"
+	faultGPUOffBus     fault = "gpu_count/not_on_pci"
+	faultGPUsShort     fault = "gpu_count/fewer_than_slurm"
+	faultGPUsExtra     fault = "gpu_count/more_than_slurm"
+)
+
+// nvmlDeviceFault is the fault of a GPU NVML lists but cannot use (node.GPU.Error).
+func nvmlDeviceFault(err string) fault {
+	if err == "ERROR_RESET_REQUIRED" {
+		return faultGPUNeedsReset
+	}
+	return faultGPULost
+}
+
 // gpuCount compares three counts: the GPUs slurm.conf gives this node (Gres=gpu[:type]:N,
 // summed over types), the GPUs NVML can open, and the NVIDIA GPUs on the PCI bus. A GPU on
 // the bus that NVML cannot open (fell off the bus, ERROR_GPU_IS_LOST, driver failed to
@@ -375,6 +392,26 @@ func typeMismatches(specs []slurm.GresSpec, names []string) []Detail {
 			Observed: strconv.Itoa(m), Expected: strconv.FormatUint(s.Count, 10)})
 	}
 	return out
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (gpuCount) Faults() Faults {
+	return Faults{
+		shared: []fault{faultNVMLDriver, faultNVMLMissing, faultSlurmTimeout},
+		own: []remedyRow{
+			{faultGPULost, "a GPU on the PCI bus that NVML cannot use (ERROR_GPU_IS_LOST: fallen off the bus) or does not list", RemedyReboot,
+				"XID 79 \"GPU has fallen off the bus\": RESTART_BM (" + srcXIDCatalog + ")"},
+			{faultGPUNeedsReset, "NVML answers a GPU with ERROR_RESET_REQUIRED", RemedyResetGPU,
+				"nvml.h NVML_ERROR_RESET_REQUIRED: \"The GPU requires a reset before it can be used again\""},
+			{faultGPUOffBus, "NVML lists a GPU that the PCI bus no longer shows", RemedyReboot,
+				"a GPU the driver holds but the bus lost is fallen off the bus: XID 79, RESTART_BM (" + srcXIDCatalog + ")"},
+			{faultGPUsShort, "NVML and the PCI bus agree on fewer GPUs than slurm.conf gives the node (and than gres.conf lists): a GPU absent from the PCI bus", RemedyService,
+				"a GPU that does not enumerate on the PCI bus is a board, riser or slot to reseat or replace (XID 79's investigatory action: CONTACT_SUPPORT)"},
+			{faultGPUsExtra, "slurm.conf gives the node another GPU count than NVML and the PCI bus show, and gres.conf lists as many GPU files as they show", RemedyAdmin,
+				"slurm.conf(5) Gres=: the count is configuration; fix the NodeName line"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_count` says.

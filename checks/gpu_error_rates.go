@@ -13,6 +13,13 @@ import (
 
 const idGPUErrorRates = "gpu_error_rates"
 
+// The ways gpu_error_rates fails: its rows of the remedy table (Faults).
+const (
+	faultRateECC    fault = "gpu_error_rates/ecc_corrected"
+	faultRateNVLink fault = "gpu_error_rates/nvlink"
+	faultRatePCIe   fault = "gpu_error_rates/pcie_replay"
+)
+
 // gpuErrorRates judges how fast a GPU's error counters climb, from the counters each run
 // samples into the node's history: correctable ECC errors (volatile), NVLink CRC, replay and
 // recovery errors, PCIe replays. One run sees a count, which says little (a GPU corrects
@@ -161,6 +168,20 @@ func judgeRates(r *runHistory, js []history.Judgement, cfg *gpuErrorRatesConfig)
 		res.Summary = fmt.Sprintf("no rate yet on %s: one reading of the counters so far; a rate needs two at least %s apart", countNoun(len(js), "GPU", "GPUs"), history.Human(cfg.MinSpan))
 	}
 	return res
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuErrorRates) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultRateECC, "correctable ECC errors climbing at the fail rate (history)", RemedyService,
+				"the XID catalog's XID 92, high single-bit ECC error rate: investigatory action CONTACT_SUPPORT; DCGM's DCGM_FR_SBE_VIOLATION: run a field diagnostic (dcgmi diag -r 3) and replace the GPU when it persists"},
+			{faultRateNVLink, "NVLink CRC, replay or recovery errors climbing at the fail rate (history)", RemedyResetGPU,
+				"the XID catalog's XID 74 (NVLink error): \"A GPU reset or node reboot is needed to clear this error\"; DCGM_FR_NVLINK_ERROR_THRESHOLD: a reset retrains the links, a vendor case if they keep erring"},
+			{faultRatePCIe, "PCIe replays climbing at the fail rate (history)", RemedyService,
+				"DCGM_FR_PCI_REPLAY_RATE: \"Reconnect PCIe card. Run system side PCIE diagnostic utilities to verify hops off the GPU board. If issue is on the board, run the field diagnostic.\""},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_error_rates` says.

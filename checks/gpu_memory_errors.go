@@ -16,6 +16,17 @@ import (
 
 const idGPUMemoryErrors = "gpu_memory_errors"
 
+// The ways gpu_memory_errors fails: its rows of the remedy table (Faults).
+const (
+	faultRemapFailed     fault = "gpu_memory_errors/remap_failed"
+	faultRetiredLimit    fault = "gpu_memory_errors/retired_pages_limit"
+	faultUncorrectable   fault = "gpu_memory_errors/uncorrectable"
+	faultRemapPending    fault = "gpu_memory_errors/remap_pending"
+	faultRetirePending   fault = "gpu_memory_errors/retirement_pending"
+	faultECCOff          fault = "gpu_memory_errors/ecc_off"
+	faultECCOnAfterReset fault = "gpu_memory_errors/ecc_on_after_reset"
+)
+
 // gpuMemoryErrors judges each GPU's memory error state as NVML reports it: ECC mode,
 // uncorrectable ECC errors since the driver loaded, row remapping (Ampere and later) and
 // dynamic page retirement (before Ampere). What each state gives, and why:
@@ -415,6 +426,28 @@ func orUnknownName(name string) string {
 		return "unnamed GPU"
 	}
 	return text.OneLine(name, 60)
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuMemoryErrors) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultRemapFailed, "row remapping failed", RemedyService,
+				"NVIDIA's RMA policy: \"the RMA criteria is met when the row-remapping failure flag is set\", https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/rma-policy-thresholds-for-row-remapping.html"},
+			{faultRetiredLimit, "retired pages at or above retired_pages_limit (63)", RemedyService,
+				"DCGM_LIMIT_MAX_RETIRED_PAGES, matched to the field diagnostic; DCGM_FR_RETIRED_PAGES_LIMIT_NEXT: run a field diagnostic (RMA)"},
+			{faultUncorrectable, "uncorrectable ECC errors since the driver loaded (volatile)", RemedyResetGPU,
+				"DCGM_FR_VOLATILE_DBE_DETECTED_NEXT: \"Drain the GPU and reset it or reboot the node\""},
+			{faultRemapPending, "a row remapping pending", RemedyResetGPU,
+				"a remap \"will happen at the next GPU reset\", https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html"},
+			{faultRetirePending, "a page retirement pending (before Ampere)", RemedyResetGPU,
+				"DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS_NEXT: \"Drain the GPU and reset it or reboot the node\"; https://docs.nvidia.com/deploy/dynamic-page-retirement/"},
+			{faultECCOff, "ECC off on a GPU that has it, and not set to turn on", RemedyAdmin,
+				"DCGM_FR_ECC_DISABLED_NEXT: enable it with nvidia-smi -i N -e 1, then a reset: a setting a person chooses"},
+			{faultECCOnAfterReset, "ECC off until the next reset, which turns it on", RemedyResetGPU,
+				"nvidia-smi -e takes effect at the next GPU reset (DCGM_FR_ECC_DISABLED_NEXT)"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_memory_errors` says.

@@ -16,6 +16,11 @@ import (
 
 const idGPUModels = "gpu_models"
 
+// The ways gpu_models fails: its rows of the remedy table (Faults).
+const (
+	faultModelMismatch fault = "gpu_models/mismatch"
+)
+
 // gpuModels checks that a node's GPUs are all one model (NVML device names), and that the
 // slurm.conf Feature= tokens and Gres types of the node that name a GPU model (h100, a100,
 // ...) name the model the GPUs are. Model tokens come from the NVML names through a table of
@@ -361,6 +366,18 @@ func claimsText(claims []modelClaim) string {
 		parts[i] = c.what
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (gpuModels) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultModelMismatch, "the GPUs are not the model slurm.conf's Feature= or Gres type says", RemedyAdmin,
+				"Feature= and Gres types are configuration: correct the NodeName line, or fit the board it names"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_models` says.

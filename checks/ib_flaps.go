@@ -12,6 +12,11 @@ import (
 
 const idIBFlaps = "ib_flaps"
 
+// The ways ib_flaps fails: its rows of the remedy table (Faults).
+const (
+	faultIBFlaps fault = "ib_flaps/flaps"
+)
+
 // ibFlaps judges InfiniBand (and RoCE) link flaps over time, from the node's history: the
 // link of a port going down again and again within a window, which one run's look at the
 // port (ib_ports) misses when the link is up again by then. The downs come from the port's
@@ -106,6 +111,16 @@ func (ibFlaps) Run(ctx context.Context, env *Env) Result {
 // judgeFlapsOK is the summary when no port flapped.
 func judgeFlapsOK(js []history.Judgement, cfg *ibFlapsConfig) string {
 	return fmt.Sprintf("%s: no link down within %s", countNoun(len(js), "port", "ports"), history.Human(cfg.Window))
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (ibFlaps) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultIBFlaps, "a port that went down and up again too often in the window (history)", RemedyService,
+				"a link that keeps going down and up is a cable, transceiver or switch port to reseat or replace"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain ib_flaps` says.

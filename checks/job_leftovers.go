@@ -17,6 +17,12 @@ import (
 
 const idJobLeftovers = "job_leftovers"
 
+// The ways job_leftovers fails: its rows of the remedy table (Faults).
+const (
+	faultLeftProcess fault = "job_leftovers/process"
+	faultLeftMemory  fault = "job_leftovers/memory"
+)
+
 // maxJobGPUIndex bounds an index in SLURM_JOB_GPUS: a node has at most a few hundred GPU
 // device files (config's own bound on File= is 65536), so a larger one is garbage, and a
 // range up to it would allocate for nothing.
@@ -451,6 +457,20 @@ func describeProcess(p node.Process, jobsOwnUser bool) string {
 		parts = append(parts, "the job's own user")
 	}
 	return fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(parts, ", "))
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (jobLeftovers) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultLeftProcess, "a process still on one of the job's GPUs after it (or before it, in a prolog)", RemedyReboot,
+				"it escaped or outlived slurmstepd's kill (slurm.conf(5) UnkillableStepTimeout drains a node whose processes do not die), and nvidia-smi(1) -r refuses a GPU a process still uses: the repair that always clears it is a reboot (a person may kill it first)"},
+			{faultLeftMemory, "GPU memory held with no process on the GPU", RemedyResetGPU,
+				"nvidia-smi(1) -r resets the GPU and frees its memory once nothing uses it"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain job_leftovers` says.

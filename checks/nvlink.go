@@ -16,6 +16,11 @@ import (
 
 const idNVLink = "nvlink"
 
+// The ways nvlink fails: its rows of the remedy table (Faults).
+const (
+	faultNVLinkDown fault = "nvlink/inactive"
+)
+
 // nvLink checks that every NVLink of every GPU is active (nvmlDeviceGetNvLinkState), and that
 // a GPU reports as many links as its model has (builtinNVLinks, with [checks.nvlink]
 // expected_links tried first). A model the table does not know is judged only on the links
@@ -419,6 +424,16 @@ func linkRanges(links []int) []string {
 		i = j + 1
 	}
 	return out
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (nvLink) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultNVLinkDown, "an NVLink inactive, or fewer NVLinks than the GPU's model has", RemedyResetGPU,
+				"XID 74 in the catalog: \"A GPU reset or node reboot is needed to clear this error\", and a vendor case only if that fails; DCGM_FR_NVLINK_DOWN_NEXT: reset the GPU, rerun diagnostics"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain nvlink` says.

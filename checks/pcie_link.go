@@ -15,6 +15,11 @@ import (
 
 const idPCIeLink = "pcie_link"
 
+// The ways pcie_link fails: its rows of the remedy table (Faults).
+const (
+	faultPCIeWidth fault = "pcie_link/width"
+)
+
 // pcieLink checks that every GPU, NVSwitch and Mellanox HCA runs its PCIe link at full width
 // (or at least min_width). A GPU's link comes from NVML where NVML reports it, from sysfs
 // otherwise. Link speed is never judged: GPUs lower it when idle (a Gen5 H100 at rest shows
@@ -333,6 +338,16 @@ func kindRank(kind string) int {
 }
 
 func fmtGTs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " GT/s" }
+
+// Faults declares the check's own rows of the remedy table.
+func (pcieLink) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultPCIeWidth, "a GPU, NVSwitch or HCA runs its PCIe link narrower than its max width (or min_width)", RemedyService,
+				"the width is trained from the physical lanes: reseat the card, riser or cable (DCGM: \"Reconnect PCIe card\", DCGM_FR_PCI_REPLAY_RATE_NEXT; its diag's pcie plugin flags link downtraining as a hardware fault)"},
+		},
+	}
+}
 
 // Explain is what `nodecheck explain pcie_link` says.
 func (pcieLink) Explain() Explanation {

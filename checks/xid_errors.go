@@ -19,6 +19,17 @@ import (
 
 const idXIDErrors = "xid_errors"
 
+// The ways xid_errors fails: its rows of the remedy table (Faults).
+const (
+	faultXIDReset     fault = "xid_errors/reset"
+	faultXIDResetSoon fault = "xid_errors/reset_when_convenient"
+	faultXIDReboot    fault = "xid_errors/reboot"
+	faultXIDSupport   fault = "xid_errors/contact_support"
+	faultXIDSoftware  fault = "xid_errors/software"
+	faultXID154Reset  fault = "xid_errors/recovery_reset"
+	faultXID154Reboot fault = "xid_errors/recovery_reboot"
+)
+
 // xidErrors reads the NVIDIA XID events in the kernel log (dmesg) and judges them over time,
 // from the node's history: an event counts once across runs (dmesg shows every XID since
 // boot at every run); an XID NVIDIA's XID catalog resolves with a GPU reset or a reboot fails
@@ -424,6 +435,28 @@ func xidGPULabels(inv node.GPUInventory) map[string]string {
 		}
 	}
 	return m
+}
+
+// Faults declares the check's own rows of the remedy table, and lists the built-in
+// fail_xids by remedy for explain.
+func (xidErrors) Faults() Faults {
+	return Faults{
+		note: func() string { return "The built-in fail_xids by remedy: " + xidDefaultsByRemedy() + "." },
+		own: []remedyRow{
+			{faultXIDReset, "an XID the catalog resolves with RESET_GPU, or with a workflow that says a reset clears it (48, 74, 144-150)", RemedyResetGPU, srcXIDCatalog},
+			{faultXIDResetSoon, "an XID the catalog asks no immediate node action for, failed by fail_xids or repeats: 63 (row remap: the driver says \"reset gpu to activate\"), 94 (\"reset the GPU when convenient\"), IGNORE/IGNORE ones, and XIDs the catalog does not list", RemedyResetGPU,
+				srcXIDCatalog + " (trigger conditions of 63, 64, 94); the cheapest remedy that clears the GPU's state, repeated repairs escalate"},
+			{faultXIDReboot, "an XID the catalog resolves with RESTART_BM or RESTART_VM (79 fallen off the bus)", RemedyReboot, srcXIDCatalog},
+			{faultXIDSupport, "an XID whose action is CONTACT_SUPPORT or CHECK_MECHANICALS (61, 54, the unused ones), or one with no immediate node action whose investigatory action is CONTACT_SUPPORT (92, 43, 68)", RemedyService,
+				srcXIDCatalog + ", and its Investigatory Action column"},
+			{faultXIDSoftware, "an XID whose action is UPDATE_SWFW, or one with no immediate node action whose investigatory action is software (13, 31: WORKFLOW_XID_13/31, CHECK_APP/CUDA, INVESTIGATE_SW; 45: RESTART_FM)", RemedyAdmin,
+				srcXIDCatalog + ", and its Investigatory Action column"},
+			{faultXID154Reset, "XID 154 saying GPU Reset Required, Drain and Reset, Drain P2P, or None", RemedyResetGPU,
+				"XID 154 \"summarizes the recovery action required for other Xids\" (" + srcXIDCatalog + ")"},
+			{faultXID154Reboot, "XID 154 saying Node Reboot Required, or an action nodecheck cannot read", RemedyReboot,
+				"XID 154 (" + srcXIDCatalog + "); a reboot also clears any action nodecheck could not read"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain xid_errors` says.
