@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
@@ -35,7 +36,21 @@ func (gpuErrorRates) Description() string {
 	return "GPU error counters (correctable ECC, NVLink CRC/replay/recovery, PCIe replay) climb below their warn and fail rates per hour (from the node's history)"
 }
 
-func (gpuErrorRates) judgesOverTime() {}
+// observes: NVML's GPUs, with their error counters.
+func (gpuErrorRates) observes() observed { return observed{gpus: true} }
+
+// judgementRemedy is the remedy of a counter's rate, by the counter's row.
+func (gpuErrorRates) judgementRemedy(j history.Judgement) Remedy {
+	switch {
+	case j.Rule == "rate_"+history.ECCCorrected.ID():
+		return remedyOf(faultRateECC)
+	case j.Rule == "rate_"+history.PCIeReplay.ID():
+		return remedyOf(faultRatePCIe)
+	case strings.HasPrefix(j.Rule, "rate_nvlink"):
+		return remedyOf(faultRateNVLink)
+	}
+	return ""
+}
 
 // GPUFields implements gpuFactsUser: what the history step records of each GPU for the rates,
 // its identity and its counters (historyGPUFields).
@@ -159,7 +174,7 @@ func judgeRates(r *runHistory, js []history.Judgement, cfg *gpuErrorRatesConfig)
 		}
 	}
 	okSummary := fmt.Sprintf("%s: every counter below its warn rate (worst over %s)", countNoun(rated, "GPU", "GPUs"), history.Human(cfg.Window))
-	res := r.overTimeResult(js, okSummary, "each counter below its warn and fail rate per hour")
+	res := r.overTimeResult(js, gpuErrorRates{}.judgementRemedy, okSummary, "each counter below its warn and fail rate per hour")
 	if res.Status == StatusSkip && rated > 0 {
 		// Some GPUs have a rate and are fine, others only a first reading: the node is judged.
 		res.Status, res.Summary = StatusOK, okSummary+fmt.Sprintf("; %d without a rate yet", len(res.Details))

@@ -40,7 +40,27 @@ type HistorySetup struct {
 // before the checks when one of them runs in the run's mode.
 type overTime interface {
 	Check
-	judgesOverTime()
+	// observes says what the history step gathers for the check (history_obs.go).
+	observes() observed
+	// judgementRemedy is the remedy of one of the check's failing judgements.
+	judgementRemedy(j history.Judgement) Remedy
+}
+
+// observed is what a check that judges over time needs the run to tell its history.
+type observed struct {
+	kernelLog bool // the kernel log (dmesg): XIDs, link lines, driver loads
+	gpus      bool // NVML's GPUs: identity and error counters
+	ports     bool // the InfiniBand ports' states
+}
+
+// observing is what the checks of users need gathered, together.
+func observing(users []overTime) observed {
+	var o observed
+	for _, c := range users {
+		n := c.observes()
+		o.kernelLog, o.gpus, o.ports = o.kernelLog || n.kernelLog, o.gpus || n.gpus, o.ports || n.ports
+	}
+	return o
 }
 
 // historyTimeout bounds the history file's part of the history step: the lock and the file.
@@ -134,7 +154,8 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 	}
 	now := cmp.Or(env.History.Now, time.Now())
 	r := &runHistory{now: now}
-	if uses(users, idXIDErrors, idIBFlaps) {
+	if observing(users).kernelLog {
+		// The kernel log is read as xid_errors reads it, under its settings, once for the run.
 		xcfg := settings[*xidErrorsConfig](env.Config, idXIDErrors)
 		kctx, cancel := context.WithTimeout(ctx, xcfg.Timeout)
 		out, res, ok := readKernelLog(kctx, env, xcfg.Dmesg)
@@ -145,7 +166,7 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 		r.Off = cmp.Or(env.History.Off, "no state directory ([state] dir is empty)")
 		return r
 	}
-	obs := gatherObservation(ctx, env, r, users)
+	obs := gatherObservation(ctx, env, r, observing(users))
 	if obs.BootID == "" {
 		r.noBoot = "no boot id in this run (" + bootIDPath + "): its events and counters cannot be placed in the node's history"
 	}
@@ -260,9 +281,9 @@ func (r *runHistory) kernelLogRead() *kernelLog {
 
 // overTimeResult is a check's result from its judgements over time: the worst status, a
 // detail per judgement that is not ok, the worst one's summary first, each failing one with
-// its remedy (judgementRemedy). okSummary is the summary when every judgement is ok (or there
-// is none).
-func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected string) Result {
+// its remedy (remedy: the check's judgementRemedy). okSummary is the summary when every
+// judgement is ok (or there is none).
+func (r *runHistory) overTimeResult(js []history.Judgement, remedy func(history.Judgement) Remedy, okSummary, expected string) Result {
 	res := Result{Status: StatusOK, Summary: okSummary, Expected: expected}
 	var bad []history.Judgement
 	for _, j := range js {
@@ -278,7 +299,7 @@ func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected 
 		msg := strings.TrimPrefix(j.Summary, j.Device+": ")
 		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected}
 		if d.Status == StatusFail {
-			d.Remedy = judgementRemedy(j)
+			d.Remedy = remedy(j)
 		}
 		res.Details = append(res.Details, d)
 	}
@@ -308,23 +329,4 @@ func overTimeStatus(s history.Status) Status {
 		return StatusSkip
 	}
 	return StatusOK
-}
-
-// judgementRemedy is the remedy of a failing judgement over time: an XID's by the catalog
-// (remedyForXID, as xid_errors gives one from the kernel log), a counter rate's and a
-// flapping port's by their rows of remedyTable.
-func judgementRemedy(j history.Judgement) Remedy {
-	switch {
-	case strings.HasPrefix(j.Rule, "xid"):
-		return remedyForXID(j.XID, j.XIDMessage)
-	case j.Rule == "rate_"+history.ECCCorrected.ID():
-		return remedyOf(faultRateECC)
-	case j.Rule == "rate_"+history.PCIeReplay.ID():
-		return remedyOf(faultRatePCIe)
-	case strings.HasPrefix(j.Rule, "rate_nvlink"):
-		return remedyOf(faultRateNVLink)
-	case j.Rule == "ib_flap":
-		return remedyOf(faultIBFlaps)
-	}
-	return ""
 }

@@ -42,7 +42,14 @@ const (
 // an earlier job met.
 type xidErrors struct{}
 
-func (xidErrors) judgesOverTime() {}
+// observes: the kernel log's XIDs, and NVML's GPUs to name them by UUID and serial.
+func (xidErrors) observes() observed { return observed{kernelLog: true, gpus: true} }
+
+// judgementRemedy is an XID's remedy by the catalog (remedyForXID), as the same XID in the
+// kernel log since boot gets.
+func (xidErrors) judgementRemedy(j history.Judgement) Remedy {
+	return remedyForXID(j.XID, j.XIDMessage)
+}
 
 func (xidErrors) ID() string { return idXIDErrors }
 
@@ -294,7 +301,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 // could not be read this run (kl the result saying why), what the history already holds
 // still fails a GPU; anything less is not a judgement, and kl is returned.
 func judgeXIDHistory(r *runHistory, js []history.Judgement, out node.CmdResult, kl Result, read bool) Result {
-	res := r.overTimeResult(js, "no XID in force on "+countNoun(len(js), "GPU", "GPUs")+" (history of this boot and the kernel log)", "no reset- or reboot-class XID in force, no XID repeating beyond its rule")
+	res := r.overTimeResult(js, xidErrors{}.judgementRemedy, "no XID in force on "+countNoun(len(js), "GPU", "GPUs")+" (history of this boot and the kernel log)", "no reset- or reboot-class XID in force, no XID repeating beyond its rule")
 	if !read {
 		if res.Status != StatusFail {
 			return kl
