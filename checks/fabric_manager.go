@@ -174,7 +174,7 @@ func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, s
 		// unregistered.
 		slices.SortStableFunc(bad, func(a, b Detail) int { return b.Status.rank() - a.Status.rank() })
 		res.Status = bad[0].Status
-		res.Summary = bad[0].Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = bad[0].Message+moreSuffix(len(bad)-1), bad[0].Subject
 		for _, b := range bad {
 			if b.Status == StatusError && res.Err == nil {
 				res.Err = errors.New(b.Message)
@@ -197,35 +197,36 @@ func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, s
 // one detail for the GPUs not registered, one for those not read.
 func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, withFabric int) {
 	var notDone, unread []string
+	var unreadGPU Subject // the GPU not read, where only one is
 	failed := 0
 	for _, g := range gpus {
-		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		label, subject := gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), gpuSubject(g, "")
 		tr, model := traitsOf(g.Name)
 		noState := g.Fabric == nil || g.Fabric.State == fabricNotSupported || g.Fabric.State == ""
 		switch {
 		case g.Error != "" && switches:
-			unread = append(unread, label+" "+g.Error)
+			unread, unreadGPU = append(unread, label+" "+g.Error), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Observed: g.Error, Expected: "COMPLETED/SUCCESS",
-				Message: "NVML: " + g.Error + ": fabric state not read"})
+				Message: "NVML: " + g.Error + ": fabric state not read", Subject: subject})
 			continue
 		case g.Error != "":
 			continue
 		case noState && tr.fabric && switches:
-			unread = append(unread, label)
+			unread, unreadGPU = append(unread, label), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Expected: "COMPLETED/SUCCESS",
-				Message: fmt.Sprintf("fabric state not reported by NVML (%s GPUs register with Fabric Manager on NVSwitch nodes)", model)})
+				Message: fmt.Sprintf("fabric state not reported by NVML (%s GPUs register with Fabric Manager on NVSwitch nodes)", model), Subject: subject})
 			continue
 		case noState:
 			continue // no fabric state before Hopper
 		case g.Fabric.State == fabricUnknown:
-			unread = append(unread, label+" "+g.Fabric.Status)
+			unread, unreadGPU = append(unread, label+" "+g.Fabric.Status), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Observed: fabricUnknown + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
-				Message: "fabric state could not be read: " + g.Fabric.Status})
+				Message: "fabric state could not be read: " + g.Fabric.Status, Subject: subject})
 			continue
 		}
 		withFabric++
 		d := Detail{Device: label, Status: StatusOK, Observed: g.Fabric.State + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
-			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status}
+			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status, Subject: subject}
 		switch {
 		case g.Fabric.State != fabricCompleted:
 			// NVML: the status "must be checked only if state returns complete".
@@ -249,7 +250,13 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 			Message: fmt.Sprintf("%s on %d of %d GPUs: %s", what, len(notDone), withFabric, listSome(notDone, 2))})
 	}
 	if len(unread) > 0 {
-		problems = append(problems, Detail{Device: "fabric", Status: StatusError,
+		// The failing one above is the fabric's: each GPU's own detail fails with it and names
+		// the GPU. This one, which the summary of an error speaks of, names the GPU where it
+		// is only one.
+		if len(unread) > 1 {
+			unreadGPU = Subject{}
+		}
+		problems = append(problems, Detail{Device: "fabric", Status: StatusError, Subject: unreadGPU,
 			Message: fmt.Sprintf("fabric state not read on %s: %s", countNoun(len(unread), "GPU", "GPUs"), listSome(unread, 2))})
 	}
 	return details, problems, withFabric
@@ -385,7 +392,7 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 // has the systemctl key): ok when it is, fail with inactive's remedy when systemd says
 // another state, error when systemd cannot be asked.
 func serviceActive(ctx context.Context, env *Env, systemctl, service, id string, inactive fault) Detail {
-	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active"}
+	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active", Subject: Subject{Service: service}}
 	out, err := env.Facts.Exec(ctx, []string{systemctl, "is-active", service})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):

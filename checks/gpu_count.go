@@ -254,15 +254,18 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 		l, isLost := lostAt[a]
 		switch {
 		case ok:
-			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
+			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI",
+				Subject: gpuSubject(s.gpu, a)})
 		case isLost:
 			add(a+" "+l.gpu.Error, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
-				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(l.gpu.Error))})
+				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(l.gpu.Error)),
+				Subject: gpuSubject(l.gpu, a)})
 		case noBusID:
-			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
+			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI",
+				Subject: busSubject(a)})
 		default:
 			add(a+" missing", Detail{Device: gpuLabel(-1, a), Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI",
-				Remedy: remedyOf(faultGPULost)})
+				Remedy: remedyOf(faultGPULost), Subject: busSubject(a)})
 		}
 	}
 	for _, s := range lost {
@@ -270,13 +273,15 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 			continue // named above with its bus id
 		}
 		add(gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(s.gpu.Error))})
+			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(s.gpu.Error)),
+			Subject: gpuSubject(s.gpu, s.addr)})
 	}
 	if !noBusID {
 		for _, s := range m.visible {
 			if !slices.Contains(bus, s.addr) {
 				add(s.addr+" not on PCI", Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI", Remedy: remedyOf(faultGPUOffBus)})
+					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI", Remedy: remedyOf(faultGPUOffBus),
+					Subject: gpuSubject(s.gpu, s.addr)})
 			}
 		}
 	}

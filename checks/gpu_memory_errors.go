@@ -216,21 +216,21 @@ func judgeGPUMemory(gpus []node.GPU, cfg *gpuMemoryErrorsConfig) Result {
 // no memory error state at all is skipped, unless its model always reports some (gpuTraits):
 // then what NVML left out is an error, as it is beside other findings.
 func judgeGPUMemoryOne(g node.GPU, cfg *gpuMemoryErrorsConfig, allowOff bool) memJudged {
-	label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+	label, subject := gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), gpuSubject(g, "")
 	if g.Error != "" {
 		msg := g.Error + ": memory error state not read"
-		return memJudged{detail: Detail{Device: label, Status: StatusError, Message: "NVML: " + msg, Observed: g.Error, Expected: "usable in NVML"},
+		return memJudged{detail: Detail{Device: label, Status: StatusError, Message: "NVML: " + msg, Observed: g.Error, Expected: "usable in NVML", Subject: subject},
 			findings: []memFinding{{status: StatusError, msg: msg}}}
 	}
 	missing := memMissing(g)
 	if g.ECC == nil && g.RemappedRows == nil && g.RetiredPages == nil && len(missing) == 0 {
-		return memJudged{detail: Detail{Device: label, Status: StatusSkip,
+		return memJudged{detail: Detail{Device: label, Status: StatusSkip, Subject: subject,
 			Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}}
 	}
 	f := append(memFindings(g, cfg, allowOff), missing...)
 	// What needs the GPU replaced or reset comes before what could not be read.
 	slices.SortStableFunc(f, func(a, b memFinding) int { return b.status.rank() - a.status.rank() })
-	d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg)}
+	d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg), Subject: subject}
 	if len(f) == 0 {
 		d.Message = "no memory error that needs a GPU reset or replacement"
 		return memJudged{detail: d}
@@ -301,6 +301,7 @@ func memSummary(gpus []memJudged, cfg *gpuMemoryErrorsConfig, without, eccOffAll
 	case StatusFail, StatusWarn, StatusError:
 		first := gpus[slices.IndexFunc(gpus, func(j memJudged) bool { return j.detail.Status == worst })]
 		res.Summary = first.detail.Device + ": " + first.findings[0].msg + moreSuffix(counts[worst]-1)
+		res.Subject = first.detail.Subject
 		if worst == StatusError {
 			res.Err = errors.New(res.Summary)
 		}

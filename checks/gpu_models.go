@@ -241,6 +241,7 @@ func judgeGPUModels(nodeName string, inv node.GPUInventory, claims []modelClaim,
 	case len(unread) > 0:
 		res.Status = StatusError
 		res.Summary = unread[0].Device + ": " + strings.TrimPrefix(unread[0].Message, "NVML: ") + moreSuffix(len(unread)-1)
+		res.Subject = unread[0].Subject
 		res.Err = errors.New(res.Summary)
 	case mixed != "":
 		res.Status = StatusWarn
@@ -282,10 +283,11 @@ func groupGPUsByName(devices []node.GPU, table gpuModelTable) (groups []gpuGroup
 		switch {
 		case g.Error != "":
 			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": its model not read",
-				Observed: g.Error, Expected: "usable in NVML"})
+				Observed: g.Error, Expected: "usable in NVML", Subject: gpuSubject(g, "")})
 			continue
 		case g.Name == "":
-			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML gave no name: its model not read", Expected: "an NVML name"})
+			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML gave no name: its model not read", Expected: "an NVML name",
+				Subject: gpuSubject(g, "")})
 			continue
 		}
 		i := slices.IndexFunc(groups, func(gr gpuGroup) bool { return gr.name == g.Name })

@@ -170,7 +170,7 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 				}
 			}
 		}
-		res.Summary = first.Device + " " + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = first.Device+" "+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
@@ -203,7 +203,7 @@ func problemConcerns(p slurm.Problem, node string) bool {
 
 // judgeDevice judges one device file by what stat said of it (dn, or err where it failed).
 func judgeDevice(file string, wantMinor int, dn node.DevNode, err error) Detail {
-	d := Detail{Device: file, Status: StatusOK, Expected: "char device"}
+	d := Detail{Device: file, Status: StatusOK, Expected: "char device", Subject: Subject{File: file}}
 	if wantMinor >= 0 {
 		d.Expected = fmt.Sprintf("char %d:%d", nvidiaMajor, wantMinor)
 	}

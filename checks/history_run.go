@@ -297,7 +297,7 @@ func (r *runHistory) overTimeResult(js []history.Judgement, remedy func(history.
 	for _, j := range bad {
 		// The summary names the device first; the detail's device says it already.
 		msg := strings.TrimPrefix(j.Summary, j.Device+": ")
-		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected}
+		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected, Subject: judgementSubject(j)}
 		if d.Status == StatusFail {
 			d.Remedy = remedy(j)
 		}
@@ -305,13 +305,14 @@ func (r *runHistory) overTimeResult(js []history.Judgement, remedy func(history.
 	}
 	if len(bad) > 0 {
 		res.Status, res.Summary = overTimeStatus(bad[0].Status), bad[0].Summary+moreSuffix(len(bad)-1)
+		res.Subject = judgementSubject(bad[0])
 		res.Observed = bad[0].Observed
 	}
 	if r.bad != "" {
 		// Earlier events are not counted any more: say so, at least as a warning.
 		res.Details = append(res.Details, Detail{Device: "history", Status: StatusWarn, Message: r.bad})
 		if StatusWarn.Worse(res.Status) {
-			res.Status = StatusWarn
+			res.Status, res.Subject = StatusWarn, Subject{}
 			res.Summary = "history file unusable, a fresh one started: " + r.bad
 		}
 	}
@@ -329,4 +330,25 @@ func overTimeStatus(s history.Status) Status {
 		return StatusSkip
 	}
 	return StatusOK
+}
+
+// judgementSubject is the device of a judgement as a detail's subject: the GPU's identity or
+// the port, from the judgement's fields.
+func judgementSubject(j history.Judgement) Subject {
+	switch j.Target {
+	case "gpu":
+		g := busSubject(j.GPU.Bus).GPU
+		if j.GPU.Index >= 0 {
+			g.Index, g.HasIndex = j.GPU.Index, true
+		}
+		g.UUID, g.Serial = j.GPU.UUID, j.GPU.Serial
+		return Subject{GPU: g}
+	case "port":
+		ib := IBPortRef{Device: j.Port.Device, Port: j.Port.Port}
+		if ib.Device == "" {
+			ib.Netdev = j.Port.Netdev
+		}
+		return Subject{IB: ib}
+	}
+	return Subject{}
 }

@@ -174,7 +174,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 		if first.Device == "ports" {
 			prefix = ""
 		}
-		res.Summary = prefix + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = prefix+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	rate := ""
@@ -189,7 +189,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 // for its rate: down ports report a meaningless rate (often 40 Gb/s). A state, phys_state or
 // rate (where min_rate is set) that could not be read is an error: the port was not looked at.
 func judgeIBPort(p node.IBPort, minRate float64) Detail {
-	d := Detail{Device: p.Name(), Status: StatusOK,
+	d := Detail{Device: p.Name(), Status: StatusOK, Subject: Subject{IB: IBPortRef{Device: p.Device, Port: int(p.Port)}},
 		Observed: fmt.Sprintf("%s/%s %s", p.State, p.PhysState, p.Rate),
 		Expected: "ACTIVE/LinkUp"}
 	if minRate > 0 {

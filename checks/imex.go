@@ -144,7 +144,7 @@ func judgeIMEX(svc Detail, channels []node.DevNode, perJob string) Result {
 		bad = append(bad, svc)
 	}
 	for _, c := range channels {
-		d := Detail{Device: c.Path, Status: StatusOK, Observed: "char", Expected: "char device"}
+		d := Detail{Device: c.Path, Status: StatusOK, Observed: "char", Expected: "char device", Subject: Subject{File: c.Path}}
 		switch {
 		case c.Missing:
 			failDetail(&d, faultIMEXChannel)

@@ -124,7 +124,7 @@ type jobGPU struct {
 
 func (t *jobGPU) stop(status Status, format string, args ...any) {
 	t.verdict = &Detail{Device: fmt.Sprintf("SLURM_JOB_GPUS index %d", t.index), Status: status, Observed: t.file,
-		Message: fmt.Sprintf(format, args...)}
+		Message: fmt.Sprintf(format, args...), Subject: Subject{File: t.file}}
 }
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
@@ -195,7 +195,7 @@ func judgeJobLeftovers(gpus []jobGPU, mode config.Mode, maxMiB, jobUID int, job 
 		// Every GPU of the job is one the check does not judge (MIG instances).
 		first := res.Details[0]
 		res.Status, res.Expected = StatusSkip, ""
-		res.Summary = first.Device + ": " + first.Message + moreSuffix(len(res.Details)-1)
+		res.Summary, res.Subject = first.Device+": "+first.Message+moreSuffix(len(res.Details)-1), first.Subject
 		return res
 	}
 	res.Status = worstOf(judged)
@@ -211,7 +211,7 @@ func judgeJobLeftovers(gpus []jobGPU, mode config.Mode, maxMiB, jobUID int, job 
 				break
 			}
 		}
-		res.Summary = first.Device + ": " + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = first.Device+": "+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	gpusText := countNoun(len(labels), "GPU", "GPUs") + " (" + strings.Join(labels, ", ") + ")"
@@ -383,7 +383,7 @@ func findNVMLDevices(gpus []jobGPU, inv node.GPUInventory) {
 // judgeJobGPU is the verdict on one of the job's GPUs.
 func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string) Detail {
 	g := t.gpu
-	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK,
+	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK, Subject: gpuSubject(*g, ""),
 		Expected: fmt.Sprintf("no process, at most %d MiB used", maxMiB)}
 	where := fmt.Sprintf("SLURM_JOB_GPUS index %d, %s", t.index, t.file)
 	if g.Error != "" {

@@ -2,7 +2,6 @@ package checks
 
 import (
 	"slices"
-	"strings"
 	"sync"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -219,21 +218,4 @@ func nvmlInitFault(init string) fault {
 		return faultNVMLMissing
 	}
 	return faultNVMLDriver
-}
-
-// GPUOfDevice reads the PCI bus id out of a GPU detail's Device ("gpu 3 (0000:9b:00.0)", or
-// "gpu 0000:9b:00" where NVML could not name the GPU): the device a reset_gpu remedy
-// concerns. ok is false for a device that names no bus id.
-func GPUOfDevice(device string) (busID string, ok bool) {
-	rest, found := strings.CutPrefix(device, "gpu ")
-	if !found {
-		return "", false
-	}
-	if _, in, paren := strings.Cut(rest, " ("); paren {
-		rest = strings.TrimSuffix(in, ")")
-	}
-	if strings.Count(rest, ":") < 2 {
-		return "", false
-	}
-	return rest, true
 }

@@ -115,24 +115,6 @@ func TestRemedyForXID(t *testing.T) {
 	}
 }
 
-func TestGPUOfDevice(t *testing.T) {
-	for _, tc := range []struct {
-		in, bus string
-		ok      bool
-	}{
-		{gpuLabel(3, "0000:9b:00.0"), "0000:9b:00.0", true},
-		{gpuLabel(-1, "0000:9b:00.0"), "0000:9b:00.0", true},
-		{"gpu 0000:9b:00", "0000:9b:00", true},
-		{gpuLabel(4, ""), "", false},
-		{"mlx5_0/1", "", false},
-		{"/dev/nvidia3", "", false},
-	} {
-		if bus, ok := GPUOfDevice(tc.in); bus != tc.bus || ok != tc.ok {
-			t.Errorf("GPUOfDevice(%q) = %q, %v; want %q, %v", tc.in, bus, ok, tc.bus, tc.ok)
-		}
-	}
-}
-
 // remedyCase is one failing reading and the remedy its source gives, on the device named.
 type remedyCase struct {
 	name   string
@@ -281,7 +263,7 @@ func linkRemedyCases() []remedyCase {
 			Rate: "400 Gb/sec (4X NDR)", RateGbps: rate, LinkLayer: ll}, 400)
 		return Result{Status: d.Status, Details: []Detail{d}}
 	}
-	link, _ := judgeLink(pcieDev{kind: "gpu", addr: "0000:9b:00.0", label: gpuLabel(3, "0000:9b:00.0"), cur: 8, max: 16, source: "NVML"}, 0, true)
+	link, _ := judgeLink(nvmlLink(node.GPU{Index: 3, PCIBusID: "00000000:9B:00.0", PCIe: &node.PCIe{CurLinkWidth: 8, MaxLinkWidth: 16}}, "0000:9b:00.0"), 0, true)
 	fm := func(cmds map[string]node.CmdResult, inv node.GPUInventory) Result {
 		f := &execFacts{fakeFacts: &fakeFacts{pci: h100PCI(), gpus: inv}, cmds: cmds}
 		return fabricManager{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))

@@ -282,11 +282,11 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if !ok {
 		return res
 	}
-	var labels map[string]string
+	var gpus map[string]node.GPU
 	if invErr == nil {
-		labels = xidGPULabels(inv)
+		gpus = xidGPUs(inv)
 	}
-	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), labels)
+	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, out.Truncated, len(out.Stdout), cfg.xidVerdicts(), gpus)
 	if why.Status == StatusError && sinceBoot.Status != StatusFail {
 		// The kernel log since boot shows nothing that fails, but an XID that holds until a
 		// reset or reboot may have left it (dmesg --clear, a full ring buffer), and only the
@@ -351,8 +351,9 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 
 // judgeXIDs judges the XID lines of the kernel log by the verdict of each XID (see
 // xidVerdicts: ignored ones are left out, XIDs in no list warn); truncated says the log was
-// cut at size bytes, so later XIDs are not seen. labels names GPUs by the driver's bus id.
-func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[int]Status, labels map[string]string) Result {
+// cut at size bytes, so later XIDs are not seen. gpus are NVML's GPUs by the driver's bus id
+// (xidGPUs), which name the GPU of an XID.
+func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[int]Status, gpus map[string]node.GPU) Result {
 	var counts []xidCount
 	for _, ev := range xids {
 		if verdicts[ev.XID] == StatusSkip {
@@ -385,9 +386,12 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 	res := Result{Expected: "no XID in fail_xids", Observed: countNoun(len(counts), "XID kind", "XID kinds") + " since boot"}
 	var fails, warns int
 	for _, c := range counts {
-		dev := "gpu " + c.bus
-		if l, ok := labels[c.bus]; ok {
-			dev = l
+		// Without NVML the kernel's name of the PCI device is all there is: no function, so
+		// no bus id a repair could act on.
+		dev, subject := "gpu "+c.bus, Subject{GPU: GPURef{Slot: c.bus}}
+		if g, ok := gpus[c.bus]; ok {
+			addr := sysfsBusID(g.PCIBusID)
+			dev, subject = gpuLabel(g.Index, addr), gpuSubject(g, addr)
 		}
 		msg := fmt.Sprintf("XID %d on %s", c.xid, dev)
 		if c.n > 1 {
@@ -396,7 +400,7 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 		if c.message != "" {
 			msg += ": " + text.OneLine(c.message, 100)
 		}
-		d := Detail{Device: dev, Status: c.status, Message: msg, Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID"}
+		d := Detail{Device: dev, Status: c.status, Message: msg, Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID", Subject: subject}
 		if c.status == StatusFail {
 			d.Remedy = remedyForXID(c.xid, c.message)
 		}
@@ -414,10 +418,10 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 	switch {
 	case fails > 0:
 		res.Status = StatusFail
-		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1)
+		res.Summary, res.Subject = res.Details[0].Message+moreSuffix(len(counts)-1), res.Details[0].Subject
 	case warns > 0:
 		res.Status = StatusWarn
-		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
+		res.Summary, res.Subject = res.Details[0].Message+moreSuffix(len(counts)-1)+cut, res.Details[0].Subject
 	case truncated:
 		res.Status = StatusWarn
 		res.Summary = "no NVIDIA XID in what was read" + cut
@@ -428,17 +432,17 @@ func judgeXIDs(xids []history.XIDLine, truncated bool, size int, verdicts map[in
 	return res
 }
 
-// xidGPULabels maps the driver's bus ids ("0000:9b:00") to "gpu 4 (0000:9b:00.0)" where NVML
-// can say; NVML being unavailable only leaves the bus ids as they are.
-func xidGPULabels(inv node.GPUInventory) map[string]string {
+// xidGPUs maps the driver's bus ids ("0000:9b:00") to NVML's GPUs where NVML can say; NVML
+// being unavailable only leaves the bus ids as they are.
+func xidGPUs(inv node.GPUInventory) map[string]node.GPU {
 	if inv.Init != node.InitSuccess {
 		return nil
 	}
-	m := map[string]string{}
+	m := map[string]node.GPU{}
 	for _, g := range inv.Devices {
 		addr := sysfsBusID(g.PCIBusID)
 		if bus, _, ok := strings.Cut(addr, "."); ok && addr != "" {
-			m[bus] = gpuLabel(g.Index, addr)
+			m[bus] = g
 		}
 	}
 	return m
