@@ -201,8 +201,8 @@ func (p pkgSource) faultUses() map[string]bool {
 
 // reaches reports whether the methods of the check type typ (but Faults) name the identifier
 // target, directly or through the functions and methods they call. Calls are followed by
-// name, each method call to every method of that name but those of other checks: more than
-// the program can call, never less.
+// name, each method call to every method of that name but those of other checks and the
+// Faults methods: more than the program can call, never less.
 func (p pkgSource) reaches(typ, target string) bool {
 	checkTypes := map[string]bool{}
 	for _, c := range ordered {
@@ -210,20 +210,21 @@ func (p pkgSource) reaches(typ, target string) bool {
 	}
 	byMethod := map[string][]string{}
 	for key := range p.funcs {
-		if recv, name, ok := strings.Cut(key, "."); ok && (!checkTypes[recv] || recv == typ) {
+		// Faults methods declare faults, they give none.
+		if recv, name, ok := strings.Cut(key, "."); ok && name != "Faults" && (!checkTypes[recv] || recv == typ) {
 			byMethod[name] = append(byMethod[name], key)
 		}
 	}
 	var queue []string
 	seen := map[string]bool{}
 	push := func(key string) {
-		if !seen[key] && p.funcs[key] != nil {
+		if !seen[key] && p.funcs[key] != nil && !strings.HasSuffix(key, ".Faults") {
 			seen[key] = true
 			queue = append(queue, key)
 		}
 	}
 	for key := range p.funcs {
-		if strings.HasPrefix(key, typ+".") && key != typ+".Faults" {
+		if strings.HasPrefix(key, typ+".") {
 			push(key)
 		}
 	}
@@ -231,7 +232,10 @@ func (p pkgSource) reaches(typ, target string) bool {
 	for len(queue) > 0 && !found {
 		fd := p.funcs[queue[0]]
 		queue = queue[1:]
-		ast.Inspect(fd, func(n ast.Node) bool {
+		if fd.Body == nil {
+			continue
+		}
+		ast.Inspect(fd.Body, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.SelectorExpr:
 				for _, key := range byMethod[n.Sel.Name] {

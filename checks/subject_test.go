@@ -13,18 +13,19 @@ func subjectGPU(i int, bus string) Subject {
 	return Subject{GPU: GPURef{Index: i, HasIndex: true, Bus: bus}}
 }
 
-// TestRemedyCaseSubjects holds the subject each judge sets on the failure of every case of
-// TestRemedyMapping: the failing detail's (or, for a case about the result, the result's).
-// A case without a row here fails, so a new failure says what device it is about.
-func TestRemedyCaseSubjects(t *testing.T) {
+// subjectRow is the subject a case of TestRemedyMapping gives its failure.
+type subjectRow struct {
+	name string
+	want Subject
+}
+
+// remedyCaseSubjects are the subjects of the cases of TestRemedyMapping, by case name.
+func remedyCaseSubjects() []subjectRow {
 	gpu3, gpu0 := subjectGPU(3, "0000:9b:00.0"), subjectGPU(0, "0000:19:00.0")
 	port := Subject{IB: IBPortRef{Device: "mlx5_0", Port: 1}}
 	file := func(f string) Subject { return Subject{File: f} }
 	slot := func(s string) Subject { return Subject{GPU: GPURef{Slot: s}} }
-	rows := []struct {
-		name string
-		want Subject
-	}{
+	return []subjectRow{
 		{"pending row remap", gpu3},
 		{"uncorrectable volatile ECC", gpu3},
 		{"failed row remap", gpu3},
@@ -91,18 +92,21 @@ func TestRemedyCaseSubjects(t *testing.T) {
 		{"IMEX channel missing", file(imexChannelDir + "channel0")},
 		{"GB200 tray fabric not registered", subjectGPU(0, "0008:01:00.0")},
 	}
+}
+
+// TestRemedyCaseSubjects holds the subject each judge sets on the failure of every case of
+// TestRemedyMapping: the failing detail's (or, for a case about the result, the result's).
+// A case without a row in remedyCaseSubjects fails, so a new failure says what device it is
+// about.
+func TestRemedyCaseSubjects(t *testing.T) {
+	rows := remedyCaseSubjects()
 	var cases []remedyCase
 	for _, f := range []func() []remedyCase{memoryRemedyCases, countRemedyCases, deviceRemedyCases, linkRemedyCases, jobRemedyCases, signalRemedyCases} {
 		cases = append(cases, f()...)
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			i := slices.IndexFunc(rows, func(r struct {
-				name string
-				want Subject
-			}) bool {
-				return r.name == tc.name
-			})
+			i := slices.IndexFunc(rows, func(r subjectRow) bool { return r.name == tc.name })
 			if i < 0 {
 				t.Fatalf("no subject row for %q: say what device its failure is about", tc.name)
 			}
