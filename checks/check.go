@@ -54,6 +54,62 @@ type Detail struct {
 	Expected string `json:"expected,omitempty"`
 	// Remedy is what brings this device back, set on every failing detail (remedy.go).
 	Remedy Remedy `json:"remedy,omitempty"`
+	// Subject is the device the detail is about, as the judge knew it: what code that acts
+	// on the detail reads (the repair step takes the GPU to reset from it), never Device or
+	// Message, which are for people. Not in the JSON report yet: exposing it is a later
+	// schema change that only adds keys.
+	Subject Subject `json:"-"`
+}
+
+// Subject names the device a finding is about, as fields the judge sets. Every judge that
+// makes a detail about one device sets it: a GPU, an InfiniBand port, a service, a device
+// file, the PCI function of an NVSwitch or HCA. A part left zero is unknown, or not that
+// kind of device; a detail about the node, a configuration line, several GPUs at once
+// (gpu_models' groups, fabric_manager's "fabric") or a run (a NCCL message size) has a zero
+// Subject. A result carries the subject of the detail its summary names (Result.Subject),
+// so a failure or an error with no failing detail still names its device as fields.
+type Subject struct {
+	GPU GPURef
+	IB  IBPortRef
+	// Service is a systemd unit: "nvidia-fabricmanager", "nvidia-imex".
+	Service string
+	// File is a device file: "/dev/nvidia3", "/dev/nvidia-caps-imex-channels/channel0".
+	File string
+	// PCI is the address of a PCI function that is no GPU, sysfs form: an NVSwitch or an
+	// HCA whose link pcie_link judges.
+	PCI string
+	// Mount is a mount point; no check judges one yet.
+	Mount string
+}
+
+// GPURef names one GPU by what the judge knew of it.
+type GPURef struct {
+	// Index is NVML's index of the GPU, where HasIndex says NVML gave one.
+	Index    int
+	HasIndex bool
+	// Bus is the GPU's PCI bus id, sysfs form "0000:9b:00.0"; "" where unknown.
+	Bus    string
+	UUID   string // "GPU-..."; "" where not read
+	Serial string // the board serial; "" where not read
+	// Slot is the kernel's name of the GPU's PCI device where no bus id is known: the
+	// driver's XID lines say "PCI:0000:9b:00", without the function, and only NVML ties
+	// that to a GPU. "" otherwise.
+	Slot string
+}
+
+// Known reports whether g names a GPU at all.
+func (g GPURef) Known() bool {
+	return g.HasIndex || g.Bus != "" || g.UUID != "" || g.Serial != "" || g.Slot != ""
+}
+
+// IBPortRef names an InfiniBand or RoCE port: its HCA as the kernel names it under
+// /sys/class/infiniband ("mlx5_0") and its port number (from 1).
+type IBPortRef struct {
+	Device string
+	Port   int
+	// Netdev is the port's network interface ("ib0") where only a kernel or syslog line
+	// named the port (the history's ib_flaps); "" otherwise.
+	Netdev string
 }
 
 // Result is what one check says about the node.
@@ -66,7 +122,12 @@ type Result struct {
 	Details  []Detail `json:"details,omitempty"`
 	// Remedy, on a failing result, is the most drastic remedy of its failing details, or
 	// the one of a failure no device carries (settleRemedy); empty otherwise.
-	Remedy   Remedy        `json:"remedy,omitempty"`
+	Remedy Remedy `json:"remedy,omitempty"`
+	// Subject is the device the summary speaks of: the subject of the detail it names
+	// first, set by the judge with the summary; zero where the summary is about the node,
+	// a file or several devices at once. Code that acts on a result without a failing
+	// detail (an error counted as a failure) reads it, never the summary's text.
+	Subject  Subject       `json:"-"`
 	Duration time.Duration `json:"-"`
 	// Err is the cause of an error status, for logs.
 	Err error `json:"-"`
@@ -84,6 +145,10 @@ type Check interface {
 	Section() config.Section
 	// Explain is what `nodecheck explain ID` tells an admin about the check.
 	Explain() Explanation
+	// Faults declares the ways the check fails, beside its code: the rows of the remedy
+	// table that are its own (each fault with its remedy and why), and the shared faults
+	// it gives too (remedy.go). The remedy table, explain and the README are built from it.
+	Faults() Faults
 	// Run judges the node. It returns a Result, never panics on node data, and returns soon
 	// after ctx is done.
 	Run(ctx context.Context, env *Env) Result

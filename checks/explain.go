@@ -65,10 +65,10 @@ func Explain(w io.Writer, id string) error {
 	if err != nil {
 		return err
 	}
-	pos := slices.Index(IDs(), id) + 1
-
+	// The header names the check alone, not its place in the run order, so that adding a
+	// check changes no other check's explanation (nodecheck explain lists the order).
 	var b strings.Builder
-	fmt.Fprintf(&b, "%s (check %d of %d in run order)\n", id, pos, len(ordered))
+	b.WriteString(id + "\n")
 	wrap(&b, "  ", "  ", c.Description())
 	heading := func(h string) { b.WriteString("\n" + h + "\n") }
 	para := func(h, text string) {
@@ -85,7 +85,7 @@ func Explain(w io.Writer, id string) error {
 	para("Passes (ok)", e.Passes)
 	para("Warns (warn: reported, never drains)", e.Warns)
 	para("Fails (fail: the node is unhealthy, and the hooks drain it)", e.Fails)
-	explainRemedies(&b, id)
+	explainRemedies(&b, c)
 	para("Skips (skip)", e.Skips)
 	para("Cannot decide (error: drains only with error_is_failure = true)", e.Errors)
 	heading(fmt.Sprintf("Settings: [checks.%s] in nodecheck.toml, with the built-in defaults", id))
@@ -107,15 +107,15 @@ func Explain(w io.Writer, id string) error {
 	return err
 }
 
-// explainRemedies writes the remedy of each way the check fails, from remedyTable: what the
-// JSON, the text, the metrics and the drain reason name for it.
-func explainRemedies(b *strings.Builder, id string) {
+// explainRemedies writes the remedy of each way c fails, from the remedy table (c's Faults):
+// what the JSON, the text, the metrics and the drain reason name for it.
+func explainRemedies(b *strings.Builder, c Check) {
 	b.WriteString("\nRemedies (each failure names one; cheapest first: " + remedyList() + ")\n")
-	for _, r := range rowsFor(id) {
+	for _, r := range rowsFor(c.ID()) {
 		wrap(b, "  - ", "    ", fmt.Sprintf("%s: %s. Source: %s.", r.when, r.remedy, r.source))
 	}
-	if id == idXIDErrors {
-		wrap(b, "  ", "  ", "The built-in fail_xids by remedy: "+xidDefaultsByRemedy()+".")
+	if note := c.Faults().note; note != nil {
+		wrap(b, "  ", "  ", note())
 	}
 }
 

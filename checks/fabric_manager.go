@@ -18,6 +18,19 @@ import (
 
 const idFabricManager = "fabric_manager"
 
+// The ways fabric_manager fails: its rows of the remedy table (Faults).
+const (
+	faultFMNotInstalled fault = "fabric_manager/not_installed"
+	faultFMVersion      fault = "fabric_manager/version"
+	faultFMService      fault = "fabric_manager/service"
+	faultFMFabric       fault = "fabric_manager/fabric"
+	faultFMFabricHealth fault = "fabric_manager/fabric_health"
+	faultFMFabricConfig fault = "fabric_manager/fabric_config"
+)
+
+// srcADR050 is the source of the rows of a service or fabric that is down.
+const srcADR050 = "NVIDIA NVSentinel ADR-050 (docs/designs/050-system-services-monitor-scope.md): FabricManagerServiceDown and FabricStateUnhealthy -> RESTART_BM, the cheapest first try"
+
 // Package managers asked for the Fabric Manager package when the binary is absent.
 const (
 	dpkgQuery = "/usr/bin/dpkg-query"
@@ -163,7 +176,7 @@ func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, s
 		// unregistered.
 		slices.SortStableFunc(bad, func(a, b Detail) int { return b.Status.rank() - a.Status.rank() })
 		res.Status = bad[0].Status
-		res.Summary = bad[0].Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = bad[0].Message+moreSuffix(len(bad)-1), bad[0].Subject
 		for _, b := range bad {
 			if b.Status == StatusError && res.Err == nil {
 				res.Err = errors.New(b.Message)
@@ -187,35 +200,36 @@ func judgeFabricManager(inv node.GPUInventory, switches bool, fmv, svc Detail, s
 // and one for those whose health was not understood.
 func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, withFabric int) {
 	var notDone, unread, unhealthy, notUnderstood []string
+	var unreadGPU Subject // the GPU not read, where only one is
 	failed := 0
 	for _, g := range gpus {
-		label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+		label, subject := gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), gpuSubject(g, "")
 		tr, model := traitsOf(g.Name)
 		noState := g.Fabric == nil || g.Fabric.State == fabricNotSupported || g.Fabric.State == ""
 		switch {
 		case g.Error != "" && switches:
-			unread = append(unread, label+" "+g.Error)
+			unread, unreadGPU = append(unread, label+" "+g.Error), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Observed: g.Error, Expected: "COMPLETED/SUCCESS",
-				Message: "NVML: " + g.Error + ": fabric state not read"})
+				Message: "NVML: " + g.Error + ": fabric state not read", Subject: subject})
 			continue
 		case g.Error != "":
 			continue
 		case noState && tr.fabric && switches:
-			unread = append(unread, label)
+			unread, unreadGPU = append(unread, label), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Expected: "COMPLETED/SUCCESS",
-				Message: fmt.Sprintf("fabric state not reported by NVML (%s GPUs register with Fabric Manager on NVSwitch nodes)", model)})
+				Message: fmt.Sprintf("fabric state not reported by NVML (%s GPUs register with Fabric Manager on NVSwitch nodes)", model), Subject: subject})
 			continue
 		case noState:
 			continue // no fabric state before Hopper
 		case g.Fabric.State == fabricUnknown:
-			unread = append(unread, label+" "+g.Fabric.Status)
+			unread, unreadGPU = append(unread, label+" "+g.Fabric.Status), subject
 			details = append(details, Detail{Device: label, Status: StatusError, Observed: fabricUnknown + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
-				Message: "fabric state could not be read: " + g.Fabric.Status})
+				Message: "fabric state could not be read: " + g.Fabric.Status, Subject: subject})
 			continue
 		}
 		withFabric++
 		d := Detail{Device: label, Status: StatusOK, Observed: g.Fabric.State + "/" + g.Fabric.Status, Expected: "COMPLETED/SUCCESS",
-			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status}
+			Message: "fabric " + g.Fabric.State + "/" + g.Fabric.Status, Subject: subject}
 		switch {
 		case g.Fabric.State != fabricCompleted:
 			// NVML: the status "must be checked only if state returns complete".
@@ -252,7 +266,13 @@ func judgeFabric(gpus []node.GPU, switches bool) (details, problems []Detail, wi
 			Message: fmt.Sprintf("fabric unhealthy on %d of %s: %s", len(unhealthy), countNoun(withFabric, "GPU", "GPUs"), listSome(unhealthy, 2))})
 	}
 	if len(unread) > 0 {
-		problems = append(problems, Detail{Device: "fabric", Status: StatusError,
+		// The failing one above is the fabric's: each GPU's own detail fails with it and names
+		// the GPU. This one, which the summary of an error speaks of, names the GPU where it
+		// is only one.
+		if len(unread) > 1 {
+			unreadGPU = Subject{}
+		}
+		problems = append(problems, Detail{Device: "fabric", Status: StatusError, Subject: unreadGPU,
 			Message: fmt.Sprintf("fabric state not read on %s: %s", countNoun(len(unread), "GPU", "GPUs"), listSome(unread, 2))})
 	}
 	if len(notUnderstood) > 0 {
@@ -392,7 +412,7 @@ func fmService(ctx context.Context, env *Env, systemctl, service string) Detail 
 // has the systemctl key): ok when it is, fail with inactive's remedy when systemd says
 // another state, error when systemd cannot be asked.
 func serviceActive(ctx context.Context, env *Env, systemctl, service, id string, inactive fault) Detail {
-	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active"}
+	d := Detail{Device: "service " + service, Status: StatusOK, Expected: "active", Subject: Subject{Service: service}}
 	out, err := env.Facts.Exec(ctx, []string{systemctl, "is-active", service})
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
@@ -420,6 +440,27 @@ func serviceActive(ctx context.Context, env *Env, systemctl, service, id string,
 	failDetail(&d, inactive)
 	d.Message = fmt.Sprintf("%s service %s, want active: see journalctl -u %s, then systemctl restart %s", service, state, service, service)
 	return d
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (fabricManager) Faults() Faults {
+	return Faults{
+		shared: []fault{faultNVMLDriver, faultNVMLMissing},
+		own: []remedyRow{
+			{faultFMNotInstalled, "Fabric Manager is not installed on a node with NVSwitches", RemedyAdmin,
+				"Fabric Manager user guide, Installation: NVSwitch systems need the nvidia-fabricmanager package of the driver's version"},
+			{faultFMVersion, "Fabric Manager and the driver have different versions", RemedyAdmin,
+				"Fabric Manager user guide: FM must match the driver's version exactly, else it refuses to start (CUDA error 802)"},
+			{faultFMService, "the Fabric Manager service is not active", RemedyReboot, srcADR050},
+			{faultFMFabric, "a GPU's fabric registration is not COMPLETED, or completed with an error", RemedyReboot,
+				srcADR050 + "; on HGX the GPUs and NVSwitches are set up together when FM starts, which a reboot redoes"},
+			{faultFMFabricHealth, "a registered GPU's fabric health is not good: summary UNHEALTHY or LIMITED_CAPACITY, bandwidth degraded, a route unhealthy, a route or access timeout recovery in progress, or a configuration INSUFFICIENT_NVLINKS or GPU_STATE_INVALID", RemedyResetGPU,
+				"NVIDIA DCGM's health watch fails each of these conditions of the fabric health mask (modules/health/DcgmHealthWatch.cpp, MonitorFabricFields) as DCGM_FR_FIELD_VIOLATION, whose next step begins \"Reset GPU\" (dcgm_errors.h, SYSTEM_TRIAGE_MSG); nvml.h NVML_GPU_FABRIC_HEALTH_MASK_*, NVML_GPU_FABRIC_HEALTH_SUMMARY_*"},
+			{faultFMFabricConfig, "a GPU's fabric configuration is incorrect: INCORRECT_SYSGUID, INCORRECT_CHASSIS_SN, NO_PARTITION, INCOMPATIBLE_GPU_FW or INVALID_LOCATION", RemedyAdmin,
+				"nvml.h NVML_GPU_FABRIC_HEALTH_MASK_INCORRECT_CONFIGURATION_*: the rack's identity (system GUID, chassis serial number, location), the GPU's NVLink partition or its firmware, which a person sets; no reset or reboot of this node changes them"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain fabric_manager` says.

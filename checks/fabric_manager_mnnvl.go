@@ -139,7 +139,7 @@ func summarizeWorst(res *Result, problems []Detail) {
 			worst = b
 		}
 	}
-	res.Status, res.Summary = worst.Status, worst.Message+moreSuffix(len(problems)-1)
+	res.Status, res.Summary, res.Subject = worst.Status, worst.Message+moreSuffix(len(problems)-1), worst.Subject
 	if res.Status == StatusError {
 		res.Err = errors.New(res.Summary)
 	}

@@ -352,7 +352,9 @@ func TestJudgeFabric(t *testing.T) {
 		{"H100 in progress", []node.GPU{gpu(nameH100, &node.Fabric{State: "IN_PROGRESS", Status: "N/A"})}, true,
 			[]Detail{{Device: "fabric", Status: StatusFail, Message: "fabric not completed on 1 of 1 GPUs: gpu 0 (0000:19:00.0) IN_PROGRESS", Remedy: RemedyReboot}}, 1},
 		{"H100 without state on an NVSwitch node", []node.GPU{gpu(nameH100, nil)}, true,
-			[]Detail{{Device: "fabric", Status: StatusError, Message: "fabric state not read on 1 GPU: gpu 0 (0000:19:00.0)"}}, 0},
+			[]Detail{{Device: "fabric", Status: StatusError, Message: "fabric state not read on 1 GPU: gpu 0 (0000:19:00.0)", Subject: subjectGPU(0, "0000:19:00.0")}}, 0},
+		{"two H100s without state: the fabric's detail names neither", []node.GPU{gpu(nameH100, nil), gpu(nameH100, nil)}, true,
+			[]Detail{{Device: "fabric", Status: StatusError, Message: "fabric state not read on 2 GPUs: gpu 0 (0000:19:00.0), gpu 0 (0000:19:00.0)"}}, 0},
 		{"H100 without state, no NVSwitch", []node.GPU{gpu(nameH100, nil)}, false, nil, 0},
 		{"A100 without state", []node.GPU{gpu(nameA100, nil)}, true, nil, 0},
 	}

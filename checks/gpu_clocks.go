@@ -12,6 +12,13 @@ import (
 
 const idGPUClocks = "gpu_clocks"
 
+// The ways gpu_clocks fails: its rows of the remedy table (Faults).
+const (
+	faultClocksThermal    fault = "gpu_clocks/thermal"
+	faultClocksPowerBrake fault = "gpu_clocks/power_brake"
+	faultClocksConfigured fault = "gpu_clocks/configured"
+)
+
 // gpuClocks judges why each GPU's clocks are below their maximum now: the clocks event reasons
 // NVML reports (nvmlDeviceGetCurrentClocksEventReasons; "Clocks Event Reasons", before driver
 // 535 "Clocks Throttle Reasons", in nvidia-smi -q). What each reason gives, from nvml.h's
@@ -201,6 +208,20 @@ func clockObserved(mask uint64) string {
 		return "none"
 	}
 	return strings.Join(names, ", ")
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuClocks) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultClocksThermal, "a GPU in HW slowdown or HW thermal slowdown (or a thermal reason the site fails)", RemedyService,
+				"DCGM_FR_CLOCK_THROTTLE_THERMAL_NEXT (DEBUG_COOLING_MSG): verify the cooling, including fans, thermal interface material and airflow; nvml.h lists temperature first among HW slowdown's causes"},
+			{faultClocksPowerBrake, "a GPU in HW power brake slowdown", RemedyService,
+				"nvml.h: \"External Power Brake Assertion being triggered (e.g. by the system power supply)\": a power supply or the board's power delivery to check and replace"},
+			{faultClocksConfigured, "a GPU with a clocks event reason the site put in fail (a software or policy reason)", RemedyAdmin,
+				"a reason that is the GPU's own power management (power cap, application clocks, sync boost) fails only by the site's choice, and a setting changes it"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_clocks` says.

@@ -17,6 +17,23 @@ import (
 
 const idGPUCount = "gpu_count"
 
+// The ways gpu_count fails: its rows of the remedy table (Faults).
+const (
+	faultGPULost       fault = "gpu_count/gpu_lost"
+	faultGPUNeedsReset fault = "gpu_count/reset_required"
+	faultGPUOffBus     fault = "gpu_count/not_on_pci"
+	faultGPUsShort     fault = "gpu_count/fewer_than_slurm"
+	faultGPUsExtra     fault = "gpu_count/more_than_slurm"
+)
+
+// nvmlDeviceFault is the fault of a GPU NVML lists but cannot use (node.GPU.Error).
+func nvmlDeviceFault(err string) fault {
+	if err == "ERROR_RESET_REQUIRED" {
+		return faultGPUNeedsReset
+	}
+	return faultGPULost
+}
+
 // gpuCount compares three counts: the GPUs slurm.conf gives this node (Gres=gpu[:type]:N,
 // summed over types), the GPUs NVML can open, and the NVIDIA GPUs on the PCI bus. A GPU on
 // the bus that NVML cannot open (fell off the bus, ERROR_GPU_IS_LOST, driver failed to
@@ -237,15 +254,18 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 		l, isLost := lostAt[a]
 		switch {
 		case ok:
-			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI"})
+			add("", Detail{Device: gpuLabel(s.gpu.Index, a), Status: StatusOK, Message: s.gpu.Name + " in NVML and on PCI", Observed: "NVML, PCI",
+				Subject: gpuSubject(s.gpu, a)})
 		case isLost:
 			add(a+" "+l.gpu.Error, Detail{Device: gpuLabel(l.gpu.Index, a), Status: StatusFail,
-				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(l.gpu.Error))})
+				Message: "on PCI, NVML: " + l.gpu.Error, Observed: l.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(l.gpu.Error)),
+				Subject: gpuSubject(l.gpu, a)})
 		case noBusID:
-			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI"})
+			add("", Detail{Device: gpuLabel(-1, a), Status: StatusOK, Message: "on PCI (NVML gave no bus ids to match)", Observed: "PCI",
+				Subject: busSubject(a)})
 		default:
 			add(a+" missing", Detail{Device: gpuLabel(-1, a), Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI",
-				Remedy: remedyOf(faultGPULost)})
+				Remedy: remedyOf(faultGPULost), Subject: busSubject(a)})
 		}
 	}
 	for _, s := range lost {
@@ -253,13 +273,15 @@ func matchGPUs(bus []string, devices []node.GPU) gpuMatch {
 			continue // named above with its bus id
 		}
 		add(gpuLabel(s.gpu.Index, s.addr)+" "+s.gpu.Error, Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(s.gpu.Error))})
+			Message: "NVML: " + s.gpu.Error, Observed: s.gpu.Error, Expected: "usable in NVML", Remedy: remedyOf(nvmlDeviceFault(s.gpu.Error)),
+			Subject: gpuSubject(s.gpu, s.addr)})
 	}
 	if !noBusID {
 		for _, s := range m.visible {
 			if !slices.Contains(bus, s.addr) {
 				add(s.addr+" not on PCI", Detail{Device: gpuLabel(s.gpu.Index, s.addr), Status: StatusFail,
-					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI", Remedy: remedyOf(faultGPUOffBus)})
+					Message: s.gpu.Name + " in NVML, not on the PCI bus", Observed: "NVML", Expected: "NVML, PCI", Remedy: remedyOf(faultGPUOffBus),
+					Subject: gpuSubject(s.gpu, s.addr)})
 			}
 		}
 	}
@@ -375,6 +397,26 @@ func typeMismatches(specs []slurm.GresSpec, names []string) []Detail {
 			Observed: strconv.Itoa(m), Expected: strconv.FormatUint(s.Count, 10)})
 	}
 	return out
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (gpuCount) Faults() Faults {
+	return Faults{
+		shared: []fault{faultNVMLDriver, faultNVMLMissing, faultSlurmTimeout},
+		own: []remedyRow{
+			{faultGPULost, "a GPU on the PCI bus that NVML cannot use (ERROR_GPU_IS_LOST: fallen off the bus) or does not list", RemedyReboot,
+				"XID 79 \"GPU has fallen off the bus\": RESTART_BM (" + srcXIDCatalog + ")"},
+			{faultGPUNeedsReset, "NVML answers a GPU with ERROR_RESET_REQUIRED", RemedyResetGPU,
+				"nvml.h NVML_ERROR_RESET_REQUIRED: \"The GPU requires a reset before it can be used again\""},
+			{faultGPUOffBus, "NVML lists a GPU that the PCI bus no longer shows", RemedyReboot,
+				"a GPU the driver holds but the bus lost is fallen off the bus: XID 79, RESTART_BM (" + srcXIDCatalog + ")"},
+			{faultGPUsShort, "NVML and the PCI bus agree on fewer GPUs than slurm.conf gives the node (and than gres.conf lists): a GPU absent from the PCI bus", RemedyService,
+				"a GPU that does not enumerate on the PCI bus is a board, riser or slot to reseat or replace (XID 79's investigatory action: CONTACT_SUPPORT)"},
+			{faultGPUsExtra, "slurm.conf gives the node another GPU count than NVML and the PCI bus show, and gres.conf lists as many GPU files as they show", RemedyAdmin,
+				"slurm.conf(5) Gres=: the count is configuration; fix the NodeName line"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_count` says.

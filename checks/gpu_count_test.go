@@ -166,8 +166,10 @@ func TestGPUCountDetails(t *testing.T) {
 		}
 	}
 	want := []Detail{
-		{Device: "gpu 0000:9b:00.0", Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI", Remedy: RemedyReboot},
-		{Device: "gpu 4", Status: StatusFail, Message: "NVML: ERROR_GPU_IS_LOST", Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML", Remedy: RemedyReboot},
+		{Device: "gpu 0000:9b:00.0", Status: StatusFail, Message: "on PCI, not in NVML", Observed: "PCI", Expected: "NVML, PCI", Remedy: RemedyReboot,
+			Subject: Subject{GPU: GPURef{Bus: "0000:9b:00.0"}}},
+		{Device: "gpu 4", Status: StatusFail, Message: "NVML: ERROR_GPU_IS_LOST", Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML", Remedy: RemedyReboot,
+			Subject: Subject{GPU: GPURef{Index: 4, HasIndex: true}}},
 	}
 	if diff := cmp.Diff(want, bad); diff != "" {
 		t.Errorf("failing details (-want +got):\n%s", diff)

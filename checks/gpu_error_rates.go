@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
@@ -12,6 +13,13 @@ import (
 )
 
 const idGPUErrorRates = "gpu_error_rates"
+
+// The ways gpu_error_rates fails: its rows of the remedy table (Faults).
+const (
+	faultRateECC    fault = "gpu_error_rates/ecc_corrected"
+	faultRateNVLink fault = "gpu_error_rates/nvlink"
+	faultRatePCIe   fault = "gpu_error_rates/pcie_replay"
+)
 
 // gpuErrorRates judges how fast a GPU's error counters climb, from the counters each run
 // samples into the node's history: correctable ECC errors (volatile), NVLink CRC, replay and
@@ -28,7 +36,21 @@ func (gpuErrorRates) Description() string {
 	return "GPU error counters (correctable ECC, NVLink CRC/replay/recovery, PCIe replay) climb below their warn and fail rates per hour (from the node's history)"
 }
 
-func (gpuErrorRates) judgesOverTime() {}
+// observes: NVML's GPUs, with their error counters.
+func (gpuErrorRates) observes() observed { return observed{gpus: true} }
+
+// judgementRemedy is the remedy of a counter's rate, by the counter's row.
+func (gpuErrorRates) judgementRemedy(j history.Judgement) Remedy {
+	switch {
+	case j.Rule == "rate_"+history.ECCCorrected.ID():
+		return remedyOf(faultRateECC)
+	case j.Rule == "rate_"+history.PCIeReplay.ID():
+		return remedyOf(faultRatePCIe)
+	case strings.HasPrefix(j.Rule, "rate_nvlink"):
+		return remedyOf(faultRateNVLink)
+	}
+	return ""
+}
 
 // GPUFields implements gpuFactsUser: what the history step records of each GPU for the rates,
 // its identity and its counters (historyGPUFields).
@@ -152,7 +174,7 @@ func judgeRates(r *runHistory, js []history.Judgement, cfg *gpuErrorRatesConfig)
 		}
 	}
 	okSummary := fmt.Sprintf("%s: every counter below its warn rate (worst over %s)", countNoun(rated, "GPU", "GPUs"), history.Human(cfg.Window))
-	res := r.overTimeResult(js, okSummary, "each counter below its warn and fail rate per hour")
+	res := r.overTimeResult(js, gpuErrorRates{}.judgementRemedy, okSummary, "each counter below its warn and fail rate per hour")
 	if res.Status == StatusSkip && rated > 0 {
 		// Some GPUs have a rate and are fine, others only a first reading: the node is judged.
 		res.Status, res.Summary = StatusOK, okSummary+fmt.Sprintf("; %d without a rate yet", len(res.Details))
@@ -161,6 +183,20 @@ func judgeRates(r *runHistory, js []history.Judgement, cfg *gpuErrorRatesConfig)
 		res.Summary = fmt.Sprintf("no rate yet on %s: one reading of the counters so far; a rate needs two at least %s apart", countNoun(len(js), "GPU", "GPUs"), history.Human(cfg.MinSpan))
 	}
 	return res
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuErrorRates) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultRateECC, "correctable ECC errors climbing at the fail rate (history)", RemedyService,
+				"the XID catalog's XID 92, high single-bit ECC error rate: investigatory action CONTACT_SUPPORT; DCGM's DCGM_FR_SBE_VIOLATION: run a field diagnostic (dcgmi diag -r 3) and replace the GPU when it persists"},
+			{faultRateNVLink, "NVLink CRC, replay or recovery errors climbing at the fail rate (history)", RemedyResetGPU,
+				"the XID catalog's XID 74 (NVLink error): \"A GPU reset or node reboot is needed to clear this error\"; DCGM_FR_NVLINK_ERROR_THRESHOLD: a reset retrains the links, a vendor case if they keep erring"},
+			{faultRatePCIe, "PCIe replays climbing at the fail rate (history)", RemedyService,
+				"DCGM_FR_PCI_REPLAY_RATE: \"Reconnect PCIe card. Run system side PCIE diagnostic utilities to verify hops off the GPU board. If issue is on the board, run the field diagnostic.\""},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_error_rates` says.

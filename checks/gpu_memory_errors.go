@@ -16,6 +16,17 @@ import (
 
 const idGPUMemoryErrors = "gpu_memory_errors"
 
+// The ways gpu_memory_errors fails: its rows of the remedy table (Faults).
+const (
+	faultRemapFailed     fault = "gpu_memory_errors/remap_failed"
+	faultRetiredLimit    fault = "gpu_memory_errors/retired_pages_limit"
+	faultUncorrectable   fault = "gpu_memory_errors/uncorrectable"
+	faultRemapPending    fault = "gpu_memory_errors/remap_pending"
+	faultRetirePending   fault = "gpu_memory_errors/retirement_pending"
+	faultECCOff          fault = "gpu_memory_errors/ecc_off"
+	faultECCOnAfterReset fault = "gpu_memory_errors/ecc_on_after_reset"
+)
+
 // gpuMemoryErrors judges each GPU's memory error state as NVML reports it: ECC mode,
 // uncorrectable ECC errors since the driver loaded, row remapping (Ampere and later) and
 // dynamic page retirement (before Ampere). What each state gives, and why:
@@ -205,21 +216,21 @@ func judgeGPUMemory(gpus []node.GPU, cfg *gpuMemoryErrorsConfig) Result {
 // no memory error state at all is skipped, unless its model always reports some (gpuTraits):
 // then what NVML left out is an error, as it is beside other findings.
 func judgeGPUMemoryOne(g node.GPU, cfg *gpuMemoryErrorsConfig, allowOff bool) memJudged {
-	label := gpuLabel(g.Index, sysfsBusID(g.PCIBusID))
+	label, subject := gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), gpuSubject(g, "")
 	if g.Error != "" {
 		msg := g.Error + ": memory error state not read"
-		return memJudged{detail: Detail{Device: label, Status: StatusError, Message: "NVML: " + msg, Observed: g.Error, Expected: "usable in NVML"},
+		return memJudged{detail: Detail{Device: label, Status: StatusError, Message: "NVML: " + msg, Observed: g.Error, Expected: "usable in NVML", Subject: subject},
 			findings: []memFinding{{status: StatusError, msg: msg}}}
 	}
 	missing := memMissing(g)
 	if g.ECC == nil && g.RemappedRows == nil && g.RetiredPages == nil && len(missing) == 0 {
-		return memJudged{detail: Detail{Device: label, Status: StatusSkip,
+		return memJudged{detail: Detail{Device: label, Status: StatusSkip, Subject: subject,
 			Message: "no ECC, row remapping or page retirement reported (" + orUnknownName(g.Name) + ")"}}
 	}
 	f := append(memFindings(g, cfg, allowOff), missing...)
 	// What needs the GPU replaced or reset comes before what could not be read.
 	slices.SortStableFunc(f, func(a, b memFinding) int { return b.status.rank() - a.status.rank() })
-	d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg)}
+	d := Detail{Device: label, Status: StatusOK, Observed: memObserved(g), Expected: memExpected(cfg), Subject: subject}
 	if len(f) == 0 {
 		d.Message = "no memory error that needs a GPU reset or replacement"
 		return memJudged{detail: d}
@@ -290,6 +301,7 @@ func memSummary(gpus []memJudged, cfg *gpuMemoryErrorsConfig, without, eccOffAll
 	case StatusFail, StatusWarn, StatusError:
 		first := gpus[slices.IndexFunc(gpus, func(j memJudged) bool { return j.detail.Status == worst })]
 		res.Summary = first.detail.Device + ": " + first.findings[0].msg + moreSuffix(counts[worst]-1)
+		res.Subject = first.detail.Subject
 		if worst == StatusError {
 			res.Err = errors.New(res.Summary)
 		}
@@ -415,6 +427,28 @@ func orUnknownName(name string) string {
 		return "unnamed GPU"
 	}
 	return text.OneLine(name, 60)
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuMemoryErrors) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultRemapFailed, "row remapping failed", RemedyService,
+				"NVIDIA's RMA policy: \"the RMA criteria is met when the row-remapping failure flag is set\", https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/rma-policy-thresholds-for-row-remapping.html"},
+			{faultRetiredLimit, "retired pages at or above retired_pages_limit (63)", RemedyService,
+				"DCGM_LIMIT_MAX_RETIRED_PAGES, matched to the field diagnostic; DCGM_FR_RETIRED_PAGES_LIMIT_NEXT: run a field diagnostic (RMA)"},
+			{faultUncorrectable, "uncorrectable ECC errors since the driver loaded (volatile)", RemedyResetGPU,
+				"DCGM_FR_VOLATILE_DBE_DETECTED_NEXT: \"Drain the GPU and reset it or reboot the node\""},
+			{faultRemapPending, "a row remapping pending", RemedyResetGPU,
+				"a remap \"will happen at the next GPU reset\", https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html"},
+			{faultRetirePending, "a page retirement pending (before Ampere)", RemedyResetGPU,
+				"DCGM_FR_DBE_PENDING_PAGE_RETIREMENTS_NEXT: \"Drain the GPU and reset it or reboot the node\"; https://docs.nvidia.com/deploy/dynamic-page-retirement/"},
+			{faultECCOff, "ECC off on a GPU that has it, and not set to turn on", RemedyAdmin,
+				"DCGM_FR_ECC_DISABLED_NEXT: enable it with nvidia-smi -i N -e 1, then a reset: a setting a person chooses"},
+			{faultECCOnAfterReset, "ECC off until the next reset, which turns it on", RemedyResetGPU,
+				"nvidia-smi -e takes effect at the next GPU reset (DCGM_FR_ECC_DISABLED_NEXT)"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_memory_errors` says.

@@ -290,12 +290,15 @@ func TestGPUMemoryErrorsDetails(t *testing.T) {
 	exp := "ECC on; 0 uncorrectable ECC errors since driver load; no remap or retirement pending or failed; under 63 retired pages"
 	want := []Detail{
 		{Device: "gpu 0 (0000:07:00.0)", Status: StatusFail, Message: "row remapping pending: reset the GPU", Expected: exp, Remedy: RemedyResetGPU,
-			Observed: "ECC on; uncorrectable ECC errors: 0 since driver load, 0 lifetime; remapped rows: 0 correctable, 4 uncorrectable, pending yes, failed no"},
-		{Device: "gpu 1 (0000:01:00.0)", Status: StatusSkip, Message: "no ECC, row remapping or page retirement reported (NVIDIA TITAN V)"},
+			Observed: "ECC on; uncorrectable ECC errors: 0 since driver load, 0 lifetime; remapped rows: 0 correctable, 4 uncorrectable, pending yes, failed no",
+			Subject:  subjectGPU(0, "0000:07:00.0")},
+		{Device: "gpu 1 (0000:01:00.0)", Status: StatusSkip, Message: "no ECC, row remapping or page retirement reported (NVIDIA TITAN V)",
+			Subject: subjectGPU(1, "0000:01:00.0")},
 		{Device: "gpu 2 (0000:9b:00.0)", Status: StatusError, Message: "NVML: ERROR_GPU_IS_LOST: memory error state not read",
-			Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML"},
+			Observed: "ERROR_GPU_IS_LOST", Expected: "usable in NVML", Subject: subjectGPU(2, "0000:9b:00.0")},
 		{Device: "gpu 3 (0004:00:00.0)", Status: StatusOK, Message: "no memory error that needs a GPU reset or replacement", Expected: exp,
-			Observed: "ECC on; uncorrectable ECC errors: 0 since driver load, 0 lifetime; retired pages: 6 single-bit, 1 double-bit, pending no"},
+			Observed: "ECC on; uncorrectable ECC errors: 0 since driver load, 0 lifetime; retired pages: 6 single-bit, 1 double-bit, pending no",
+			Subject:  subjectGPU(3, "0004:00:00.0")},
 	}
 	if diff := cmp.Diff(want, got.Details); diff != "" {
 		t.Errorf("details (-want +got):\n%s", diff)

@@ -16,6 +16,11 @@ import (
 
 const idGPUModels = "gpu_models"
 
+// The ways gpu_models fails: its rows of the remedy table (Faults).
+const (
+	faultModelMismatch fault = "gpu_models/mismatch"
+)
+
 // gpuModels checks that a node's GPUs are all one model (NVML device names), and that the
 // slurm.conf Feature= tokens and Gres types of the node that name a GPU model (h100, a100,
 // ...) name the model the GPUs are. Model tokens come from the NVML names through a table of
@@ -236,6 +241,7 @@ func judgeGPUModels(nodeName string, inv node.GPUInventory, claims []modelClaim,
 	case len(unread) > 0:
 		res.Status = StatusError
 		res.Summary = unread[0].Device + ": " + strings.TrimPrefix(unread[0].Message, "NVML: ") + moreSuffix(len(unread)-1)
+		res.Subject = unread[0].Subject
 		res.Err = errors.New(res.Summary)
 	case mixed != "":
 		res.Status = StatusWarn
@@ -277,10 +283,11 @@ func groupGPUsByName(devices []node.GPU, table gpuModelTable) (groups []gpuGroup
 		switch {
 		case g.Error != "":
 			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": its model not read",
-				Observed: g.Error, Expected: "usable in NVML"})
+				Observed: g.Error, Expected: "usable in NVML", Subject: gpuSubject(g, "")})
 			continue
 		case g.Name == "":
-			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML gave no name: its model not read", Expected: "an NVML name"})
+			unread = append(unread, Detail{Device: label, Status: StatusError, Message: "NVML gave no name: its model not read", Expected: "an NVML name",
+				Subject: gpuSubject(g, "")})
 			continue
 		}
 		i := slices.IndexFunc(groups, func(gr gpuGroup) bool { return gr.name == g.Name })
@@ -361,6 +368,18 @@ func claimsText(claims []modelClaim) string {
 		parts[i] = c.what
 	}
 	return strings.Join(parts, ", ")
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (gpuModels) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultModelMismatch, "the GPUs are not the model slurm.conf's Feature= or Gres type says", RemedyAdmin,
+				"Feature= and Gres types are configuration: correct the NodeName line, or fit the board it names"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_models` says.

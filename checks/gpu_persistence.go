@@ -67,6 +67,9 @@ func judgeGPUPersistenceOne(g node.GPU) Detail {
 	return Detail{Status: StatusOK, Observed: "on", Expected: "on", Message: "persistence mode on"}
 }
 
+// Faults: gpu_persistence never fails (it warns), so it has no row of the remedy table.
+func (gpuPersistence) Faults() Faults { return Faults{} }
+
 // Explain is what `nodecheck explain gpu_persistence` says.
 func (gpuPersistence) Explain() Explanation {
 	return Explanation{

@@ -83,6 +83,9 @@ func judgeGPUPowerOne(g node.GPU) Detail {
 // watts writes a power: "700 W", "100.89 W".
 func watts(w float64) string { return strconv.FormatFloat(w, 'f', -1, 64) + " W" }
 
+// Faults: gpu_power_limit never fails (it warns), so it has no row of the remedy table.
+func (gpuPowerLimit) Faults() Faults { return Faults{} }
+
 // Explain is what `nodecheck explain gpu_power_limit` says.
 func (gpuPowerLimit) Explain() Explanation {
 	return Explanation{

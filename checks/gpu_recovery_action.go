@@ -13,6 +13,13 @@ import (
 
 const idGPURecoveryAction = "gpu_recovery_action"
 
+// The ways gpu_recovery_action fails: its rows of the remedy table (Faults).
+const (
+	faultRecoveryReset  fault = "gpu_recovery_action/reset"
+	faultRecoveryReboot fault = "gpu_recovery_action/reboot"
+	faultRecoveryIMEX   fault = "gpu_recovery_action/recover_imex"
+)
+
 // gpuRecoveryAction reads what the driver (550 and later) says a GPU needs before it can be
 // used again: NVML_FI_DEV_GET_GPU_RECOVERY_ACTION, nvmlDeviceGpuRecoveryAction_t. NVIDIA's
 // memory error management guide
@@ -158,6 +165,20 @@ func recoveryFault(action string) fault {
 		return faultRecoveryIMEX
 	}
 	return faultRecoveryReboot
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuRecoveryAction) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultRecoveryReset, "the driver's recovery action is GPU_RESET, DRAIN_AND_RESET or DRAIN_P2P (or, from a driver that gives no action, its GPU Reset Status asks for a reset)", RemedyResetGPU,
+				"NVIDIA's recovery action flag (https://docs.nvidia.com/deploy/a100-gpu-mem-error-mgmt/error-recovery-and-response-flags.html): GPU_RESET \"requires a reset to recover\"; DRAIN_P2P asks to quiesce peer-to-peer traffic, then names another action, and a drained GPU's reset is what the repair flow takes first; as XID 154 of the same actions"},
+			{faultRecoveryReboot, "the driver's recovery action is NODE_REBOOT, SYSTEM_REBOOT, BUS_RESET, or one nodecheck does not know", RemedyReboot,
+				"NVIDIA's recovery action flag: NODE_REBOOT, a fault that \"may have left the OS in an inconsistent state\"; nvml.h (NVML 615) SYSTEM_REBOOT \"Reboot the system\" and BUS_RESET \"Reset the GPU's PCIe bus\", more than the GPU reset reset_gpu names, which a reboot does; a reboot also clears an action nodecheck cannot read"},
+			{faultRecoveryIMEX, "the driver's recovery action is RECOVER_IMEX_DOMAIN", RemedyAdmin,
+				"nvml.h NVML_GPU_RECOVERY_ACTION_RECOVER_IMEX_DOMAIN: the IMEX domain, a service across the NVLink domain's nodes, is recovered by a person (nvidia-imex on every node of the domain), not by this node's reset or reboot"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_recovery_action` says.

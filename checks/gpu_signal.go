@@ -51,7 +51,7 @@ func judgeGPUSignal(gpus []node.GPU, s gpuSignal) Result {
 		} else {
 			d = s.judge(g)
 		}
-		d.Device = label
+		d.Device, d.Subject = label, gpuSubject(g, "")
 		details = append(details, d)
 	}
 	return perGPUResult(details, s)
@@ -80,6 +80,7 @@ func perGPUResult(details []Detail, s gpuSignal) Result {
 	case len(worst) > 0:
 		res.Status = worst[0].Status
 		res.Summary = worst[0].Device + ": " + worst[0].Message + moreSuffix(len(worst)-1)
+		res.Subject = worst[0].Subject
 		res.Observed, res.Expected = worst[0].Observed, worst[0].Expected
 		if res.Status == StatusError {
 			res.Err = errors.New(res.Summary)
@@ -92,6 +93,7 @@ func perGPUResult(details []Detail, s gpuSignal) Result {
 		}
 	case len(details) > 0:
 		res.Summary = details[0].Device + ": " + details[0].Message + moreSuffix(len(details)-1)
+		res.Subject = details[0].Subject
 	default:
 		res.Summary = "NVML lists no GPU"
 	}

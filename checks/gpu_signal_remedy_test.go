@@ -1,6 +1,8 @@
 package checks
 
 import (
+	"context"
+
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 )
@@ -21,7 +23,9 @@ func signalRemedyCases() []remedyCase {
 	hot := judgeGPUThermal([]node.GPU{sigGPU(func(g *node.GPU) {
 		g.Thermal = &node.Thermal{GPUC: 95, SlowdownC: 89, ShutdownC: 92}
 	})}, settings[*gpuThermalConfig](config.Default(Schema()), idGPUThermal))
-	svc := Detail{Device: "service nvidia-imex", Status: StatusFail, Observed: "inactive", Message: "nvidia-imex service inactive", Remedy: remedyOf(faultIMEXService)}
+	systemd := &execFacts{fakeFacts: &fakeFacts{}, cmds: map[string]node.CmdResult{
+		"/usr/bin/systemctl is-active nvidia-imex": {Stdout: "inactive\n", ExitCode: 3}}}
+	svc := serviceActive(context.Background(), gpuEnv(systemd, "gpu01", nil), "/usr/bin/systemctl", "nvidia-imex", idIMEX, faultIMEXService)
 	tray := node.GPUInventory{Init: node.InitSuccess, Devices: []node.GPU{{Index: 0, Name: "NVIDIA GB200", PCIBusID: "00000008:01:00.0",
 		Fabric: &node.Fabric{State: "COMPLETED", Status: "Insufficient Resources"}}}}
 	return []remedyCase{

@@ -13,6 +13,11 @@ import (
 
 const idGPUThermal = "gpu_thermal"
 
+// The ways gpu_thermal fails: its rows of the remedy table (Faults).
+const (
+	faultThermalHot fault = "gpu_thermal/hot"
+)
+
 // gpuThermal judges each GPU's temperature against the GPU's own limits, as NVML reports them
 // (nvml.h nvmlTemperatureThresholds_t), never against a number of ours:
 //
@@ -216,6 +221,16 @@ func thermalObserved(th *node.Thermal) string {
 		parts = append(parts, fmt.Sprintf("HBM %d C", th.MemoryC)+limits("max", th.MemoryMaxC))
 	}
 	return strings.Join(parts, "; ")
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (gpuThermal) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultThermalHot, "a GPU at or over its slowdown or shutdown temperature", RemedyService,
+				"DCGM_FR_CLOCK_THROTTLE_THERMAL_NEXT (DEBUG_COOLING_MSG): verify the cooling; a GPU over its own slowdown threshold is its heatsink, fans, coolant or airflow"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gpu_thermal` says.

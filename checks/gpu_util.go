@@ -209,3 +209,26 @@ func nvmlGPUs(ctx context.Context, env *Env, what string) (inv node.GPUInventory
 	res.Summary = text.OneLine(res.Summary, 160)
 	return inv, res, false
 }
+
+// gpuSubject is the subject of a detail about NVML's GPU g, found at addr on the PCI bus
+// (sysfs form; "" takes NVML's own bus id).
+func gpuSubject(g node.GPU, addr string) Subject {
+	if addr == "" {
+		addr = sysfsBusID(g.PCIBusID)
+	}
+	s := busSubject(addr)
+	if g.Index >= 0 {
+		s.GPU.Index, s.GPU.HasIndex = g.Index, true
+	}
+	s.GPU.UUID, s.GPU.Serial = g.UUID, g.Serial
+	return s
+}
+
+// busSubject is the subject of a detail about the GPU at the PCI address addr (sysfs form),
+// known by its address alone; zero for an address that is none.
+func busSubject(addr string) Subject {
+	if !validPCIAddress(addr) {
+		return Subject{}
+	}
+	return Subject{GPU: GPURef{Bus: addr}}
+}

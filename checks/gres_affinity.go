@@ -270,6 +270,12 @@ func socketParameter(v string) string {
 	return ""
 }
 
+// Faults: gres_affinity has no fault of its own; it gives the shared one of Slurm's files
+// that did not come in time (remedy.go).
+func (gresAffinity) Faults() Faults {
+	return Faults{shared: []fault{faultSlurmTimeout}}
+}
+
 // Explain is what `nodecheck explain gres_affinity` says.
 func (gresAffinity) Explain() Explanation {
 	return Explanation{

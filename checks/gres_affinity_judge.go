@@ -30,7 +30,7 @@ type affinityGPU struct {
 
 // stopf stops g with an error: it could not be followed far enough to be judged.
 func (g *affinityGPU) stopf(format string, args ...any) {
-	g.stop = &Detail{Device: g.label(), Status: StatusError, Message: fmt.Sprintf(format, args...)}
+	g.stop = &Detail{Device: g.label(), Status: StatusError, Message: fmt.Sprintf(format, args...), Subject: g.subject()}
 }
 
 // label names g as details do: "gpu 0000:9b:00.0", or its device file until its PCI device is
@@ -40,6 +40,13 @@ func (g affinityGPU) label() string {
 		return "gpu " + g.bus
 	}
 	return g.file
+}
+
+// subject is g as a detail's subject: its device file, and its PCI address once known.
+func (g affinityGPU) subject() Subject {
+	s := busSubject(g.bus)
+	s.File = g.file
+	return s
 }
 
 // affinityFacts is what the node says, for the judge.
@@ -175,7 +182,7 @@ func judgeGresAffinity(gpus []affinityGPU, f affinityFacts) Result {
 				first = v
 			}
 		}
-		res.Summary = first.line + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = first.line+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	res.Status = StatusOK
@@ -221,7 +228,7 @@ func (g affinityGPU) verdict(d Detail, value, rest string) affinityVerdict {
 // byNUMA).
 func judgeCores(g affinityGPU, sc slurmCores, byNUMA bool) affinityVerdict {
 	value := fmt.Sprintf("%s=%s", g.coresKey, g.coresText)
-	d := Detail{Device: g.label(), Observed: value}
+	d := Detail{Device: g.label(), Observed: value, Subject: g.subject()}
 	total := len(sc.cores)
 	var named []int
 	var beyond []slurm.Range
@@ -356,7 +363,7 @@ func describeCores(ids []int, sc slurmCores) string {
 // end that is no GPU (an NVSwitch) counted nowhere.
 func judgeLinks(g affinityGPU, t node.NVLinkTopology) affinityVerdict {
 	value := "Links=" + g.linksText
-	d := Detail{Device: g.label(), Observed: value}
+	d := Detail{Device: g.label(), Observed: value, Subject: g.subject()}
 	fail := func(status Status, rest string) affinityVerdict {
 		d.Status = status
 		return g.verdict(d, value, rest)

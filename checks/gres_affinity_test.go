@@ -314,20 +314,23 @@ func TestJudgeGresAffinity(t *testing.T) {
 		facts   affinityFacts
 		status  Status
 		summary string
+		subject Subject // the result's: the GPU its summary names
 	}{
-		{"all right", []affinityGPU{right}, cores, StatusOK, "Cores= of 1 GPU within their own sockets' cores"},
+		{"all right", []affinityGPU{right}, cores, StatusOK, "Cores= of 1 GPU within their own sockets' cores", Subject{}},
 		{"a wrong one is named before one that could not be looked at", []affinityGPU{right, stopped, wrong}, cores, StatusError,
-			"gpu 0000:9b:00.0 (/dev/nvidia4, gres.conf:3 Cores=0-55) is on NUMA node 1 (cores 56-111); its Cores= name NUMA node 0's cores (+1 more)"},
+			"gpu 0000:9b:00.0 (/dev/nvidia4, gres.conf:3 Cores=0-55) is on NUMA node 1 (cores 56-111); its Cores= name NUMA node 0's cores (+1 more)",
+			Subject{GPU: GPURef{Bus: "0000:9b:00.0"}, File: "/dev/nvidia4"}},
 		{"a GPU without NUMA node is said, not hidden", []affinityGPU{right, unplaced}, cores, StatusOK,
-			"Cores= of 1 GPU within their own sockets' cores (1 GPU entry not judged: gpu 0000:bb:00.0 (/dev/nvidia5, gres.conf:3): the kernel gives its PCI device no NUMA node (numa_node -1: the firmware's ACPI tables do not place it), so its socket cannot be told among 2; Cores=56-111 not judged)"},
+			"Cores= of 1 GPU within their own sockets' cores (1 GPU entry not judged: gpu 0000:bb:00.0 (/dev/nvidia5, gres.conf:3): the kernel gives its PCI device no NUMA node (numa_node -1: the firmware's ACPI tables do not place it), so its socket cannot be told among 2; Cores=56-111 not judged)", Subject{}},
 		{"nothing judged", []affinityGPU{unplaced}, cores, StatusSkip,
-			"gpu 0000:bb:00.0 (/dev/nvidia5, gres.conf:3): the kernel gives its PCI device no NUMA node (numa_node -1: the firmware's ACPI tables do not place it), so its socket cannot be told among 2; Cores=56-111 not judged"},
+			"gpu 0000:bb:00.0 (/dev/nvidia5, gres.conf:3): the kernel gives its PCI device no NUMA node (numa_node -1: the firmware's ACPI tables do not place it), so its socket cannot be told among 2; Cores=56-111 not judged",
+			Subject{}},
 		{"cores and links", []affinityGPU{func() affinityGPU {
 			g := linksGPU(4, "0000:9b:00.0", 0, 0, 0, 0, -1, 0, 0, 0)
 			g.coresKey, g.coresText, g.cores, g.numa = "CPUs", "56-111", []slurm.Range{{First: 56, Last: 111}}, 1
 			return g
 		}()}, affinityFacts{cores: &spr, links: new(switchTopology(h100NVMLBus, 18))}, StatusOK,
-			"Cores= of 1 GPU within their own sockets' cores; Links= of 1 GPU as NVML sees the NVLinks"},
+			"Cores= of 1 GPU within their own sockets' cores; Links= of 1 GPU as NVML sees the NVLinks", Subject{}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -335,6 +338,14 @@ func TestJudgeGresAffinity(t *testing.T) {
 			assertRemedies(t, res)
 			if res.Status != tc.status || res.Summary != tc.summary {
 				t.Errorf("judgeGresAffinity = %s %q\nwant %s %q", res.Status, res.Summary, tc.status, tc.summary)
+			}
+			if diff := cmp.Diff(tc.subject, res.Subject); diff != "" {
+				t.Errorf("subject (-want +got):\n%s", diff)
+			}
+			for _, d := range res.Details {
+				if d.Subject.File == "" {
+					t.Errorf("detail %q names no device file in its subject", d.Device)
+				}
 			}
 		})
 	}

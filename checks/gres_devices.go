@@ -15,6 +15,13 @@ import (
 
 const idGresDevices = "gres_devices"
 
+// The ways gres_devices fails: its rows of the remedy table (Faults).
+const (
+	faultGresNoDriver  fault = "gres_devices/driver_files_missing"
+	faultGresMissing   fault = "gres_devices/file_missing"
+	faultGresWrongFile fault = "gres_devices/file_wrong"
+)
+
 // nvidiaMajor is the character major of /dev/nvidia[0-9]* and /dev/nvidiactl, fixed by the
 // NVIDIA driver (see /proc/devices: "195 nvidia-frontend").
 const nvidiaMajor = 195
@@ -163,7 +170,7 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 				}
 			}
 		}
-		res.Summary = first.Device + " " + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = first.Device+" "+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
@@ -196,7 +203,7 @@ func problemConcerns(p slurm.Problem, node string) bool {
 
 // judgeDevice judges one device file by what stat said of it (dn, or err where it failed).
 func judgeDevice(file string, wantMinor int, dn node.DevNode, err error) Detail {
-	d := Detail{Device: file, Status: StatusOK, Expected: "char device"}
+	d := Detail{Device: file, Status: StatusOK, Expected: "char device", Subject: Subject{File: file}}
 	if wantMinor >= 0 {
 		d.Expected = fmt.Sprintf("char %d:%d", nvidiaMajor, wantMinor)
 	}
@@ -281,6 +288,22 @@ func moreSuffix(n int) string {
 		return ""
 	}
 	return fmt.Sprintf(" (+%d more)", n)
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (gresDevices) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultGresNoDriver, "an NVIDIA device file gres.conf lists (/dev/nvidiaN, /dev/nvidiactl) is missing: the driver did not create it", RemedyReboot,
+				"the NVIDIA driver creates /dev/nvidiaN for every GPU it has and /dev/nvidiactl when it loads (nvidia-modprobe, udev, nvidia-persistenced at boot), in /dev, which a boot makes afresh"},
+			{faultGresMissing, "another device file gres.conf lists is missing: a MIG capability under /dev/nvidia-caps, another GRES's file", RemedyAdmin,
+				"gres.conf(5) File=: the files must exist on the node; set up MIG (nvidia-smi mig) or fix gres.conf"},
+			{faultGresWrongFile, "a device file is not a character device, or has another major or minor than its name says", RemedyAdmin,
+				"something other than the driver made it (a copy, a script): find it, remove the file and let the driver create it"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain gres_devices` says.

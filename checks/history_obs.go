@@ -43,7 +43,7 @@ const bootFileTimeout = time.Second
 // more than it costs that check), and notes in r what it saw. Missing facts leave their part
 // out, with a note: no boot id means nothing can be merged (the caller says so), no uptime
 // puts the kernel log's events at the run's time.
-func gatherObservation(ctx context.Context, env *Env, r *runHistory, users []overTime) history.Observation {
+func gatherObservation(ctx context.Context, env *Env, r *runHistory, need observed) history.Observation {
 	now := r.now
 	obs := history.Observation{Time: now}
 	note := func(format string, args ...any) { r.Notes = append(r.Notes, fmt.Sprintf(format, args...)) }
@@ -72,8 +72,9 @@ func gatherObservation(ctx context.Context, env *Env, r *runHistory, users []ove
 		scan := history.ScanKernelLog(kl.out.Stdout)
 		obs.XIDs, obs.KernelLinks, obs.DriverLoads = scan.XIDs, scan.Links, scan.DriverLoads
 	}
-	if uses(users, idXIDErrors, idGPUErrorRates) {
-		// NVML names the GPUs of the XIDs and reads their counters.
+	if need.gpus {
+		// NVML names the GPUs of the XIDs and reads their counters, under gpu_error_rates'
+		// timeout.
 		gctx, cancel := within(Settings(env.Config, gpuErrorRates{}).Timeout)
 		if inv, err := env.Facts.GPUs(gctx); err != nil {
 			note("GPUs not read: %s", text.OneLine(err.Error(), 160))
@@ -82,7 +83,8 @@ func gatherObservation(ctx context.Context, env *Env, r *runHistory, users []ove
 		}
 		cancel()
 	}
-	if uses(users, idIBFlaps) {
+	if need.ports {
+		// The ports are read under ib_flaps' settings (its timeout, link_downed_counter).
 		flaps := settings[*ibFlapsConfig](env.Config, idIBFlaps)
 		pctx, cancel := within(flaps.Timeout)
 		ports, err := env.Facts.IBPorts(pctx)
@@ -98,11 +100,6 @@ func gatherObservation(ctx context.Context, env *Env, r *runHistory, users []ove
 		cancel()
 	}
 	return obs
-}
-
-// uses says whether one of users is one of ids.
-func uses(users []overTime, ids ...string) bool {
-	return slices.ContainsFunc(users, func(c overTime) bool { return slices.Contains(ids, c.ID()) })
 }
 
 // parseBootID reads boot_id: a UUID and a newline.

@@ -56,7 +56,27 @@ type HistoryStore interface {
 // before the checks when one of them runs in the run's mode.
 type overTime interface {
 	Check
-	judgesOverTime()
+	// observes says what the history step gathers for the check (history_obs.go).
+	observes() observed
+	// judgementRemedy is the remedy of one of the check's failing judgements.
+	judgementRemedy(j history.Judgement) Remedy
+}
+
+// observed is what a check that judges over time needs the run to tell its history.
+type observed struct {
+	kernelLog bool // the kernel log (dmesg): XIDs, link lines, driver loads
+	gpus      bool // NVML's GPUs: identity and error counters
+	ports     bool // the InfiniBand ports' states
+}
+
+// observing is what the checks of users need gathered, together.
+func observing(users []overTime) observed {
+	var o observed
+	for _, c := range users {
+		n := c.observes()
+		o.kernelLog, o.gpus, o.ports = o.kernelLog || n.kernelLog, o.gpus || n.gpus, o.ports || n.ports
+	}
+	return o
 }
 
 // historyTimeout bounds the history file's part of the history step: the lock and the file.
@@ -150,7 +170,8 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 	}
 	now := cmp.Or(env.History.Now, time.Now())
 	r := &runHistory{now: now}
-	if uses(users, idXIDErrors, idIBFlaps) {
+	if observing(users).kernelLog {
+		// The kernel log is read as xid_errors reads it, under its settings, once for the run.
 		xcfg := settings[*xidErrorsConfig](env.Config, idXIDErrors)
 		kctx, cancel := context.WithTimeout(ctx, xcfg.Timeout)
 		out, res, ok := readKernelLog(kctx, env, xcfg.Dmesg)
@@ -161,7 +182,7 @@ func loadRunHistory(ctx context.Context, env *Env, list []Check) *runHistory {
 		r.Off = cmp.Or(env.History.Off, "no state directory ([state] dir is empty)")
 		return r
 	}
-	obs := gatherObservation(ctx, env, r, users)
+	obs := gatherObservation(ctx, env, r, observing(users))
 	if obs.BootID == "" {
 		r.noBoot = "no boot id in this run (" + bootIDPath + "): its events and counters cannot be placed in the node's history"
 	}
@@ -253,9 +274,9 @@ func (r *runHistory) kernelLogRead() *kernelLog {
 
 // overTimeResult is a check's result from its judgements over time: the worst status, a
 // detail per judgement that is not ok, the worst one's summary first, each failing one with
-// its remedy (judgementRemedy). okSummary is the summary when every judgement is ok (or there
-// is none).
-func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected string) Result {
+// its remedy (remedy: the check's judgementRemedy). okSummary is the summary when every
+// judgement is ok (or there is none).
+func (r *runHistory) overTimeResult(js []history.Judgement, remedy func(history.Judgement) Remedy, okSummary, expected string) Result {
 	res := Result{Status: StatusOK, Summary: okSummary, Expected: expected}
 	var bad []history.Judgement
 	for _, j := range js {
@@ -269,14 +290,15 @@ func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected 
 	for _, j := range bad {
 		// The summary names the device first; the detail's device says it already.
 		msg := strings.TrimPrefix(j.Summary, j.Device+": ")
-		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected}
+		d := Detail{Device: j.Device, Status: overTimeStatus(j.Status), Message: msg, Observed: j.Observed, Expected: j.Expected, Subject: judgementSubject(j)}
 		if d.Status == StatusFail {
-			d.Remedy = judgementRemedy(j)
+			d.Remedy = remedy(j)
 		}
 		res.Details = append(res.Details, d)
 	}
 	if len(bad) > 0 {
 		res.Status, res.Summary = overTimeStatus(bad[0].Status), bad[0].Summary+moreSuffix(len(bad)-1)
+		res.Subject = judgementSubject(bad[0])
 		res.Observed = bad[0].Observed
 	}
 	if r.h != nil {
@@ -293,7 +315,7 @@ func (r *runHistory) overTimeResult(js []history.Judgement, okSummary, expected 
 		// Earlier events are not counted any more: say so, at least as a warning.
 		res.Details = append(res.Details, Detail{Device: "history", Status: StatusWarn, Message: r.bad})
 		if StatusWarn.Worse(res.Status) {
-			res.Status = StatusWarn
+			res.Status, res.Subject = StatusWarn, Subject{}
 			res.Summary = "history file unusable, a fresh one started: " + r.bad
 		}
 	}
@@ -313,21 +335,23 @@ func overTimeStatus(s history.Status) Status {
 	return StatusOK
 }
 
-// judgementRemedy is the remedy of a failing judgement over time: an XID's by the catalog
-// (remedyForXID, as xid_errors gives one from the kernel log), a counter rate's and a
-// flapping port's by their rows of remedyTable.
-func judgementRemedy(j history.Judgement) Remedy {
-	switch {
-	case strings.HasPrefix(j.Rule, "xid"):
-		return remedyForXID(j.XID, j.XIDMessage)
-	case j.Rule == "rate_"+history.ECCCorrected.ID():
-		return remedyOf(faultRateECC)
-	case j.Rule == "rate_"+history.PCIeReplay.ID():
-		return remedyOf(faultRatePCIe)
-	case strings.HasPrefix(j.Rule, "rate_nvlink"):
-		return remedyOf(faultRateNVLink)
-	case j.Rule == "ib_flap":
-		return remedyOf(faultIBFlaps)
+// judgementSubject is the device of a judgement as a detail's subject: the GPU's identity or
+// the port, from the judgement's fields.
+func judgementSubject(j history.Judgement) Subject {
+	switch j.Target {
+	case "gpu":
+		g := busSubject(j.GPU.Bus).GPU
+		if j.GPU.Index >= 0 {
+			g.Index, g.HasIndex = j.GPU.Index, true
+		}
+		g.UUID, g.Serial = j.GPU.UUID, j.GPU.Serial
+		return Subject{GPU: g}
+	case "port":
+		ib := IBPortRef{Device: j.Port.Device, Port: j.Port.Port}
+		if ib.Device == "" {
+			ib.Netdev = j.Port.Netdev
+		}
+		return Subject{IB: ib}
 	}
-	return ""
+	return Subject{}
 }

@@ -314,26 +314,37 @@ func TestOverTimeResult(t *testing.T) {
 		{Status: history.StatusWarn, Device: "gpu b", Summary: "b warns", Observed: "XID 13"},
 		{Rule: "xid_sticky", Status: history.StatusFail, Device: "gpu c", Summary: "gpu c: XID 79 sticks", Observed: "XID 79", XID: 79},
 	}
-	res := r.overTimeResult(js, "all fine", "nothing")
+	xids := xidErrors{}.judgementRemedy
+	res := r.overTimeResult(js, xids, "all fine", "nothing")
 	if res.Status != StatusFail || res.Summary != "gpu c: XID 79 sticks (+1 more)" || len(res.Details) != 2 || res.Details[0].Device != "gpu c" ||
 		res.Details[0].Message != "XID 79 sticks" || res.Details[0].Remedy != RemedyReboot || res.Observed != "XID 79" {
 		t.Errorf("%+v", res)
 	}
 	assertRemedies(t, res)
-	for rule, want := range map[string]Remedy{"rate_ecc_corrected": RemedyService, "rate_nvlink_crc": RemedyResetGPU, "rate_nvlink_replay": RemedyResetGPU,
-		"rate_nvlink_recovery": RemedyResetGPU, "rate_pcie_replay": RemedyService, "ib_flap": RemedyService} {
-		if got := judgementRemedy(history.Judgement{Rule: rule, Status: history.StatusFail}); got != want {
-			t.Errorf("remedy of %s: %s, want %s", rule, got, want)
+	for _, tc := range []struct {
+		check overTime
+		rule  string
+		want  Remedy
+	}{
+		{gpuErrorRates{}, "rate_ecc_corrected", RemedyService},
+		{gpuErrorRates{}, "rate_nvlink_crc", RemedyResetGPU},
+		{gpuErrorRates{}, "rate_nvlink_replay", RemedyResetGPU},
+		{gpuErrorRates{}, "rate_nvlink_recovery", RemedyResetGPU},
+		{gpuErrorRates{}, "rate_pcie_replay", RemedyService},
+		{ibFlaps{}, "ib_flap", RemedyService},
+	} {
+		if got := tc.check.judgementRemedy(history.Judgement{Rule: tc.rule, Status: history.StatusFail}); got != tc.want {
+			t.Errorf("%s: remedy of %s: %s, want %s", tc.check.ID(), tc.rule, got, tc.want)
 		}
 	}
-	if got := judgementRemedy(history.Judgement{Rule: "xid_repeat", XID: 31}); got != RemedyAdmin {
+	if got := xids(history.Judgement{Rule: "xid_repeat", XID: 31}); got != RemedyAdmin {
 		t.Errorf("remedy of a repeating XID 31: %s, want admin (the catalog's software workflow)", got)
 	}
-	if res := r.overTimeResult(js[:1], "all fine", "nothing"); res.Status != StatusOK || res.Summary != "all fine" || len(res.Details) != 0 {
+	if res := r.overTimeResult(js[:1], xids, "all fine", "nothing"); res.Status != StatusOK || res.Summary != "all fine" || len(res.Details) != 0 {
 		t.Errorf("%+v", res)
 	}
 	r.bad = "history /x: truncated; kept aside as x.bad-1, starting a fresh history"
-	if res := r.overTimeResult(js[:1], "all fine", "nothing"); res.Status != StatusWarn || !strings.HasPrefix(res.Summary, "history file unusable, a fresh one started: ") {
+	if res := r.overTimeResult(js[:1], xids, "all fine", "nothing"); res.Status != StatusWarn || !strings.HasPrefix(res.Summary, "history file unusable, a fresh one started: ") {
 		t.Errorf("%+v", res)
 	}
 }

@@ -12,6 +12,11 @@ import (
 
 const idIBFlaps = "ib_flaps"
 
+// The ways ib_flaps fails: its rows of the remedy table (Faults).
+const (
+	faultIBFlaps fault = "ib_flaps/flaps"
+)
+
 // ibFlaps judges InfiniBand (and RoCE) link flaps over time, from the node's history: the
 // link of a port going down again and again within a window, which one run's look at the
 // port (ib_ports) misses when the link is up again by then. The downs come from the port's
@@ -26,7 +31,11 @@ func (ibFlaps) Description() string {
 	return "no InfiniBand/RoCE port whose link went down fail_at times within window (from the node's history)"
 }
 
-func (ibFlaps) judgesOverTime() {}
+// observes: the ports' states, and the kernel log's link lines.
+func (ibFlaps) observes() observed { return observed{kernelLog: true, ports: true} }
+
+// judgementRemedy: a port that flaps is its cable, transceiver or switch port.
+func (ibFlaps) judgementRemedy(history.Judgement) Remedy { return remedyOf(faultIBFlaps) }
 
 // ibFlapsConfig is [checks.ib_flaps]. The defaults are Azure cyclecloud-healthagent's
 // (healthagent/defaults.yaml at b8c76db): link_downed window_gt 10800 s, error 3, strikes 1,
@@ -88,7 +97,7 @@ func (ibFlaps) Run(ctx context.Context, env *Env) Result {
 	if err := env.history.portsErr; err != nil {
 		// The run could not see the ports' states; the history's downs still count.
 		js := h.JudgeFlaps(env.history.now, cfg.rules(history.DefaultRules()))
-		if res := env.history.overTimeResult(js, "", ""); res.Status == StatusFail {
+		if res := env.history.overTimeResult(js, ibFlaps{}.judgementRemedy, "", ""); res.Status == StatusFail {
 			return res
 		}
 		return Result{Status: StatusError, Summary: "cannot read the InfiniBand ports: " + text.OneLine(err.Error(), 160), Err: err}
@@ -100,12 +109,22 @@ func (ibFlaps) Run(ctx context.Context, env *Env) Result {
 	if len(js) == 0 {
 		return Result{Status: StatusSkip, Summary: "no InfiniBand or RoCE port seen in this boot"}
 	}
-	return env.history.overTimeResult(js, judgeFlapsOK(js, cfg), fmt.Sprintf("fewer than %d link downs per port within %s", cfg.FailAt, history.Human(cfg.Window)))
+	return env.history.overTimeResult(js, ibFlaps{}.judgementRemedy, judgeFlapsOK(js, cfg), fmt.Sprintf("fewer than %d link downs per port within %s", cfg.FailAt, history.Human(cfg.Window)))
 }
 
 // judgeFlapsOK is the summary when no port flapped.
 func judgeFlapsOK(js []history.Judgement, cfg *ibFlapsConfig) string {
 	return fmt.Sprintf("%s: no link down within %s", countNoun(len(js), "port", "ports"), history.Human(cfg.Window))
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (ibFlaps) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultIBFlaps, "a port that went down and up again too often in the window (history)", RemedyService,
+				"a link that keeps going down and up is a cable, transceiver or switch port to reseat or replace"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain ib_flaps` says.

@@ -15,6 +15,18 @@ import (
 
 const idIBPorts = "ib_ports"
 
+// The ways ib_ports fails: its rows of the remedy table (Faults).
+const (
+	faultIBNoLink   fault = "ib_ports/no_link"
+	faultIBDisabled fault = "ib_ports/disabled"
+	faultIBNotSM    fault = "ib_ports/not_active"
+	faultIBSlow     fault = "ib_ports/slow"
+	faultIBMissing  fault = "ib_ports/missing"
+)
+
+// srcIBSysfs is the source of the rows of a port state.
+const srcIBSysfs = "the IBTA port states as sysfs shows them (Linux ABI sysfs-class-infiniband)"
+
 // IB port states as the kernel numbers them in /sys/class/infiniband/*/ports/*/state and
 // phys_state (include/rdma/ib_verbs.h: IB_PORT_ACTIVE = 4; phys_state 5 = LinkUp, 3 =
 // Disabled: a port turned off by management).
@@ -162,7 +174,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 		if first.Device == "ports" {
 			prefix = ""
 		}
-		res.Summary = prefix + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = prefix+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	rate := ""
@@ -177,7 +189,7 @@ func (ibPorts) Run(ctx context.Context, env *Env) Result {
 // for its rate: down ports report a meaningless rate (often 40 Gb/s). A state, phys_state or
 // rate (where min_rate is set) that could not be read is an error: the port was not looked at.
 func judgeIBPort(p node.IBPort, minRate float64) Detail {
-	d := Detail{Device: p.Name(), Status: StatusOK,
+	d := Detail{Device: p.Name(), Status: StatusOK, Subject: Subject{IB: IBPortRef{Device: p.Device, Port: int(p.Port)}},
 		Observed: fmt.Sprintf("%s/%s %s", p.State, p.PhysState, p.Rate),
 		Expected: "ACTIVE/LinkUp"}
 	if minRate > 0 {
@@ -258,6 +270,23 @@ func orUnknown(s string) string {
 }
 
 func fmtGbps(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) }
+
+// Faults declares the check's own rows of the remedy table.
+func (ibPorts) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultIBNoLink, "a port without a physical link: phys_state Polling or any other but LinkUp, and Disabled on a RoCE (Ethernet) port", RemedyService,
+				srcIBSysfs + ": Polling is a port seeking a peer; the RoCE drivers report Disabled for a netdev without carrier (drivers/infiniband/hw/mlx5/main.c, mlx5_query_port_roce; ip link tells one set down by hand): reseat or replace the cable or transceiver, or fix the switch port"},
+			{faultIBDisabled, "an InfiniBand port Disabled (phys_state 3)", RemedyAdmin,
+				srcIBSysfs + ": Disabled is a port turned off by management: enable it again (ibportstate, mlxlink) after finding who disabled it and why (the subnet manager's log)"},
+			{faultIBNotSM, "a port LinkUp but not ACTIVE (DOWN, INIT, ARMED)", RemedyAdmin, srcIBSysfs + ": INIT and ARMED are a link the subnet manager has not activated: check the subnet manager"},
+			{faultIBSlow, "a port below min_rate_gbps", RemedyService,
+				"a link trained down runs on a cable or transceiver that cannot hold the speed: reseat or replace it (mlxlink shows the errors)"},
+			{faultIBMissing, "fewer ports than expected_ports: an HCA vanished", RemedyService,
+				"an HCA that does not enumerate is reseated, reflashed (mlxfwmanager) or replaced"},
+		},
+	}
+}
 
 // Explain is what `nodecheck explain ib_ports` says.
 func (ibPorts) Explain() Explanation {

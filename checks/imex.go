@@ -12,6 +12,12 @@ import (
 
 const idIMEX = "imex"
 
+// The ways imex fails: its rows of the remedy table (Faults).
+const (
+	faultIMEXService fault = "imex/service"
+	faultIMEXChannel fault = "imex/channel"
+)
+
 // imex checks, on multi-node NVLink compute trays (GB200 and GB300 NVL: GPUs of those models on
 // an NVLink fabric with no NVSwitch on the node's PCI bus, see fabric_manager_mnnvl.go), what a job needs
 // to share GPU memory with the other trays over NVLink: the IMEX service active, and the IMEX
@@ -138,7 +144,7 @@ func judgeIMEX(svc Detail, channels []node.DevNode, perJob string) Result {
 		bad = append(bad, svc)
 	}
 	for _, c := range channels {
-		d := Detail{Device: c.Path, Status: StatusOK, Observed: "char", Expected: "char device"}
+		d := Detail{Device: c.Path, Status: StatusOK, Observed: "char", Expected: "char device", Subject: Subject{File: c.Path}}
 		switch {
 		case c.Missing:
 			failDetail(&d, faultIMEXChannel)
@@ -170,6 +176,18 @@ func judgeIMEX(svc Detail, channels []node.DevNode, perJob string) Result {
 		res.Summary = fmt.Sprintf("%s; %s present", svc.Message, countNoun(len(channels), "IMEX channel", "IMEX channels"))
 	}
 	return res
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (imex) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultIMEXService, "the IMEX service is not active on a multi-node NVLink tray", RemedyAdmin,
+				"NVIDIA's MNNVL user guide, IMEX: the service runs on every node of the NVLink domain from its configuration (nodes_config.cfg): a person checks the configuration and the domain's nodes, then restarts it"},
+			{faultIMEXChannel, "an IMEX channel device is missing or not a character device", RemedyAdmin,
+				"the driver makes channel 0 only when loaded with NVreg_CreateImexChannel0=1 (or nvidia-modprobe -i 0 makes it): configuration, or Slurm's switch/nvidia_imex plugin"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain imex` says.

@@ -17,6 +17,12 @@ import (
 
 const idJobLeftovers = "job_leftovers"
 
+// The ways job_leftovers fails: its rows of the remedy table (Faults).
+const (
+	faultLeftProcess fault = "job_leftovers/process"
+	faultLeftMemory  fault = "job_leftovers/memory"
+)
+
 // maxJobGPUIndex bounds an index in SLURM_JOB_GPUS: a node has at most a few hundred GPU
 // device files (config's own bound on File= is 65536), so a larger one is garbage, and a
 // range up to it would allocate for nothing.
@@ -118,7 +124,7 @@ type jobGPU struct {
 
 func (t *jobGPU) stop(status Status, format string, args ...any) {
 	t.verdict = &Detail{Device: fmt.Sprintf("SLURM_JOB_GPUS index %d", t.index), Status: status, Observed: t.file,
-		Message: fmt.Sprintf(format, args...)}
+		Message: fmt.Sprintf(format, args...), Subject: Subject{File: t.file}}
 }
 
 func (jobLeftovers) Run(ctx context.Context, env *Env) Result {
@@ -189,7 +195,7 @@ func judgeJobLeftovers(gpus []jobGPU, mode config.Mode, maxMiB, jobUID int, job 
 		// Every GPU of the job is one the check does not judge (MIG instances).
 		first := res.Details[0]
 		res.Status, res.Expected = StatusSkip, ""
-		res.Summary = first.Device + ": " + first.Message + moreSuffix(len(res.Details)-1)
+		res.Summary, res.Subject = first.Device+": "+first.Message+moreSuffix(len(res.Details)-1), first.Subject
 		return res
 	}
 	res.Status = worstOf(judged)
@@ -205,7 +211,7 @@ func judgeJobLeftovers(gpus []jobGPU, mode config.Mode, maxMiB, jobUID int, job 
 				break
 			}
 		}
-		res.Summary = first.Device + ": " + first.Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = first.Device+": "+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
 	gpusText := countNoun(len(labels), "GPU", "GPUs") + " (" + strings.Join(labels, ", ") + ")"
@@ -377,7 +383,7 @@ func findNVMLDevices(gpus []jobGPU, inv node.GPUInventory) {
 // judgeJobGPU is the verdict on one of the job's GPUs.
 func judgeJobGPU(t jobGPU, mode config.Mode, maxMiB, jobUID int, jobUser string) Detail {
 	g := t.gpu
-	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK,
+	d := Detail{Device: gpuLabel(g.Index, sysfsBusID(g.PCIBusID)), Status: StatusOK, Subject: gpuSubject(*g, ""),
 		Expected: fmt.Sprintf("no process, at most %d MiB used", maxMiB)}
 	where := fmt.Sprintf("SLURM_JOB_GPUS index %d, %s", t.index, t.file)
 	if g.Error != "" {
@@ -451,6 +457,20 @@ func describeProcess(p node.Process, jobsOwnUser bool) string {
 		parts = append(parts, "the job's own user")
 	}
 	return fmt.Sprintf("pid %d (%s)", p.PID, strings.Join(parts, ", "))
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (jobLeftovers) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultLeftProcess, "a process still on one of the job's GPUs after it (or before it, in a prolog)", RemedyReboot,
+				"it escaped or outlived slurmstepd's kill (slurm.conf(5) UnkillableStepTimeout drains a node whose processes do not die), and nvidia-smi(1) -r refuses a GPU a process still uses: the repair that always clears it is a reboot (a person may kill it first)"},
+			{faultLeftMemory, "GPU memory held with no process on the GPU", RemedyResetGPU,
+				"nvidia-smi(1) -r resets the GPU and frees its memory once nothing uses it"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain job_leftovers` says.

@@ -245,12 +245,12 @@ func TestJobLeftoversDetails(t *testing.T) {
 		gpus: withProcs(idleGPUs(2), 1, alicePython(4343))})
 	want := Result{Status: StatusFail, Summary: "gpu 1 (0000:3b:00.0): 1 process left: pid 4343 (alice, python) (+1 more)",
 		Expected: "no compute process and at most 1024 MiB used on the job's GPUs (SLURM_JOB_GPUS=1,0,3)",
-		Observed: "1 of 2 GPUs with leftovers",
+		Observed: "1 of 2 GPUs with leftovers", Subject: subjectGPU(1, "0000:3b:00.0"),
 		Details: []Detail{
 			{Device: "gpu 1 (0000:3b:00.0)", Status: StatusFail, Message: "1 process left: pid 4343 (alice, python)",
-				Observed: "1 process, 1024 MiB used", Expected: "no process, at most 1024 MiB used", Remedy: RemedyReboot},
+				Observed: "1 process, 1024 MiB used", Expected: "no process, at most 1024 MiB used", Remedy: RemedyReboot, Subject: subjectGPU(1, "0000:3b:00.0")},
 			{Device: "gpu 0 (0000:19:00.0)", Status: StatusOK, Message: "no process, 0 MiB used (SLURM_JOB_GPUS index 0, /dev/nvidia0)",
-				Observed: "0 processes, 0 MiB used", Expected: "no process, at most 1024 MiB used"},
+				Observed: "0 processes, 0 MiB used", Expected: "no process, at most 1024 MiB used", Subject: subjectGPU(0, "0000:19:00.0")},
 			{Device: "SLURM_JOB_GPUS index 3", Status: StatusError, Message: "gres.conf lists 2 GPU device files for gpu01: cannot tell which GPU it is"},
 		}}
 	if diff := cmp.Diff(want, got); diff != "" {

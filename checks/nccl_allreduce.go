@@ -20,6 +20,14 @@ import (
 
 const idNCCLAllReduce = "nccl_allreduce"
 
+// The ways nccl_allreduce fails: its rows of the remedy table (Faults).
+const (
+	faultNCCLCorrupt fault = "nccl_allreduce/corruption"
+	faultNCCLSlow    fault = "nccl_allreduce/low_busbw"
+	faultNCCLFailed  fault = "nccl_allreduce/run_failed"
+	faultNCCLMissing fault = "nccl_allreduce/not_installed"
+)
+
 // ncclLargeSize is where "large messages" start: busbw is judged on the rows of at least
 // 1 GiB, where NCCL runs at its peak (nccl-tests#212: "256M is too small to reach peak
 // bandwidth"), or on the largest size when the sweep stops below it.
@@ -593,6 +601,21 @@ func ncclFirstN(xs []string, n int) []string {
 		return xs[:n]
 	}
 	return xs
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (ncclAllReduce) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultNCCLCorrupt, "all_reduce_perf finds wrong or out of bounds data", RemedyService,
+				"wrong data from a node is a faulty GPU or memory: DCGM_FR_MEMORY_MISMATCH_NEXT, run a field diagnostic"},
+			{faultNCCLSlow, "bus bandwidth below the threshold", RemedyService,
+				"DCGM_FR_LOW_BANDWIDTH_NEXT: check the threshold, and if the low figure is consistent, run a field diagnostic"},
+			{faultNCCLFailed, "all_reduce_perf failed (exit code, a failure line) or ran out of time; the reset concerns every GPU of the node", RemedyResetGPU,
+				"DCGM_FR_CUDA_API_NEXT: \"Check DCGM and system logs for errors. Reset GPU. ... Rerun diagnostics.\""},
+			{faultNCCLMissing, "all_reduce_perf is not installed and required = true", RemedyAdmin, "software to install"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain nccl_allreduce` says.

@@ -15,6 +15,14 @@ import (
 
 const idNodeInventory = "node_inventory"
 
+// The ways node_inventory fails: its rows of the remedy table (Faults).
+const (
+	faultMemoryLost   fault = "node_inventory/memory_lost"
+	faultMemoryConfig fault = "node_inventory/memory_config"
+	faultSocketLost   fault = "node_inventory/socket_lost"
+	faultCPUsConfig   fault = "node_inventory/cpus_config"
+)
+
 // Summaries node_inventory emits from more than one place.
 const (
 	nodeInventoryNotRecorded = "inventory not recorded in this snapshot"
@@ -193,6 +201,23 @@ func memoryShortFault(have, want uint64) fault {
 		return faultMemoryLost
 	}
 	return faultMemoryConfig
+}
+
+// Faults declares the check's own rows of the remedy table, and the shared faults it
+// gives (remedy.go).
+func (nodeInventory) Faults() Faults {
+	return Faults{
+		shared: []fault{faultSlurmTimeout},
+		own: []remedyRow{
+			{faultMemoryLost, "usable memory 2% or more below RealMemory: a DIMM lost at boot", RemedyService,
+				"a DIMM is 2% or more of a node's memory (48 DIMMs at most on two sockets); the kernel's and firmware's share is less: dmidecode and the BMC's log name the DIMM to reseat or replace"},
+			{faultMemoryConfig, "usable memory less than 2% below RealMemory", RemedyAdmin,
+				"RealMemory set above MemTotal, which firmware and kernel reservations keep under the installed memory: set it from slurmd -C"},
+			{faultSocketLost, "fewer sockets than slurm.conf says", RemedyService, "a CPU package that did not come up is a board or CPU fault"},
+			{faultCPUsConfig, "fewer CPUs, cores per socket or threads per core than slurm.conf says", RemedyAdmin,
+				"CPUs offline, maxcpus= or nosmt on the kernel command line, or cores or SMT off in the BIOS: configuration, or a NodeName line to correct"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain node_inventory` says.

@@ -16,6 +16,11 @@ import (
 
 const idNVLink = "nvlink"
 
+// The ways nvlink fails: its rows of the remedy table (Faults).
+const (
+	faultNVLinkDown fault = "nvlink/inactive"
+)
+
 // nvLink checks that every NVLink of every GPU is active (nvmlDeviceGetNvLinkState), and that
 // a GPU reports as many links as its model has (builtinNVLinks, with [checks.nvlink]
 // expected_links tried first). A model the table does not know is judged only on the links
@@ -246,14 +251,16 @@ func judgeNVLinkGPU(g node.GPU, table nvlinkTable, excl nvlinkExclusions) nvlink
 	addr := sysfsBusID(g.PCIBusID)
 	label := gpuLabel(g.Index, addr)
 	name := orUnknownName(g.Name)
-	v := nvlinkGPU{name: name, detail: Detail{Device: label}}
+	subject := gpuSubject(g, addr)
+	v := nvlinkGPU{name: name, detail: Detail{Device: label, Subject: subject}}
 	if excl.gpus[addr] {
 		v.kind, v.detail.Status, v.detail.Message = nvlExcluded, StatusSkip, "excluded by config (exclude)"
 		return v
 	}
 	if g.Error != "" {
 		v.kind = nvlLost
-		v.detail = Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": NVLinks not read", Observed: g.Error, Expected: "usable in NVML"}
+		v.detail = Detail{Device: label, Status: StatusError, Message: "NVML: " + g.Error + ": NVLinks not read", Observed: g.Error, Expected: "usable in NVML",
+			Subject: subject}
 		return v
 	}
 	rule, known := table.expected(g.Name)
@@ -372,11 +379,11 @@ func nvlinkSummary(res Result, gpus []nvlinkGPU) Result {
 	switch {
 	case len(fails) > 0:
 		res.Status = StatusFail
-		res.Summary = fails[0].Device + ": " + fails[0].Message + moreSuffix(len(fails)-1)
+		res.Summary, res.Subject = fails[0].Device+": "+fails[0].Message+moreSuffix(len(fails)-1), fails[0].Subject
 	case len(unread) > 0:
 		res.Status = StatusError
 		msg := strings.TrimPrefix(unread[0].Message, "NVML: ")
-		res.Summary = unread[0].Device + ": " + msg + moreSuffix(len(unread)-1)
+		res.Summary, res.Subject = unread[0].Device+": "+msg+moreSuffix(len(unread)-1), unread[0].Subject
 		res.Err = errors.New(res.Summary)
 	case judged == 0 && count[nvlOptional] > 0:
 		res.Status = StatusSkip
@@ -419,6 +426,16 @@ func linkRanges(links []int) []string {
 		i = j + 1
 	}
 	return out
+}
+
+// Faults declares the check's own rows of the remedy table.
+func (nvLink) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultNVLinkDown, "an NVLink inactive, or fewer NVLinks than the GPU's model has", RemedyResetGPU,
+				"XID 74 in the catalog: \"A GPU reset or node reboot is needed to clear this error\", and a vendor case only if that fails; DCGM_FR_NVLINK_DOWN_NEXT: reset the GPU, rerun diagnostics"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain nvlink` says.

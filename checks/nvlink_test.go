@@ -205,12 +205,12 @@ func TestNVLinkDetails(t *testing.T) {
 		node.GPU{Index: 9, Name: nameRTX4090, PCIBusID: "00000000:E1:00.0"})
 	got := nvLink{}.Run(context.Background(), gpuEnv(&fakeFacts{gpus: inv}, "gpu-a100-01", nil))
 	want := []Detail{
-		{Device: "gpu 5 (0006:00:00.0)", Status: StatusOK, Message: "12 of 12 NVLinks active", Observed: "12 reported, 12 active", Expected: "12 active NVLinks"},
-		{Device: "gpu 6 (0007:00:00.0)", Status: StatusFail, Message: "all 12 NVLinks inactive", Observed: "12 reported, 0 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU},
-		{Device: "gpu 7 (0008:00:00.0)", Status: StatusFail, Message: "NVLink 4 inactive", Observed: "12 reported, 11 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU},
+		{Device: "gpu 5 (0006:00:00.0)", Status: StatusOK, Message: "12 of 12 NVLinks active", Observed: "12 reported, 12 active", Expected: "12 active NVLinks", Subject: subjectGPU(5, "0006:00:00.0")},
+		{Device: "gpu 6 (0007:00:00.0)", Status: StatusFail, Message: "all 12 NVLinks inactive", Observed: "12 reported, 0 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU, Subject: subjectGPU(6, "0007:00:00.0")},
+		{Device: "gpu 7 (0008:00:00.0)", Status: StatusFail, Message: "NVLink 4 inactive", Observed: "12 reported, 11 active", Expected: "12 active NVLinks", Remedy: RemedyResetGPU, Subject: subjectGPU(7, "0008:00:00.0")},
 		{Device: "gpu 8 (0000:c1:00.0)", Status: StatusSkip, Observed: "12 reported, 0 active", Expected: "not judged",
-			Message: `NVIDIA H100 PCIe has NVLink only through optional bridges (expected_links "pcie=0"): not judged`},
-		{Device: "gpu 9 (0000:e1:00.0)", Status: StatusSkip, Observed: "0 reported, 0 active", Message: "no NVLink"},
+			Message: `NVIDIA H100 PCIe has NVLink only through optional bridges (expected_links "pcie=0"): not judged`, Subject: subjectGPU(8, "0000:c1:00.0")},
+		{Device: "gpu 9 (0000:e1:00.0)", Status: StatusSkip, Observed: "0 reported, 0 active", Message: "no NVLink", Subject: subjectGPU(9, "0000:e1:00.0")},
 	}
 	if diff := cmp.Diff(want, got.Details); diff != "" {
 		t.Errorf("details (-want +got):\n%s", diff)

@@ -15,6 +15,11 @@ import (
 
 const idPCIeLink = "pcie_link"
 
+// The ways pcie_link fails: its rows of the remedy table (Faults).
+const (
+	faultPCIeWidth fault = "pcie_link/width"
+)
+
 // pcieLink checks that every GPU, NVSwitch and Mellanox HCA runs its PCIe link at full width
 // (or at least min_width). A GPU's link comes from NVML where NVML reports it, from sysfs
 // otherwise. Link speed is never judged: GPUs lower it when idle (a Gen5 H100 at rest shows
@@ -80,6 +85,8 @@ type pcieDev struct {
 	speed  string // "Gen1 of Gen5", "16 GT/s of 32 GT/s": set when below the max
 	source string // "NVML" or "sysfs"
 	inNVML bool   // a GPU NVML lists, whatever the source of its width
+	// subject is the device the link is: the GPU, or an NVSwitch's or HCA's PCI function.
+	subject Subject
 }
 
 func (pcieLink) Run(ctx context.Context, env *Env) Result {
@@ -148,10 +155,10 @@ func judgePCIeLinks(pci []node.PCIDevice, nvml []node.GPU, nvmlNote string, cfg 
 	switch {
 	case len(bad) > 0:
 		res.Status = StatusFail
-		res.Summary = bad[0].Device + " " + bad[0].Message + moreSuffix(len(bad)-1)
+		res.Summary, res.Subject = bad[0].Device+" "+bad[0].Message+moreSuffix(len(bad)-1), bad[0].Subject
 	case len(unread) > 0:
 		res.Status = StatusError
-		res.Summary = unread[0].Device + " " + unread[0].Message + moreSuffix(len(unread)-1)
+		res.Summary, res.Subject = unread[0].Device+" "+unread[0].Message+moreSuffix(len(unread)-1), unread[0].Subject
 		res.Err = errors.New(res.Summary)
 	case len(devs) == 0 && excluded > 0:
 		res.Status = StatusSkip
@@ -204,9 +211,13 @@ func pcieLinks(pci []node.PCIDevice, nvml []node.GPU, exclude []string) ([]pcieD
 			devs = append(devs, nvmlLink(g, d.Address))
 			continue
 		}
-		dev := pcieDev{kind: kind, addr: d.Address, label: kind + " " + d.Address, cur: d.CurLinkWidth, max: d.MaxLinkWidth, source: "sysfs"}
-		if inNVML {
-			dev.label, dev.inNVML = gpuLabel(g.Index, d.Address), true
+		dev := pcieDev{kind: kind, addr: d.Address, label: kind + " " + d.Address, cur: d.CurLinkWidth, max: d.MaxLinkWidth, source: "sysfs",
+			subject: Subject{PCI: d.Address}}
+		switch {
+		case inNVML:
+			dev.label, dev.inNVML, dev.subject = gpuLabel(g.Index, d.Address), true, gpuSubject(g, d.Address)
+		case kind == "gpu":
+			dev.subject = busSubject(d.Address)
 		}
 		if d.CurLinkSpeedGTs > 0 && d.MaxLinkSpeedGTs > 0 && d.CurLinkSpeedGTs < d.MaxLinkSpeedGTs {
 			dev.speed = fmtGTs(d.CurLinkSpeedGTs) + " of " + fmtGTs(d.MaxLinkSpeedGTs)
@@ -269,7 +280,7 @@ func pcieOKSummary(judged map[string]int, minWidth int, exclNote string, unjudge
 // a width is left out (SR-IOV virtual functions have none). So is a device on a bus with no
 // widths at all (a virtual machine's) that NVML does not list with one.
 func judgeLink(dv pcieDev, minWidth int, sysfsWidths bool) (Detail, bool) {
-	d := Detail{Device: dv.label, Status: StatusOK}
+	d := Detail{Device: dv.label, Status: StatusOK, Subject: dv.subject}
 	if dv.cur <= 0 || dv.max <= 0 || dv.cur > dv.max {
 		d.Message = fmt.Sprintf("not judged: %s link width x%d of x%d", dv.source, dv.cur, dv.max)
 		if dv.cur <= 0 || dv.max <= 0 {
@@ -305,7 +316,8 @@ func judgeLink(dv pcieDev, minWidth int, sysfsWidths bool) (Detail, bool) {
 }
 
 func nvmlLink(g node.GPU, addr string) pcieDev {
-	dv := pcieDev{kind: "gpu", addr: addr, label: gpuLabel(g.Index, addr), cur: g.PCIe.CurLinkWidth, max: g.PCIe.MaxLinkWidth, source: "NVML"}
+	dv := pcieDev{kind: "gpu", addr: addr, label: gpuLabel(g.Index, addr), cur: g.PCIe.CurLinkWidth, max: g.PCIe.MaxLinkWidth, source: "NVML",
+		subject: gpuSubject(g, addr)}
 	if g.PCIe.CurLinkGen > 0 && g.PCIe.MaxLinkGen > 0 && g.PCIe.CurLinkGen < g.PCIe.MaxLinkGen {
 		dv.speed = fmt.Sprintf("Gen%d of Gen%d", g.PCIe.CurLinkGen, g.PCIe.MaxLinkGen)
 	}
@@ -333,6 +345,16 @@ func kindRank(kind string) int {
 }
 
 func fmtGTs(v float64) string { return strconv.FormatFloat(v, 'f', -1, 64) + " GT/s" }
+
+// Faults declares the check's own rows of the remedy table.
+func (pcieLink) Faults() Faults {
+	return Faults{
+		own: []remedyRow{
+			{faultPCIeWidth, "a GPU, NVSwitch or HCA runs its PCIe link narrower than its max width (or min_width)", RemedyService,
+				"the width is trained from the physical lanes: reseat the card, riser or cable (DCGM: \"Reconnect PCIe card\", DCGM_FR_PCI_REPLAY_RATE_NEXT; its diag's pcie plugin flags link downtraining as a hardware fault)"},
+		},
+	}
+}
 
 // Explain is what `nodecheck explain pcie_link` says.
 func (pcieLink) Explain() Explanation {

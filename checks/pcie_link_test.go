@@ -169,9 +169,11 @@ func TestPCIeLinkDetails(t *testing.T) {
 	got := pcieLink{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))
 	want := []Detail{
 		{Device: "gpu 0 (0000:19:00.0)", Status: StatusOK, Observed: "x16", Expected: "x16",
-			Message: "PCIe x16 of x16 (NVML); speed Gen1 of Gen5, not judged: links slow down when idle"},
-		{Device: "gpu 3 (0000:5d:00.0)", Status: StatusFail, Observed: "x8", Expected: "x16", Message: "PCIe x8, expected x16", Remedy: RemedyService},
-		{Device: "nvswitch 0000:83:00.0", Status: StatusOK, Observed: "x2", Expected: "x2", Message: "PCIe x2 of x2 (sysfs)"},
+			Message: "PCIe x16 of x16 (NVML); speed Gen1 of Gen5, not judged: links slow down when idle", Subject: subjectGPU(0, "0000:19:00.0")},
+		{Device: "gpu 3 (0000:5d:00.0)", Status: StatusFail, Observed: "x8", Expected: "x16", Message: "PCIe x8, expected x16", Remedy: RemedyService,
+			Subject: subjectGPU(3, "0000:5d:00.0")},
+		{Device: "nvswitch 0000:83:00.0", Status: StatusOK, Observed: "x2", Expected: "x2", Message: "PCIe x2 of x2 (sysfs)",
+			Subject: Subject{PCI: "0000:83:00.0"}}, // an NVSwitch is no GPU: no GPU a reset could take
 	}
 	pick := []Detail{got.Details[0], got.Details[3], got.Details[8]}
 	if diff := cmp.Diff(want, pick); diff != "" {
@@ -190,7 +192,8 @@ func TestPCIeLinkSysfsSpeed(t *testing.T) {
 	f := &fakeFacts{pci: pci, gpus: node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}}
 	got := pcieLink{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))
 	want := Detail{Device: "gpu 0000:19:00.0", Status: StatusOK, Observed: "x16", Expected: "x16",
-		Message: "PCIe x16 of x16 (sysfs); speed 2.5 GT/s of 32 GT/s, not judged: links slow down when idle"}
+		Message: "PCIe x16 of x16 (sysfs); speed 2.5 GT/s of 32 GT/s, not judged: links slow down when idle",
+		Subject: Subject{GPU: GPURef{Bus: "0000:19:00.0"}}} // on the bus, NVML down: known by its address alone
 	if diff := cmp.Diff(want, got.Details[0]); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

@@ -5,8 +5,35 @@ import (
 	"strings"
 )
 
-// ordered is the run order: cheap and decisive first (DESIGN.md section 4). It is the one
-// place a reviewer reads to know what runs, and when.
+// Adding a check that reads facts node.Facts already has touches these files, and only these
+// (counted on a throwaway check, demo_uptime, reading /proc/uptime: 77 files, all below):
+//
+//   - checks/<id>.go: the check. Its type implements Check: ID, Description, Section (its
+//     [checks.<id>] keys and defaults), Explain, Faults (its fault constants, "<id>/<what>",
+//     with their remedy rows, and any shared fault of remedy.go it gives), Run. A check that
+//     judges over time also implements overTime (observes, judgementRemedy); one that reads
+//     NVML, gpuFactsUser (GPUFields).
+//   - checks/<id>_test.go: its judge's table test, calling assertRemedies.
+//   - testdata/golden/explain/<id>.txt: its explanation (go test ./cmd/nodecheck -update).
+//   - this file: one line in ordered.
+//
+// and the fixtures that list every check, each regenerated but the first:
+//
+//   - testdata/nodecheck.toml, the example config, written by hand: a [checks.<id>] section
+//     setting every key (TestExampleConfig says which are missing).
+//   - checks/testdata/config/default.golden (go test ./checks -update).
+//   - README.md's remedies table, where the check has rows of its own (go test ./checks
+//     -update).
+//   - testdata/golden/explain/index.txt, testdata/golden/list.json, and the full run reports
+//     testdata/golden/run/* and testdata/golden/metrics/run-* (go test ./cmd/nodecheck
+//     -update): the new check's line, and the count of checks.
+//
+// No other check's explanation or golden changes, and no list of check ids elsewhere needs
+// an edit: the remedy table, explain, the history step and the repair read the checks'
+// declarations.
+
+// ordered is the run order: cheap and decisive first. It is the one place a reviewer reads
+// to know what runs, and when.
 var ordered = []Check{
 	gresDevices{},
 	gpuCount{},

@@ -3,11 +3,7 @@ package checks
 import (
 	"context"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -36,114 +32,6 @@ func assertRemedies(t *testing.T, res Result) {
 	if res.Status == StatusFail && !settled.Remedy.Valid() {
 		t.Errorf("failing result %q has no remedy: set one on the result or on a failing detail", res.Summary)
 	}
-}
-
-// reservedFaults are rows no check emits yet.
-var reservedFaults []fault
-
-// TestRemedyTable holds the table to its rules: one row per fault constant, a known remedy,
-// a failure and a source in words, registered checks; and every fault is emitted somewhere
-// outside this file (but the reserved ones).
-func TestRemedyTable(t *testing.T) {
-	seen := map[fault]bool{}
-	for _, r := range remedyTable {
-		if seen[r.fault] {
-			t.Errorf("fault %s has two rows", r.fault)
-		}
-		seen[r.fault] = true
-		if !r.remedy.Valid() {
-			t.Errorf("%s: remedy %q is none of %v", r.fault, r.remedy, Remedies())
-		}
-		if strings.TrimSpace(r.when) == "" || strings.TrimSpace(r.source) == "" {
-			t.Errorf("%s: a row says when and why", r.fault)
-		}
-		for _, id := range r.checks {
-			if _, ok := byID(id); !ok {
-				t.Errorf("%s: check %q is not registered", r.fault, id)
-			}
-		}
-		if r.checks != nil && !strings.HasPrefix(string(r.fault), "any/") && !slices.Contains(r.checks, strings.Split(string(r.fault), "/")[0]) {
-			t.Errorf("%s: the fault's check is not among its checks %v", r.fault, r.checks)
-		}
-	}
-	consts, used := faultIdents(t)
-	for _, c := range consts {
-		f, ok := c.value, true
-		if _, ok = rowOf(f); !ok {
-			t.Errorf("fault constant %s (%q) has no row in remedyTable", c.name, f)
-		}
-		if !used[c.name] && !slices.Contains(reservedFaults, f) {
-			t.Errorf("fault constant %s is emitted by no check: remove its row or use it", c.name)
-		}
-	}
-	if len(consts) != len(remedyTable) {
-		t.Errorf("%d fault constants, %d rows", len(consts), len(remedyTable))
-	}
-}
-
-type faultConst struct {
-	name  string
-	value fault
-}
-
-// faultIdents parses the package: the fault constants of remedy.go, and which of them the
-// other non-test files name.
-func faultIdents(t *testing.T) ([]faultConst, map[string]bool) {
-	t.Helper()
-	fset := token.NewFileSet()
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var consts []faultConst
-	used := map[string]bool{}
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if name == "remedy.go" {
-			for _, decl := range f.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.CONST {
-					continue
-				}
-				for _, spec := range gd.Specs {
-					vs := spec.(*ast.ValueSpec)
-					if id, ok := vs.Type.(*ast.Ident); !ok || id.Name != "fault" {
-						continue
-					}
-					lit := vs.Values[0].(*ast.BasicLit)
-					consts = append(consts, faultConst{vs.Names[0].Name, fault(strings.Trim(lit.Value, `"`))})
-				}
-			}
-			// remedy.go's own uses outside the table count: xidFault, nvmlInitFault.
-			for _, decl := range f.Decls {
-				if fd, ok := decl.(*ast.FuncDecl); ok {
-					ast.Inspect(fd, func(n ast.Node) bool {
-						if id, ok := n.(*ast.Ident); ok {
-							used[id.Name] = true
-						}
-						return true
-					})
-				}
-			}
-			continue
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok {
-				used[id.Name] = true
-			}
-			return true
-		})
-	}
-	if len(consts) == 0 {
-		t.Fatal("no fault constants found in remedy.go")
-	}
-	return consts, used
 }
 
 func TestMostDrastic(t *testing.T) {
@@ -223,24 +111,6 @@ func TestRemedyForXID(t *testing.T) {
 	} {
 		if got := remedyForXID(154, tc.msg); got != tc.want {
 			t.Errorf("XID 154 %q: %q, want %q", tc.msg, got, tc.want)
-		}
-	}
-}
-
-func TestGPUOfDevice(t *testing.T) {
-	for _, tc := range []struct {
-		in, bus string
-		ok      bool
-	}{
-		{gpuLabel(3, "0000:9b:00.0"), "0000:9b:00.0", true},
-		{gpuLabel(-1, "0000:9b:00.0"), "0000:9b:00.0", true},
-		{"gpu 0000:9b:00", "0000:9b:00", true},
-		{gpuLabel(4, ""), "", false},
-		{"mlx5_0/1", "", false},
-		{"/dev/nvidia3", "", false},
-	} {
-		if bus, ok := GPUOfDevice(tc.in); bus != tc.bus || ok != tc.ok {
-			t.Errorf("GPUOfDevice(%q) = %q, %v; want %q, %v", tc.in, bus, ok, tc.bus, tc.ok)
 		}
 	}
 }
@@ -393,7 +263,7 @@ func linkRemedyCases() []remedyCase {
 			Rate: "400 Gb/sec (4X NDR)", RateGbps: rate, LinkLayer: ll}, 400)
 		return Result{Status: d.Status, Details: []Detail{d}}
 	}
-	link, _ := judgeLink(pcieDev{kind: "gpu", addr: "0000:9b:00.0", label: gpuLabel(3, "0000:9b:00.0"), cur: 8, max: 16, source: "NVML"}, 0, true)
+	link, _ := judgeLink(nvmlLink(node.GPU{Index: 3, PCIBusID: "00000000:9B:00.0", PCIe: &node.PCIe{CurLinkWidth: 8, MaxLinkWidth: 16}}, "0000:9b:00.0"), 0, true)
 	fm := func(cmds map[string]node.CmdResult, inv node.GPUInventory) Result {
 		f := &execFacts{fakeFacts: &fakeFacts{pci: h100PCI(), gpus: inv}, cmds: cmds}
 		return fabricManager{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))

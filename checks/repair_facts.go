@@ -1,10 +1,6 @@
 package checks
 
-import (
-	"strings"
-
-	"github.com/nodecheck/nodecheck/checks/node"
-)
+import "github.com/nodecheck/nodecheck/checks/node"
 
 // The facts a health run's repair step reads besides NVML's GPUs (docs/repairs.md, step 5:
 // which GPUs the driver resets together), taken from what the run's checks already read:
@@ -18,15 +14,16 @@ func NVSwitches(pci []node.PCIDevice) int {
 }
 
 // FabricManagerState is the Fabric Manager service's state as the run's fabric_manager check
-// read it from systemd ("active", "inactive", "failed", ...); "" where the check did not run,
-// skipped (no NVSwitch), or could not ask systemd.
+// read it from systemd ("active", "inactive", "failed", ...): the Observed of its detail whose
+// subject is a service; "" where the check did not run, skipped (no NVSwitch), or could not
+// ask systemd.
 func FabricManagerState(results []Result) string {
 	for _, r := range results {
 		if r.Check != idFabricManager {
 			continue
 		}
 		for _, d := range r.Details {
-			if strings.HasPrefix(d.Device, "service ") && (d.Status == StatusOK || d.Status == StatusFail) {
+			if d.Subject.Service != "" && (d.Status == StatusOK || d.Status == StatusFail) {
 				return d.Observed
 			}
 		}

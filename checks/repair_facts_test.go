@@ -30,9 +30,19 @@ func TestFabricManagerState(t *testing.T) {
 			t.Errorf("%s: %d NVSwitches", tc.snap, n)
 		}
 	}
-	if got := FabricManagerState([]Result{{Check: idFabricManager, Status: StatusError,
-		Details: []Detail{{Device: "service nvidia-fabricmanager", Status: StatusError, Observed: "exit 1"}}}}); got != "" {
-		t.Errorf("systemctl could not ask: %q, want \"\"", got)
+	fm := Subject{Service: "nvidia-fabricmanager"}
+	for _, tc := range []struct {
+		name   string
+		detail Detail
+		want   string
+	}{
+		{"systemctl could not ask", Detail{Device: "service nvidia-fabricmanager", Status: StatusError, Observed: "exit 1", Subject: fm}, ""},
+		{"the service's detail reworded", Detail{Device: "Fabric Manager unit", Status: StatusFail, Observed: "failed", Subject: fm}, "failed"},
+		{"a detail that only reads like the service's", Detail{Device: "service nvidia-fabricmanager", Status: StatusOK, Observed: "active"}, ""},
+	} {
+		if got := FabricManagerState([]Result{{Check: idFabricManager, Status: StatusFail, Details: []Detail{tc.detail}}}); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
 	}
 }
 

@@ -25,6 +25,7 @@ func (f fakeCheck) ID() string                             { return f.id }
 func (f fakeCheck) Description() string                    { return "fake" }
 func (f fakeCheck) Section() config.Section                { return &fakeSection{f.set} }
 func (f fakeCheck) Explain() Explanation                   { return Explanation{} }
+func (f fakeCheck) Faults() Faults                         { return Faults{} }
 func (f fakeCheck) Run(ctx context.Context, _ *Env) Result { return f.run(ctx) }
 
 var allModes = []string{"prolog", "epilog", "health", "manual"}

@@ -19,6 +19,17 @@ import (
 
 const idXIDErrors = "xid_errors"
 
+// The ways xid_errors fails: its rows of the remedy table (Faults).
+const (
+	faultXIDReset     fault = "xid_errors/reset"
+	faultXIDResetSoon fault = "xid_errors/reset_when_convenient"
+	faultXIDReboot    fault = "xid_errors/reboot"
+	faultXIDSupport   fault = "xid_errors/contact_support"
+	faultXIDSoftware  fault = "xid_errors/software"
+	faultXID154Reset  fault = "xid_errors/recovery_reset"
+	faultXID154Reboot fault = "xid_errors/recovery_reboot"
+)
+
 // xidErrors reads the NVIDIA XID events in the kernel log (dmesg) and judges them over time,
 // from the node's history: an event counts once across runs (dmesg shows every XID since
 // boot at every run); an XID NVIDIA's XID catalog resolves with a GPU reset or a reboot fails
@@ -31,7 +42,14 @@ const idXIDErrors = "xid_errors"
 // an earlier job met.
 type xidErrors struct{}
 
-func (xidErrors) judgesOverTime() {}
+// observes: the kernel log's XIDs, and NVML's GPUs to name them by UUID and serial.
+func (xidErrors) observes() observed { return observed{kernelLog: true, gpus: true} }
+
+// judgementRemedy is an XID's remedy by the catalog (remedyForXID), as the same XID in the
+// kernel log since boot gets.
+func (xidErrors) judgementRemedy(j history.Judgement) Remedy {
+	return remedyForXID(j.XID, j.XIDMessage)
+}
 
 func (xidErrors) ID() string { return idXIDErrors }
 
@@ -264,11 +282,11 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	if !ok {
 		return res
 	}
-	var labels map[string]string
+	var gpus map[string]node.GPU
 	if invErr == nil {
-		labels = xidGPULabels(inv)
+		gpus = xidGPUs(inv)
 	}
-	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, kernelLogCut(out), cfg.xidVerdicts(), labels)
+	sinceBoot := judgeXIDs(history.ScanKernelLog(out.Stdout).XIDs, kernelLogCut(out), cfg.xidVerdicts(), gpus)
 	if why.Status == StatusError && sinceBoot.Status != StatusFail {
 		// The kernel log since boot shows nothing that fails, but an XID that holds until a
 		// reset or reboot may have left it (dmesg --clear, a full ring buffer), and only the
@@ -283,7 +301,7 @@ func (xidErrors) Run(ctx context.Context, env *Env) Result {
 // could not be read this run (kl the result saying why), what the history already holds
 // still fails a GPU; anything less is not a judgement, and kl is returned.
 func judgeXIDHistory(r *runHistory, js []history.Judgement, out node.CmdResult, kl Result, read bool) Result {
-	res := r.overTimeResult(js, "no XID in force on "+countNoun(len(js), "GPU", "GPUs")+" (history of this boot and the kernel log)", "no reset- or reboot-class XID in force, no XID repeating beyond its rule")
+	res := r.overTimeResult(js, xidErrors{}.judgementRemedy, "no XID in force on "+countNoun(len(js), "GPU", "GPUs")+" (history of this boot and the kernel log)", "no reset- or reboot-class XID in force, no XID repeating beyond its rule")
 	if !read {
 		if res.Status != StatusFail {
 			return kl
@@ -357,8 +375,9 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 
 // judgeXIDs judges the XID lines of the kernel log by the verdict of each XID (see
 // xidVerdicts: ignored ones are left out, XIDs in no list warn); cut says how the log was
-// read only in part (kernelLogCut; "" when whole). labels names GPUs by the driver's bus id.
-func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labels map[string]string) Result {
+// read only in part (kernelLogCut; "" when whole). gpus are NVML's GPUs by the driver's bus
+// id (xidGPUs), which name the GPU of an XID.
+func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, gpus map[string]node.GPU) Result {
 	var counts []xidCount
 	for _, ev := range xids {
 		if verdicts[ev.XID] == StatusSkip {
@@ -391,9 +410,12 @@ func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labe
 	res := Result{Expected: "no XID in fail_xids", Observed: countNoun(len(counts), "XID kind", "XID kinds") + " since boot"}
 	var fails, warns int
 	for _, c := range counts {
-		dev := "gpu " + c.bus
-		if l, ok := labels[c.bus]; ok {
-			dev = l
+		// Without NVML the kernel's name of the PCI device is all there is: no function, so
+		// no bus id a repair could act on.
+		dev, subject := "gpu "+c.bus, Subject{GPU: GPURef{Slot: c.bus}}
+		if g, ok := gpus[c.bus]; ok {
+			addr := sysfsBusID(g.PCIBusID)
+			dev, subject = gpuLabel(g.Index, addr), gpuSubject(g, addr)
 		}
 		msg := fmt.Sprintf("XID %d on %s", c.xid, dev)
 		if c.n > 1 {
@@ -402,7 +424,7 @@ func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labe
 		if c.message != "" {
 			msg += ": " + text.OneLine(c.message, 100)
 		}
-		d := Detail{Device: dev, Status: c.status, Message: msg, Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID"}
+		d := Detail{Device: dev, Status: c.status, Message: msg, Observed: "XID " + strconv.Itoa(c.xid), Expected: "no XID", Subject: subject}
 		if c.status == StatusFail {
 			d.Remedy = remedyForXID(c.xid, c.message)
 		}
@@ -420,10 +442,10 @@ func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labe
 	switch {
 	case fails > 0:
 		res.Status = StatusFail
-		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
+		res.Summary, res.Subject = res.Details[0].Message+moreSuffix(len(counts)-1)+cut, res.Details[0].Subject
 	case warns > 0:
 		res.Status = StatusWarn
-		res.Summary = res.Details[0].Message + moreSuffix(len(counts)-1) + cut
+		res.Summary, res.Subject = res.Details[0].Message+moreSuffix(len(counts)-1)+cut, res.Details[0].Subject
 	case cut != "":
 		res.Status = StatusWarn
 		res.Summary = "no NVIDIA XID in what was read" + cut
@@ -434,20 +456,42 @@ func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, labe
 	return res
 }
 
-// xidGPULabels maps the driver's bus ids ("0000:9b:00") to "gpu 4 (0000:9b:00.0)" where NVML
-// can say; NVML being unavailable only leaves the bus ids as they are.
-func xidGPULabels(inv node.GPUInventory) map[string]string {
+// xidGPUs maps the driver's bus ids ("0000:9b:00") to NVML's GPUs where NVML can say; NVML
+// being unavailable only leaves the bus ids as they are.
+func xidGPUs(inv node.GPUInventory) map[string]node.GPU {
 	if inv.Init != node.InitSuccess {
 		return nil
 	}
-	m := map[string]string{}
+	m := map[string]node.GPU{}
 	for _, g := range inv.Devices {
 		addr := sysfsBusID(g.PCIBusID)
 		if bus, _, ok := strings.Cut(addr, "."); ok && addr != "" {
-			m[bus] = gpuLabel(g.Index, addr)
+			m[bus] = g
 		}
 	}
 	return m
+}
+
+// Faults declares the check's own rows of the remedy table, and lists the built-in
+// fail_xids by remedy for explain.
+func (xidErrors) Faults() Faults {
+	return Faults{
+		note: func() string { return "The built-in fail_xids by remedy: " + xidDefaultsByRemedy() + "." },
+		own: []remedyRow{
+			{faultXIDReset, "an XID the catalog resolves with RESET_GPU, or with a workflow that says a reset clears it (48, 74, 144-150)", RemedyResetGPU, srcXIDCatalog},
+			{faultXIDResetSoon, "an XID the catalog asks no immediate node action for, failed by fail_xids or repeats: 63 (row remap: the driver says \"reset gpu to activate\"), 94 (\"reset the GPU when convenient\"), IGNORE/IGNORE ones, and XIDs the catalog does not list", RemedyResetGPU,
+				srcXIDCatalog + " (trigger conditions of 63, 64, 94); the cheapest remedy that clears the GPU's state, repeated repairs escalate"},
+			{faultXIDReboot, "an XID the catalog resolves with RESTART_BM or RESTART_VM (79 fallen off the bus)", RemedyReboot, srcXIDCatalog},
+			{faultXIDSupport, "an XID whose action is CONTACT_SUPPORT or CHECK_MECHANICALS (61, 54, the unused ones), or one with no immediate node action whose investigatory action is CONTACT_SUPPORT (92, 43, 68)", RemedyService,
+				srcXIDCatalog + ", and its Investigatory Action column"},
+			{faultXIDSoftware, "an XID whose action is UPDATE_SWFW, or one with no immediate node action whose investigatory action is software (13, 31: WORKFLOW_XID_13/31, CHECK_APP/CUDA, INVESTIGATE_SW; 45: RESTART_FM)", RemedyAdmin,
+				srcXIDCatalog + ", and its Investigatory Action column"},
+			{faultXID154Reset, "XID 154 saying GPU Reset Required, Drain and Reset, Drain P2P, or None", RemedyResetGPU,
+				"XID 154 \"summarizes the recovery action required for other Xids\" (" + srcXIDCatalog + ")"},
+			{faultXID154Reboot, "XID 154 saying Node Reboot Required, or an action nodecheck cannot read", RemedyReboot,
+				"XID 154 (" + srcXIDCatalog + "); a reboot also clears any action nodecheck could not read"},
+		},
+	}
 }
 
 // Explain is what `nodecheck explain xid_errors` says.

@@ -197,9 +197,11 @@ func TestXIDErrorsDetails(t *testing.T) {
 	got := xidErrors{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))
 	want := []Detail{
 		{Device: "gpu 6 (0000:cb:00.0)", Status: StatusWarn, Observed: "XID 13", Expected: "no XID",
-			Message: "XID 13 on gpu 6 (0000:cb:00.0) (3 times): pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruc..."},
+			Message: "XID 13 on gpu 6 (0000:cb:00.0) (3 times): pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruc...",
+			Subject: subjectGPU(6, "0000:cb:00.0")},
 		{Device: "gpu 6 (0000:cb:00.0)", Status: StatusWarn, Observed: "XID 109", Expected: "no XID",
-			Message: "XID 109 on gpu 6 (0000:cb:00.0): pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005"},
+			Message: "XID 109 on gpu 6 (0000:cb:00.0): pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005",
+			Subject: subjectGPU(6, "0000:cb:00.0")},
 	}
 	if diff := cmp.Diff(want, got.Details); diff != "" {
 		t.Errorf("details (-want +got):\n%s", diff)
@@ -247,7 +249,7 @@ func TestXIDErrorsConfig(t *testing.T) {
 // TestJudgeXIDs feeds the judge literal XID lines.
 func TestJudgeXIDs(t *testing.T) {
 	verdicts := (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs(), IgnoreXIDs: []int{109}}).xidVerdicts()
-	labels := map[string]string{"0000:9b:00": "gpu 4 (0000:9b:00.0)"}
+	gpus := map[string]node.GPU{"0000:9b:00": {Index: 4, PCIBusID: "00000000:9B:00.0"}}
 	x := func(bus string, xid int, msg string) history.XIDLine {
 		return history.XIDLine{Bus: bus, XID: xid, Message: msg}
 	}
@@ -271,7 +273,7 @@ func TestJudgeXIDs(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			got := judgeXIDs(tc.xids, tc.cut, verdicts, labels)
+			got := judgeXIDs(tc.xids, tc.cut, verdicts, gpus)
 			assertRemedies(t, got)
 			if diff := cmp.Diff(brief{"", string(tc.wantStatus), tc.wantSummary}, brief{"", string(got.Status), got.Summary}); diff != "" {
 				t.Errorf("(-want +got):\n%s", diff)

@@ -92,7 +92,7 @@ func (h *History) JudgeFlaps(now time.Time, r Rules) []Judgement {
 }
 
 func (h *History) judgeFlap(now time.Time, p Port, r Rules, cur int) Judgement {
-	j := Judgement{Rule: "ib_flap", Target: "port", Key: p.Key(), Device: p.Label(),
+	j := Judgement{Rule: "ib_flap", Target: "port", Key: p.Key(), Device: p.Label(), Port: p.ID(),
 		Expected: "fewer than " + strconv.Itoa(r.FlapFail) + " link downs within " + human(r.FlapWindow)}
 	d := PortDowns(p, cur, h.clearedKeyAt(p.Key()))
 	n, src, from, to := d.Window(r.FlapWindow, now.Unix(), true)

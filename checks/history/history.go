@@ -94,6 +94,17 @@ func (g GPU) Key() string {
 	return "bus:" + g.Bus
 }
 
+// GPUID is a GPU's identity as the history knows it, for a judgement to carry as fields.
+type GPUID struct {
+	UUID   string // "" where NVML never gave one
+	Serial string
+	Bus    string // sysfs form "0000:9b:00.0"
+	Index  int    // NVML's index when last seen; -1 for a GPU known only from the kernel log
+}
+
+// ID is g's identity.
+func (g GPU) ID() GPUID { return GPUID{UUID: g.UUID, Serial: g.Serial, Bus: g.Bus, Index: g.Index} }
+
 // Label names the GPU for an admin: "gpu 0000:9b:00.0 (GPU-…, serial 1652…)".
 func (g GPU) Label() string {
 	var id []string
@@ -209,6 +220,23 @@ func (p Port) Key() string {
 		return "netdev:?"
 	}
 	return p.Device + "/" + strconv.Itoa(p.Port)
+}
+
+// PortID names a port as fields: its HCA and port number, or, for a port known only from a
+// kernel or syslog line, its network interface.
+type PortID struct {
+	Device string // "mlx5_0"; "" for a port known only by its netdev
+	Port   int
+	Netdev string // the first network interface on the port; "" where none is known
+}
+
+// ID is p's name as fields.
+func (p Port) ID() PortID {
+	id := PortID{Device: p.Device, Port: p.Port}
+	if len(p.Netdevs) > 0 {
+		id.Netdev = p.Netdevs[0]
+	}
+	return id
 }
 
 // Label names the port for an admin: "mlx5_0/1 (ib0)".

@@ -30,6 +30,10 @@ type Judgement struct {
 	Target string `json:"target"`
 	Key    string `json:"key"`
 	Device string `json:"device"`
+	// GPU or Port names the device as fields, for code that acts on the judgement (Device is
+	// for people); the one Target does not name is zero. Not in the JSON yet.
+	GPU  GPUID  `json:"-"`
+	Port PortID `json:"-"`
 	// Summary is one line an admin can act on.
 	Summary string `json:"summary"`
 	// Clear says what would clear it; empty for an ok.
@@ -80,7 +84,7 @@ func (h *History) JudgeXIDs(now time.Time, r Rules) []Judgement {
 		}
 		js := h.judgeGPUXIDs(now, g, r)
 		if len(js) == 0 {
-			js = []Judgement{{Rule: "xid", Status: StatusOK, Target: "gpu", Key: g.Key(), Device: g.Label(),
+			js = []Judgement{{Rule: "xid", Status: StatusOK, Target: "gpu", Key: g.Key(), Device: g.Label(), GPU: g.ID(),
 				Summary: g.Label() + ": no XID in force", Expected: "no XID in force"}}
 		}
 		out = append(out, js...)
@@ -124,7 +128,7 @@ func (h *History) judgeGPUXIDs(now time.Time, g GPU, r Rules) []Judgement {
 		if slices.Contains(r.AppXIDs, x.XID) {
 			what = "an application XID: warns, fails only on repeats"
 		}
-		out = append(out, Judgement{Rule: "xid_recent", Status: StatusWarn, Target: "gpu", Key: g.Key(), Device: g.Label(), XID: x.XID, XIDMessage: x.Msg,
+		out = append(out, Judgement{Rule: "xid_recent", Status: StatusWarn, Target: "gpu", Key: g.Key(), Device: g.Label(), GPU: g.ID(), XID: x.XID, XIDMessage: x.Msg,
 			Summary: fmt.Sprintf("%s: XID %d at %s%s (%s)%s", g.Label(), x.XID, stamp(x.TLast), timesSuffix(x.N), what, moreOf(len(kinds)-1, "XID kind")),
 			Clear:   "no new XID until " + stamp(x.TLast+int64(r.RecentXIDs/time.Second)) + ", or `nodecheck history clear --gpu " + g.Bus + "`",
 			Since:   unix(recent[0].T), Observed: "XID " + strconv.Itoa(x.XID), Expected: "no XID within " + human(r.RecentXIDs)})
@@ -155,7 +159,7 @@ func judgeSticky(g GPU, xs []XID, r Rules) Judgement {
 		until, clear = "a reboot", "a reboot (new boot id)"
 	}
 	cmd := "`nodecheck history clear --gpu " + g.Bus + "`"
-	return Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), Sticky: true, XID: x.XID, XIDMessage: x.Msg,
+	return Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), GPU: g.ID(), Sticky: true, XID: x.XID, XIDMessage: x.Msg,
 		Summary: fmt.Sprintf("%s: XID %d at %s%s, sticky until %s; clear with %s", g.Label(), x.XID, stamp(x.T), moreOf(len(xs)-1, "sticky XID"), until, cmd),
 		Clear:   clear + ", or " + cmd, Since: unix(x.T),
 		Observed: "XID " + strconv.Itoa(x.XID) + timesSuffix(x.N), Expected: "no reset- or reboot-class XID in force"}
@@ -275,7 +279,7 @@ func judgeRepeat(now time.Time, g GPU, rule RepeatRule, ignore []int, since int6
 		xid, _ := strconv.Atoi(strings.Fields(k)[0])
 		cmd := "`nodecheck history clear --gpu " + g.Bus + "`"
 		msg := xs[slices.IndexFunc(xs, func(x XID) bool { return x.XID == xid })].Msg
-		return Judgement{Rule: "xid_repeat", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), XID: xid, XIDMessage: msg,
+		return Judgement{Rule: "xid_repeat", Status: StatusFail, Target: "gpu", Key: g.Key(), Device: g.Label(), GPU: g.ID(), XID: xid, XIDMessage: msg,
 			Summary: fmt.Sprintf("%s: XID %s in %d bursts within %s, last at %s (%s: fails at %d); clear with %s",
 				g.Label(), k, counts[k], human(rule.Window), stamp(last[k]), rule.Name, rule.Count, cmd),
 			Clear:    "fewer than " + strconv.Itoa(rule.Count) + " bursts within " + human(rule.Window) + " (no new one for that long), or " + cmd,

@@ -124,6 +124,7 @@ func TestJudgeStickySummary(t *testing.T) {
 	h := History{Boots: boots(1), GPUs: []GPU{gpu(0, xid(0, 79, 10*h1))}}
 	js := h.JudgeXIDs(t0.Add(12*h1), DefaultRules())
 	want := Judgement{Rule: "xid_sticky", Status: StatusFail, Target: "gpu", Key: "GPU-1", Device: "gpu 0000:9b:00.0 (GPU-1, serial 1652)",
+		GPU:     GPUID{UUID: "GPU-1", Serial: "1652", Bus: "0000:9b:00.0", Index: 0},
 		Summary: "gpu 0000:9b:00.0 (GPU-1, serial 1652): XID 79 at 2026-12-01T10:00:00Z, sticky until a reboot; clear with `nodecheck history clear --gpu 0000:9b:00.0`",
 		Clear:   "a reboot (new boot id), or `nodecheck history clear --gpu 0000:9b:00.0`", Since: t0.Add(10 * h1), Sticky: true,
 		Observed: "XID 79", Expected: "no reset- or reboot-class XID in force", XID: 79}
@@ -325,6 +326,9 @@ func TestJudgeFlaps(t *testing.T) {
 			js := h.JudgeFlaps(t0.Add(tc.now), r)
 			if len(js) != 1 || js[0].Status != tc.want || js[0].Rule != "ib_flap" {
 				t.Errorf("got %+v; want one %s", js, tc.want)
+			}
+			if want := (PortID{Device: "mlx5_0", Port: 1, Netdev: "ib0"}); js[0].Port != want || js[0].GPU != (GPUID{}) {
+				t.Errorf("the port as fields: %+v, %+v; want %+v", js[0].Port, js[0].GPU, want)
 			}
 			if js[0].Status == StatusFail && tc.sticky && (!js[0].Sticky || !strings.Contains(js[0].Summary, "sticky until reboot")) {
 				t.Errorf("a sticky failure: %+v", js[0])

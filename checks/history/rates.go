@@ -98,7 +98,7 @@ func (h *History) JudgeRates(now time.Time, r Rules) []Judgement {
 		if found || len(rated)+len(unrated) == 0 {
 			continue
 		}
-		j := Judgement{Rule: "rate", Status: StatusOK, Target: "gpu", Key: g.Key(), Device: label,
+		j := Judgement{Rule: "rate", Status: StatusOK, Target: "gpu", Key: g.Key(), Device: label, GPU: g.ID(),
 			Observed: strings.Join(rated, ", "), Expected: "below each counter's limit"}
 		switch {
 		case len(rated) == 0:
@@ -125,7 +125,7 @@ func sampled(g GPU, c Counter, cur int) bool {
 
 // judgeRate judges one counter's worst rate; bad is false below the warn rate.
 func judgeRate(g GPU, label string, c Counter, seg Segment, rule RateRule, r Rules) (Judgement, bool) {
-	j := Judgement{Rule: "rate_" + c.ID(), Target: "gpu", Key: g.Key(), Device: label,
+	j := Judgement{Rule: "rate_" + c.ID(), Target: "gpu", Key: g.Key(), Device: label, GPU: g.ID(),
 		Observed: perHour(seg.PerHour), Expected: "below " + limits(rule)}
 	switch {
 	case rule.Fail > 0 && seg.PerHour >= rule.Fail:

@@ -7,10 +7,8 @@ import (
 	"fmt"
 	"os/exec"
 	"path/filepath"
-	"regexp"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -76,23 +74,26 @@ func (p Policy) ResetArgv(gpus []GPU) []string {
 	return argv
 }
 
-// BusOf returns the first PCI bus id in s ("gpu 3 (0000:9b:00.0)", NVML's
-// "00000000:9B:00.0") in sysfs form, lower case with a 4-digit domain; "" when s holds none.
-func BusOf(s string) string {
-	m := busPattern().FindString(s)
-	if m == "" {
+// BusID turns a whole PCI bus id as NVML writes it ("00000000:9B:00.0") or as sysfs does
+// ("0000:9b:00.0") into sysfs form: lower case, a 4-digit domain (more only where the
+// domain needs them). "" for a string that is not one bus id. It never searches text: the
+// GPU a repair acts on comes from a finding's subject (checks.Subject), not its message.
+func BusID(id string) string {
+	id = strings.ToLower(strings.TrimSpace(id))
+	dom, rest, ok := strings.Cut(id, ":")
+	bus, rest, ok2 := strings.Cut(rest, ":")
+	dev, fn, ok3 := strings.Cut(rest, ".")
+	if !ok || !ok2 || !ok3 || len(dom) < 4 || len(dom) > 8 || len(bus) != 2 || len(dev) != 2 || len(fn) != 1 || fn[0] < '0' || fn[0] > '7' {
 		return ""
 	}
-	m = strings.ToLower(m)
-	dom, rest, _ := strings.Cut(m, ":")
 	n, err := strconv.ParseUint(dom, 16, 32)
-	if err != nil || n > 0xffff {
+	if err != nil || n > 0xffff || !hex(bus) || !hex(dev) {
 		return ""
 	}
-	return fmt.Sprintf("%04x:%s", n, rest)
+	return fmt.Sprintf("%04x:%s:%s.%s", n, bus, dev, fn)
 }
 
-// busPattern is compiled on first use: nothing runs at start-up that a prolog does not need.
-var busPattern = sync.OnceValue(func() *regexp.Regexp {
-	return regexp.MustCompile(`\b[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.[0-7]\b`)
-})
+// hex reports whether s is lower-case hex digits.
+func hex(s string) bool {
+	return strings.Trim(s, "0123456789abcdef") == ""
+}

@@ -11,18 +11,24 @@ import (
 	"time"
 )
 
-func TestBusOf(t *testing.T) {
-	for in, want := range map[string]string{
-		"gpu 3 (0000:9b:00.0)":       "0000:9b:00.0",
-		"00000000:9B:00.0":           "0000:9b:00.0",
-		"gpu 0000:19:00.0":           "0000:19:00.0",
-		"gpu 3":                      "",
-		"mlx5_0/1":                   "",
-		"gpus 0000:19:00.0, 0000:2a": "0000:19:00.0",
-		"":                           "",
+// TestBusID: NVML's and sysfs's forms of a bus id give the sysfs form; text that holds one
+// among other words is not a bus id (nothing is searched).
+func TestBusID(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{"00000000:9B:00.0", "0000:9b:00.0"},
+		{"0000:9b:00.0", "0000:9b:00.0"},
+		{" 0000:19:00.0\n", "0000:19:00.0"},
+		{"00010000:01:00.0", ""}, // a domain over 16 bits
+		{"0000:9b:00", ""},       // the kernel's XID form has no function
+		{"0000:9b:00.8", ""},
+		{"0000:9g:00.0", ""},
+		{"gpu 3 (0000:9b:00.0)", ""},
+		{"gpu 0000:19:00.0", ""},
+		{"mlx5_0/1", ""},
+		{"", ""},
 	} {
-		if got := BusOf(in); got != want {
-			t.Errorf("BusOf(%q) = %q, want %q", in, got, want)
+		if got := BusID(tc.in); got != tc.want {
+			t.Errorf("BusID(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }

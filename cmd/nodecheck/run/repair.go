@@ -143,7 +143,10 @@ func nodeRepair(e repair.Entry, outcome string) history.Repair {
 }
 
 // repairFaults is the run's failures as a repair reads them: each failing detail with its
-// remedy and the GPU its device names, or the result itself when no detail fails.
+// remedy and the GPU its subject names, or the result itself, with the GPU of its subject,
+// when no detail fails. The GPU comes from the fields the judge set (checks.Subject), never
+// from a detail's or a summary's text, so rewording a message cannot change which GPU is
+// reset; a subject that is no GPU (a port, a service, an NVSwitch) names none.
 func repairFaults(rep checks.Report, errorIsFailure bool) []repair.Fault {
 	var out []repair.Fault
 	for _, r := range rep.Results {
@@ -153,11 +156,11 @@ func repairFaults(rep checks.Report, errorIsFailure bool) []repair.Fault {
 		n := len(out)
 		for _, dt := range r.Details {
 			if dt.Status == checks.StatusFail {
-				out = append(out, repair.Fault{Check: r.Check, Remedy: string(dt.Remedy), Bus: repair.BusOf(dt.Device), Summary: dt.Device + ": " + dt.Message})
+				out = append(out, repair.Fault{Check: r.Check, Remedy: string(dt.Remedy), Bus: dt.Subject.GPU.Bus, Summary: dt.Device + ": " + dt.Message})
 			}
 		}
 		if len(out) == n {
-			out = append(out, repair.Fault{Check: r.Check, Remedy: string(r.Remedy), Bus: repair.BusOf(r.Summary), Summary: r.Summary})
+			out = append(out, repair.Fault{Check: r.Check, Remedy: string(r.Remedy), Bus: r.Subject.GPU.Bus, Summary: r.Summary})
 		}
 	}
 	return out
@@ -187,7 +190,7 @@ func repairGPUs(ctx context.Context, facts node.Facts) ([]repair.GPU, bool) {
 				}
 			}
 		}
-		out = append(out, repair.GPU{Bus: repair.BusOf(g.PCIBusID), UUID: g.UUID, Serial: g.Serial, Processes: procs,
+		out = append(out, repair.GPU{Bus: repair.BusID(g.PCIBusID), UUID: g.UUID, Serial: g.Serial, Processes: procs,
 			Arch: checks.GPUArchitecture(g.Name), Links: links, ActiveLinks: active})
 	}
 	return out, true
