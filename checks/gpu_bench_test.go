@@ -59,7 +59,7 @@ func TestGPUChecksOnSnapshots(t *testing.T) {
 		{"h100-gpu-lost", []brief{
 			{"gpu_count", "fail", "7/8 GPUs in NVML, 8 on PCI: 0000:9b:00.0 missing, gpu 4 ERROR_GPU_IS_LOST"},
 			{"pcie_link", "ok", healthyPCIe},
-			// The lost GPU's fabric state was not read (issue 12: not ok by not looking).
+			// The lost GPU's fabric state was not read (not ok by not looking).
 			{"fabric_manager", "error", "fabric state not read on 1 GPU: gpu 4 ERROR_GPU_IS_LOST"}}},
 		{"h100-gres-count-high", []brief{
 			{"gpu_count", "fail", "slurm.conf expects 9 GPUs (Gres=gpu:h100:9), NVML and PCI show 8"},

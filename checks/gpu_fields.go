@@ -9,7 +9,7 @@ import (
 
 // gpuFactsUser is a check that reads NVML (env.Facts.GPUs). GPUFields names the GPU facts its
 // judge looks at; a run asks NVML for the facts of the checks that run in its mode and no
-// more (issue 16: a prolog makes only the NVML calls the prolog's checks need). Every check
+// more (a prolog makes only the NVML calls the prolog's checks need). Every check
 // that reads GPUs declares them: TestGPUFieldsDeclared fails for one that does not, and
 // TestGPUFieldsSuffice for one whose verdict changes when the facts it did not name are
 // left out.

@@ -7,7 +7,7 @@ import (
 
 // What NVML reports for every GPU of a model. A check that finds one of these missing from a
 // GPU's reading has not looked at it: it says error for that GPU, naming what is missing,
-// never ok (issue 12: "a check that did not look says ok"). A model not in the table, or a
+// never ok ("a check that did not look says ok"). A model not in the table, or a
 // trait it does not have, leaves the absence as it is: the feature may really be absent
 // (consumer boards, older generations), and the check says so with a skip.
 

@@ -82,14 +82,13 @@ type ncclThreshold struct {
 //
 //   - 8x H100 80GB HBM3 (HGX/DGX H100, SXM5, NVSwitch): reference 460 GB/s. Azure's node
 //     health checks accept an ND H100 v5 node at 460 GB/s at 16 GiB (Azure/azurehpc-health-checks
-//     conf/nd96isr_h100_v5.conf @ 06114325: "check_nccl_allreduce 460.0 1 ... 16G"); DESIGN.md
-//     section 4 says about 460; NVIDIA (sjeaugey in NVIDIA/nccl-tests#212) expects a peak of
+//     conf/nd96isr_h100_v5.conf @ 06114325: "check_nccl_allreduce 460.0 1 ... 16G");
+//     NVIDIA (sjeaugey in NVIDIA/nccl-tests#212) expects a peak of
 //     about 480 GB/s with NVLink SHARP (NVLS); the real 8x H100 log in testdata/nccl shows
 //     465-477 GB/s at 1-4 GiB.
 //   - 8x A100-SXM4 (40 and 80 GB, HGX A100, NVSwitch): reference 228 GB/s, Azure's threshold
 //     for ND A100 v4 at 8 GiB and ND A100 v4 80GB at 4 GiB (conf/nd96asr_v4.conf @ 12009524,
-//     conf/nd96amsr_a100_v4.conf @ 00f42e35: "check_nccl_allreduce 228.0 10 ..."); DESIGN.md
-//     says about 228.
+//     conf/nd96amsr_a100_v4.conf @ 00f42e35: "check_nccl_allreduce 228.0 10 ...").
 //
 // The threshold is 85% of the reference: the default sweep stops at 4 GiB where Azure
 // measures at 8-16 GiB (a few % lower: 465 at 1 GiB against 477 at 4 GiB in the H100 log),

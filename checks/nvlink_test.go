@@ -98,7 +98,7 @@ func TestNVLink(t *testing.T) {
 			wantSummary: "gpu 6 (0007:00:00.0): all 12 NVLinks inactive"},
 		// Source: azurehpc-bad_nvlink_status.txt, read as NVML reporting no link at all. NVML
 		// answers a link that is down as inactive (the capture's "all links are inactive"
-		// becomes 12 inactive links); no answer is a reading that did not happen (issue 12):
+		// becomes 12 inactive links); no answer is a reading that did not happen:
 		// error, naming what was missing.
 		{name: "links of an A100 SXM4 not reported", gpus: changeGPU(a100NVLinkNode(), 6, func(g *node.GPU) { g.NVLinks = nil }),
 			wantStatus: StatusError, wantSummary: "gpu 6 (0007:00:00.0): NVLink state not reported by NVML (NVIDIA A100-SXM4-80GB has 12 NVLinks): not judged"},

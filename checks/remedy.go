@@ -131,7 +131,7 @@ type tableRow struct {
 	checks []string
 }
 
-// remedyTable is the one table of remedies (README "Remedies" prints it), assembled from the
+// remedyTable is the one table of remedies (docs/remedies.md prints it), assembled from the
 // registry on first use: each check's own rows in run order, then the shared rows with the
 // checks that declare them, then the generic rows.
 var remedyTable = sync.OnceValue(func() []tableRow {

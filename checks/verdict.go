@@ -5,7 +5,7 @@ import (
 	"errors"
 )
 
-// Verdict is what a whole run says about the node (DESIGN.md section 5): never two values,
+// Verdict is what a whole run says about the node (docs/output.md): never two values,
 // so that "could not look" is never read as healthy.
 type Verdict string
 

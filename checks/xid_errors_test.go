@@ -214,7 +214,7 @@ func TestXIDErrorsConfig(t *testing.T) {
 		name, toml, wantErr string
 	}{
 		{"valid", "[checks.xid_errors]\nfail_xids = [79]\nwarn_xids = [13]\nignore_xids = [109]\n", ""},
-		// An admin's list wins over the built-in ones (issue 12): 13 and 43 are in the
+		// An admin's list wins over the built-in ones: 13 and 43 are in the
 		// built-in warn_xids, 79 in the built-in fail_xids.
 		{"ignore_xids alone overrides the built-in warn_xids", "[checks.xid_errors]\nignore_xids = [13, 43]\n", ""},
 		{"ignore_xids alone overrides the built-in fail_xids", "[checks.xid_errors]\nignore_xids = [79]\n", ""},

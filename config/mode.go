@@ -6,7 +6,7 @@ import (
 	"time"
 )
 
-// Mode is the context nodecheck runs in (DESIGN.md section 2); it picks the checks, the time
+// Mode is the context nodecheck runs in (docs/slurm.md); it picks the checks, the time
 // budget and what a run may do to the node. checks, drain and config all use this one type.
 type Mode string
 

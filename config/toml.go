@@ -408,7 +408,7 @@ func fillNilStringSlices(v reflect.Value) {
 
 // PeekFailClosed reads only fail_closed from a config that may be invalid, for the one
 // decision that must be made without a valid config: whether a prolog or epilog fails or
-// passes on a config error (DESIGN.md section 5). If the file parses as TOML, it is the
+// passes on a config error (docs/output.md). If the file parses as TOML, it is the
 // top-level fail_closed when that is the boolean true. If it does not parse, it is true only
 // when a line `fail_closed = true` comes before the first table header, so a typo elsewhere
 // does not undo an admin's choice to fail closed. Anything else (nil data, no key, a
@@ -454,7 +454,7 @@ func promFileProblem(p string) string {
 
 // PeekPromFile reads only prom_file from a config that may be invalid, so that a run that
 // cannot use its config can still write nodecheck_config_error = 1 where node_exporter looks
-// (DESIGN.md section 5). It reads the file as PeekFailClosed does: the top-level key when
+// (docs/output.md). It reads the file as PeekFailClosed does: the top-level key when
 // the file parses as TOML, else a line `prom_file = "..."` before the first table header.
 // It returns "" when there is no such key or its value is not a usable prom_file.
 func PeekPromFile(data []byte) string {

@@ -215,7 +215,7 @@ func TestLoadConfig(t *testing.T) {
 		},
 	}
 	// A FIFO or a device is refused at once, as root or not: opening or reading it must not
-	// hang a prolog or fill memory (issue 12).
+	// hang a prolog or fill memory.
 	fifoErr := "read nodecheck config " + fifo + ": is a named pipe (FIFO), not a regular file; give the path of the file"
 	zeroErr := "read nodecheck config /dev/zero: is a character device, not a regular file; give the path of the file"
 	zeroLink := filepath.Join(dir, "zero.toml")

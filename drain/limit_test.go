@@ -102,7 +102,7 @@ func TestStepBack(t *testing.T) {
 	}
 }
 
-// TestApplyConcurrentLimit (issue 12 item 6): nodes that fail together, each with its own run
+// TestApplyConcurrentLimit: nodes that fail together, each with its own run
 // and its own state directory (no shared file system), never leave more drains than
 // max_drained allows, and always leave at least one. The fake controller stamps reasons in
 // 40 ms ticks (Slurm: seconds) and the runs wait 50 ms after their drain; random delays before

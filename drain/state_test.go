@@ -97,7 +97,7 @@ func needRoot(t *testing.T) {
 	}
 }
 
-// TestApplyUntrustedStateDir (issue 12 item 7): another user's world-writable state directory
+// TestApplyUntrustedStateDir: another user's world-writable state directory
 // whose drain.json says 99 clean runs must not resume a node after one run: the directory is
 // refused with the commands that fix it, and without a usable state nodecheck never resumes.
 func TestApplyUntrustedStateDir(t *testing.T) {
@@ -166,7 +166,7 @@ func TestApplyStateDirSymlink(t *testing.T) {
 	}
 }
 
-// TestApplyLockSymlink (issue 12 item 7): a symlink planted at <state>/lock must not make root
+// TestApplyLockSymlink: a symlink planted at <state>/lock must not make root
 // create (or open) its target; the run still drains a failing node.
 func TestApplyLockSymlink(t *testing.T) {
 	p := testPolicy(t)
@@ -213,7 +213,7 @@ func TestApplyStateFileSymlink(t *testing.T) {
 	}
 }
 
-// TestApplyLockedMessage (issue 12 item 9): the locked message says how long the run waited,
+// TestApplyLockedMessage: the locked message says how long the run waited,
 // not the configured wait, when the budget cut the wait short.
 func TestApplyLockedMessage(t *testing.T) {
 	p := testPolicy(t)

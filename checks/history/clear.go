@@ -126,7 +126,7 @@ func (h *History) RecordRepair(r Repair) error {
 }
 
 // RepairsSince lists the repairs of target ("node", or a GPU's Key) started at or after
-// since, oldest first: issue 15's escalation counts them (NVSentinel: 5 in 7 days).
+// since, oldest first: the repair step's escalation counts them (NVSentinel: 5 in 7 days).
 func (h *History) RepairsSince(key string, since time.Time) []Repair {
 	var out []Repair
 	for _, r := range h.Repairs {

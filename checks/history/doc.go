@@ -17,7 +17,7 @@
 //
 // `nodecheck history` is h.BuildTimeline(now, rules, TimelineOptions{GPU: bus, Since: d})
 // rendered with WriteText or WriteJSON; `nodecheck history clear` is h.Clear(Selector{...},
-// who, now, reason) then Save; issue 15's repairs are h.RecordRepair and h.RepairsSince.
+// who, now, reason) then Save; repairs are h.RecordRepair and h.RepairsSince.
 //
 // # The file
 //

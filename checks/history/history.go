@@ -21,7 +21,7 @@ type History struct {
 	GPUs      []GPU   `json:"gpus,omitempty"`
 	Ports     []Port  `json:"ports,omitempty"`
 	Clears    []Clear `json:"clears,omitempty"`
-	// Repairs is the repair record (issue 15): what was tried on a GPU or the node, when,
+	// Repairs is the repair record: what was tried on a GPU or the node, when,
 	// and how it ended.
 	Repairs []Repair `json:"repairs,omitempty"`
 	// SyslogMark is how far the syslog's carrier lines were merged (they carry a wall time
@@ -289,7 +289,7 @@ type Clear struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Repair is one repair tried on a GPU or the node (issue 15 writes them; escalation counts
+// Repair is one repair tried on a GPU or the node (the repair step writes them; escalation counts
 // them).
 type Repair struct {
 	// Target is "gpu" or "node"; Key, Bus and Serial name the GPU.

@@ -85,7 +85,7 @@ func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, er
 	}
 	prog := argv[0]
 	if !filepath.IsAbs(prog) {
-		// Hooks have no PATH (DESIGN.md section 2): a bare name would resolve differently,
+		// Hooks have no PATH (docs/slurm.md): a bare name would resolve differently,
 		// or not at all, depending on how nodecheck was started.
 		return res, fmt.Errorf("run %q: program path is not absolute", prog)
 	}

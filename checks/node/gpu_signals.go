@@ -8,7 +8,7 @@ import (
 	"strings"
 )
 
-// The degradation signals NVML gives for the price of a call or two per GPU (issue 14): NVLink
+// The degradation signals NVML gives for the price of a call or two per GPU: NVLink
 // and PCIe error counters, clock event reasons, temperatures, power limits, persistence mode
 // and the driver's recovery action. They are facts only; checks judge them.
 

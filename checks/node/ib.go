@@ -22,7 +22,7 @@ const ibClassDir = "class/infiniband"
 //
 // This deliberately does not use procfs' sysfs.FS.InfiniBandClass (v0.23.0): it reads every file
 // under ports/<n>/counters and ports/<n>/hw_counters whenever those directories exist, with no
-// way to turn that off, and DESIGN.md section 8 forbids reading port counters on every run
+// way to turn that off, and nodecheck never reads port counters on every run
 // (on some ConnectX-7 cards each read floods the kernel log). It also fails the whole listing
 // when one device lacks fw_ver or one port has an unparsable state, which would hide the
 // healthy ports behind one broken one.

@@ -83,7 +83,7 @@ func smiNA(v string) bool { return v == "N/A" || v == "[N/A]" }
 
 // ParseNvidiaSMIQuery reads the text of `nvidia-smi -q` (any -d selection, e.g. `-q -d
 // PAGE_RETIREMENT`, which prints only the "Retired Pages" of each GPU) and returns what NVML
-// would have reported, in a snapshot's terms (DESIGN.md section 7, nvml.json):
+// would have reported, in a snapshot's terms (docs/snapshots.md, nvml.json):
 //
 //   - Init is SUCCESS (nvidia-smi ran); DriverVersion, CUDADriverVersion ("CUDA Version :
 //     12.2" is 12020, NVML's 1000*major + 10*minor) and DeviceCount ("Attached GPUs") from

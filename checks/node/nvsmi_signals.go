@@ -5,7 +5,7 @@ import (
 	"strings"
 )
 
-// The signals of `nvidia-smi -q` (issue 14): serial, persistence mode, PCIe replays, clocks
+// The signals of `nvidia-smi -q`: serial, persistence mode, PCIe replays, clocks
 // event reasons, temperatures, power readings and the GPU recovery action. ParseNvidiaSMIQuery
 // calls signalField for their sections; what they become:
 //

@@ -21,7 +21,7 @@ import (
 	"github.com/nodecheck/nodecheck/config/files"
 )
 
-// SnapshotFormat is the snapshot format this nodecheck reads and writes (DESIGN.md section 7).
+// SnapshotFormat is the snapshot format this nodecheck reads and writes (docs/snapshots.md).
 const SnapshotFormat = 1
 
 // snapshotJSONLimit bounds each of a snapshot's JSON files: commands.json holds whole
@@ -64,7 +64,7 @@ type Meta struct {
 // fs.ErrNotExist, as absence does everywhere in Facts.
 var ErrNotRecorded = fmt.Errorf("not recorded in the snapshot: %w", fs.ErrNotExist)
 
-// Snapshot replays a node recorded in a directory (DESIGN.md section 7). It never reads the
+// Snapshot replays a node recorded in a directory (docs/snapshots.md). It never reads the
 // live node: every path is looked up inside the directory, through os.Root, so that neither
 // ".." nor a symlink can lead out of it. Symlinks inside fs/ (sysfs keeps many) are followed
 // as long as they resolve inside fs/; one that points outside is an error, not a miss.

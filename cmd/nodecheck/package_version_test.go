@@ -12,7 +12,7 @@ import (
 // TestPackageVersion checks the package versions scripts/package.sh makes of `git describe`
 // strings, and that dpkg and rpm order them as releases come: an untagged build is
 // 0.0.0+git<commit time>.<hash>, never the bare hash, which sorted above later untagged builds
-// (issue 12 item 9: "7543d79" > "1a2b3c4").
+// ("7543d79" > "1a2b3c4").
 func TestPackageVersion(t *testing.T) {
 	script, err := filepath.Abs(filepath.Join(repoRoot, "scripts", "package.sh"))
 	if err != nil {

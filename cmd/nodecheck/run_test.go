@@ -72,7 +72,7 @@ func goldenAt(t *testing.T, path, got string) {
 // without an expectation fails TestRunSnapshots.
 var snapshotExitCodes = map[string]int{
 	// Undecided: its captures hold no ECC or remapped rows, which every A100 reports, so
-	// gpu_memory_errors cannot judge them (issue 12: never healthy by not looking).
+	// gpu_memory_errors cannot judge them (never healthy by not looking).
 	"a100-healthy":                3,
 	"cpu-node-no-gpu-no-ib":       0,
 	"h100-healthy":                0,
@@ -105,7 +105,7 @@ var snapshotExitCodes = map[string]int{
 	"h100-gres-links-islands":      0,
 	// job_leftovers judges only in a prolog or epilog: TestRunEpilogLeftovers.
 	"h100-leftover-process": 0,
-	// The NVML signals (issue 14).
+	// The NVML signals.
 	"h100-signals":        0,
 	"h100-power-brake":    1,
 	"h100-recovery-reset": 1,

@@ -52,7 +52,7 @@ type want struct {
 }
 
 // TestSequences replays each snapshot sequence in order into one --state-dir, through the
-// binary's entry point: what the node's history judges over time (issue 14's cases).
+// binary's entry point: what the node's history judges over time.
 func TestSequences(t *testing.T) {
 	tests := []struct {
 		seq   string

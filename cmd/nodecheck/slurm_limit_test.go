@@ -13,7 +13,7 @@ import (
 	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
 
-// TestSlurmConcurrentLimit (issue 12 item 6): four nodes fail at the same moment with
+// TestSlurmConcurrentLimit: four nodes fail at the same moment with
 // max_drained = "1", each run with a state directory of its own, as on real nodes without a
 // shared file system; as prologs and as epilogs of four jobs started together, and as four
 // health runs started together. Exactly one node ends drained; the other runs hold their

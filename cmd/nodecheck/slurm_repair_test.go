@@ -12,7 +12,7 @@ import (
 	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
 
-// TestSlurmRepair runs repairs end to end on the real-Slurm test bed (issue 15), on 22.05 and
+// TestSlurmRepair runs repairs end to end on the real-Slurm test bed, on 22.05 and
 // 24.11: RebootProgram is the bed's slurmd-reboot (a new boot time and boot id), resets go to
 // the bed's nvidia-smi stand-in (captured outputs, simulated), ReturnToService=1 as
 // docs/repairs.md asks. The health runs are run by hand, as the hook would run them, so that each

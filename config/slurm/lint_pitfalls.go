@@ -1,7 +1,7 @@
 package slurm
 
 // Lint's scheduling pitfalls: settings Slurm accepts that cost a GPU cluster throughput or
-// work, from the checklists GPU sites keep (issue 18). Each pitfall a file shows is reported
+// work, from the checklists GPU sites keep. Each pitfall a file shows is reported
 // once, at the first place it shows, naming the others; a file that is right gets nothing.
 // Defaults are slurm.conf(5)'s: SchedulerType is sched/backfill unless set; PriorityType is
 // priority/basic up to 23.02 and priority/multifactor from 23.11; PreemptType is none and

@@ -48,7 +48,7 @@ func (l *linter) checkRepairs() {
 
 // checkHealthRuns reports what needs nodecheck's health runs when no health check runs
 // nodecheck: a nodecheck Prolog= or Epilog= drains nodes, and only a health run (or a person)
-// resumes them (README "Resume on evidence"); [repair] acts only in health runs.
+// resumes them (docs/draining.md); [repair] acts only in health runs.
 func (l *linter) checkHealthRuns() {
 	var needs []string
 	var at Pos

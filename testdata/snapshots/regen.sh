@@ -308,7 +308,7 @@ source_note $n "Change: nvml.json is {\"init\": \"ERROR_DRIVER_NOT_LOADED\"}: nv
 not loaded (a kernel update without the matching module, a failed DKMS build, a blacklisted module). With
 a failed init NVML reports nothing else. sysfs still lists the 8 GPUs and 4 NVSwitches (the PCI bus does
 not need the driver), /dev/nvidia* in devices.json stay (device files outlive the module), and the
-commands are unchanged. Written for the fixture; the form is the snapshot format's (DESIGN.md section 7).
+commands are unchanged. Written for the fixture; the form is the snapshot format's (docs/snapshots.md).
 Expected: gpu_count fails: NVML init: ERROR_DRIVER_NOT_LOADED, slurm.conf expects 8 GPUs; fabric_manager
 fails: the driver version cannot be read; pcie_link judges the GPUs from sysfs (ok); every other check as
 in h100-healthy."
@@ -514,7 +514,7 @@ including 2): gpu 2 (0000:4c:00.0): 1 process left: pid 1002127 (alice, python);
 --all\`, the goldens) it skips, as it needs a job; a job without GPU 2 is not judged on it.
 Every other check as in h100-healthy."
 
-# --- NVML signals (issue 14) ----------------------------------------------------------------------
+# --- NVML signals ----------------------------------------------------------------------
 # h100-healthy was recorded before nodecheck read the signals: its nvml.json has no "fields", so
 # the signal checks skip it ("not recorded"). Each variant below adds signals to every GPU and
 # says so in "fields" (the facts h100-healthy has, and the ones added).

@@ -131,7 +131,7 @@ func modeFields(mode config.Mode) node.GPUFields {
 	return checks.GPUFieldsFor(checks.All(), config.Default(checks.Schema()), mode)
 }
 
-// TestModeCalls (issue 16): a run in each mode makes only the NVML calls of the facts its
+// TestModeCalls: a run in each mode makes only the NVML calls of the facts its
 // checks judge; a call no check of the mode uses fails the test, naming the call.
 func TestModeCalls(t *testing.T) {
 	for _, mode := range config.Modes() {

@@ -7,7 +7,7 @@
 // package is built only with cgo; this one is not, so that the package exists (empty) in a
 // CGO_ENABLED=0 build and `go build ./...` and `go vet ./...` still work there.
 //
-// NVML facts this package respects (DESIGN.md section 8):
+// NVML facts this package respects (nvml.h, go-nvml; docs/development.md):
 //   - after a failed nvmlInit, any other NVML call kills the process (the dynamic linker
 //     cannot resolve the symbol: exit 127, not a panic), and so does a call to a function
 //     the installed driver's library lacks; every call is gated on a successful Init, and

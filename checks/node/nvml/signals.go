@@ -11,7 +11,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/node"
 )
 
-// The degradation signals of issue 14 (the serial is read with the GPU's identity): PCIe replays, clock event reasons,
+// The degradation signals (the serial is read with the GPU's identity): PCIe replays, clock event reasons,
 // temperatures, power, persistence mode, the driver's recovery action and the NVLink error
 // counters. Each read follows readDevice's rules: ERROR_NOT_SUPPORTED (or any failure but a
 // lost GPU) leaves its field nil or zero, a lost GPU ends the GPU's reading.
