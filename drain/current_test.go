@@ -60,9 +60,13 @@ func TestApplyCurrent(t *testing.T) {
 		{name: "fails: drained now", at: time.Minute, req: health(results(ibDown)), want: drainedAt, wantAct: ActionDrained},
 		{name: "fails again: since kept", at: 6 * time.Minute, req: health(results(ibDown)), want: drainedAt, wantAct: ActionKept},
 		{name: "a repair tags the reason: since kept", at: 11 * time.Minute,
-			before: func() { n := f.nodes["n1"]; n.Reason, n.ReasonTime = TagReason(reason, "reboot"), now; f.nodes["n1"] = n },
-			req:    health(results(ibDown)),
-			want:   &Current{Drained: true, Reason: TagReason(reason, "reboot"), Since: t0.Add(time.Minute)}, wantAct: ActionKept},
+			before: func() {
+				n := f.nodes["n1"]
+				n.Reason, n.ReasonTime = TagReason(reason, "reboot"), now
+				f.nodes["n1"] = n
+			},
+			req:  health(results(ibDown)),
+			want: &Current{Drained: true, Reason: TagReason(reason, "reboot"), Since: t0.Add(time.Minute)}, wantAct: ActionKept},
 		{name: "a prolog that may not act: not read", at: 12 * time.Minute,
 			req: Request{Node: "n1", Mode: config.ModeProlog, Results: results(), Known: allChecks}, want: nil, wantAct: ActionNone},
 		{name: "clean: waiting", at: 16 * time.Minute, req: health(results()), want: &Current{Drained: true, Reason: TagReason(reason, "reboot"), Since: t0.Add(time.Minute)}, wantAct: ActionWaiting},
@@ -85,8 +89,10 @@ func TestApplyCurrent(t *testing.T) {
 		{name: "and kept at the next run", at: 45 * time.Minute, req: health(results(ibDown)),
 			want: &Current{Drained: true, Reason: reason + " : reboot issued", Since: t0.Add(40 * time.Minute)}, wantAct: ActionKept},
 		{name: "an admin's drain is not nodecheck's", at: 50 * time.Minute,
-			before: func() { f.nodes["n1"] = NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "maintenance"} },
-			req:    health(results(ibDown)), want: &Current{}, wantAct: ActionKept},
+			before: func() {
+				f.nodes["n1"] = NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "maintenance"}
+			},
+			req: health(results(ibDown)), want: &Current{}, wantAct: ActionKept},
 	}
 	for _, s := range steps {
 		now = t0.Add(s.at)
