@@ -13,7 +13,9 @@ import (
 var promqlKeywords = []string{"and", "or", "unless", "bool", "offset", "by", "without", "on", "ignoring", "group_left", "group_right", "inf", "nan"}
 
 var (
-	promqlStrings   = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`") })
+	promqlStrings = sync.OnceValue(func() *regexp.Regexp {
+		return regexp.MustCompile("\"(?:[^\"\\\\]|\\\\.)*\"|'(?:[^'\\\\]|\\\\.)*'|`[^`]*`")
+	})
 	promqlBraces    = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`\{[^{}]*\}|\[[^\[\]]*\]`) })
 	promqlModifiers = sync.OnceValue(func() *regexp.Regexp {
 		return regexp.MustCompile(`\b(?:by|without|on|ignoring|group_left|group_right)\s*\([^()]*\)`)
