@@ -66,15 +66,7 @@ type proc struct {
 // CI=true, where it fails (CI installs both).
 func Start(t *testing.T, o Options) *Stack {
 	t.Helper()
-	for _, bin := range []string{PrometheusBin, NodeExporterBin} {
-		if _, err := os.Stat(bin); err != nil {
-			msg := fmt.Sprintf("%s is not installed (apt-get install --no-install-recommends prometheus prometheus-node-exporter): %v", bin, err)
-			if os.Getenv("CI") == "true" {
-				t.Fatal("CI=true: " + msg)
-			}
-			t.Skip(msg)
-		}
-	}
+	Require(t)
 	if o.Interval == 0 {
 		o.Interval = time.Second
 	}
@@ -111,6 +103,21 @@ func Start(t *testing.T, o Options) *Stack {
 	s.prometheusUp = time.Since(started)
 	t.Logf("node_exporter at %s (textfile directory %s), Prometheus at %s, ready and scraping after %s", s.ExporterURL, s.TextfileDir, s.URL, s.prometheusUp.Round(time.Millisecond))
 	return s
+}
+
+// Require skips t where Prometheus or node_exporter is not installed, except under CI=true,
+// where it fails t. A test calls it before anything slow, such as a Slurm test bed.
+func Require(t *testing.T) {
+	t.Helper()
+	for _, bin := range []string{PrometheusBin, NodeExporterBin} {
+		if _, err := os.Stat(bin); err != nil {
+			msg := fmt.Sprintf("%s is not installed (apt-get install --no-install-recommends prometheus prometheus-node-exporter): %v", bin, err)
+			if os.Getenv("CI") == "true" {
+				t.Fatal("CI=true: " + msg)
+			}
+			t.Skip(msg)
+		}
+	}
 }
 
 // prometheusConfig writes prometheus.yml and the rules, and returns the config's path.
