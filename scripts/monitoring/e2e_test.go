@@ -70,6 +70,7 @@ func TestAlertsEndToEnd(t *testing.T) {
 			t.Errorf("description annotation %q, want the remedy admin", a.Annotations["description"])
 		}
 		checkDrainSeries(t, st, before, written)
+		checkDashboardLive(t, st)
 
 		runNodecheck(t, b, 0, "--snapshot", b.Snapshot(t, "h100-healthy"), "--config", cfg, "--prom-file", prom)
 		resumed := time.Now()
@@ -96,6 +97,33 @@ func checkDrainSeries(t *testing.T, st *Stack, before, after time.Time) {
 	since := queryOne(t, st, `nodecheck_drain_started_timestamp_seconds{node="n1"}`)
 	if at := time.UnixMilli(int64(since * 1000)); at.Before(before.Add(-time.Second)) || at.After(after.Add(time.Second)) {
 		t.Errorf("nodecheck_drain_started_timestamp_seconds for n1: %s, want between %s and %s", at, before, after)
+	}
+}
+
+// checkDashboardLive runs every expression of the shipped dashboard against the live
+// Prometheus while n1 is drained: each must evaluate, and the drained-nodes table must list
+// n1 with its check and remedy.
+func checkDashboardLive(t *testing.T, st *Stack) {
+	t.Helper()
+	data, err := os.ReadFile(DashboardFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	qs, problems := dashboardQueries(data)
+	if len(problems) > 0 {
+		t.Fatalf("dashboard: %v", problems)
+	}
+	for _, q := range qs {
+		res, err := st.Query(context.Background(), q.expr)
+		if err != nil {
+			t.Errorf("%s: %s: %v", q.where, q.expr, err)
+			continue
+		}
+		if strings.Contains(q.where, "Nodes drained by nodecheck") {
+			if len(res) != 1 || res[0].Metric["node"] != "n1" || res[0].Metric["check"] != "ib_ports" || res[0].Metric["remedy"] != "admin" {
+				t.Errorf("%s: %v, want n1 drained for ib_ports, remedy admin", q.where, res)
+			}
+		}
 	}
 }
 
