@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // The fleet-relative judgement: a node that passes every absolute threshold but measures well
@@ -37,12 +38,12 @@ type slowRule struct {
 
 // figure is one performance figure of one node, higher being better.
 type figure struct {
-	Node   string
-	Model  string // the GPU model group: gpu_models' observed "8x NVIDIA H100 80GB HBM3 (h100)"
-	Metric string // what was measured, as a reason names it: "busbw", "mlx5_0/1 rate"
-	At     string // where, when it matters for comparing: "4 GiB" (the message size)
-	Unit   string // "GB/s", "Gb/s"
-	Value  float64
+	Node   string  `json:"node"`
+	Model  string  `json:"model"`        // the GPU model group: gpu_models' observed "8x NVIDIA H100 80GB HBM3 (h100)"
+	Metric string  `json:"metric"`       // what was measured, as a reason names it: "busbw", "mlx5_0/1 rate"
+	At     string  `json:"at,omitempty"` // where, when it matters for comparing: "4 GiB" (the message size)
+	Unit   string  `json:"unit"`         // "GB/s", "Gb/s"
+	Value  float64 `json:"value"`
 }
 
 // fleetGroup is one model's figure over the fleet.
@@ -146,7 +147,7 @@ func median(vals []float64) float64 {
 
 // gpuModelsObserved reads gpu_models' observed value: "8x NVIDIA H100 80GB HBM3 (h100)", or
 // several such groups joined by ", " on a node of mixed models.
-var gpuModelsObserved = regexp.MustCompile(`^\d+x \S`)
+var gpuModelsObserved = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^\d+x \S`) })
 
 // modelOf is the node's GPU model group: gpu_models' observed value, the GPUs as NVML names
 // them with their count, whatever the check decided about slurm.conf's claims. "" when the
@@ -154,7 +155,7 @@ var gpuModelsObserved = regexp.MustCompile(`^\d+x \S`)
 // since comparing an A100 with H100s would call it slow.
 func modelOf(rep nodecheckReport) string {
 	for _, c := range rep.Results {
-		if c.Check == "gpu_models" && gpuModelsObserved.MatchString(c.Observed) {
+		if c.Check == "gpu_models" && gpuModelsObserved().MatchString(c.Observed) {
 			return c.Observed
 		}
 	}
@@ -177,7 +178,7 @@ func modelName(model string) string {
 }
 
 // ibRate reads an ib_ports detail's observed value: "ACTIVE/LinkUp 400 Gb/sec (4X NDR)".
-var ibRate = regexp.MustCompile(`^ACTIVE/LinkUp ([0-9]+(?:\.[0-9]+)?) Gb/sec`)
+var ibRate = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^ACTIVE/LinkUp ([0-9]+(?:\.[0-9]+)?) Gb/sec`) })
 
 // figuresOf lists the performance figures of one report: nccl_allreduce's bus bandwidth
 // (per node: all GPUs together, at the size it was judged at, so runs at other sizes are not
@@ -194,7 +195,7 @@ func figuresOf(node, model string, rep nodecheckReport) []figure {
 			continue
 		}
 		for _, d := range c.Details {
-			m := ibRate.FindStringSubmatch(d.Observed)
+			m := ibRate().FindStringSubmatch(d.Observed)
 			if m == nil || d.Device == "" {
 				continue
 			}

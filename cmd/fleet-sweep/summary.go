@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -59,6 +60,7 @@ type check struct {
 	Check    string   `json:"check"`
 	Status   string   `json:"status"`
 	Summary  string   `json:"summary"`
+	Remedy   string   `json:"remedy,omitempty"`
 	Observed string   `json:"observed"`
 	Expected string   `json:"expected"`
 	Details  []detail `json:"details"`
@@ -115,8 +117,10 @@ type summary struct {
 	Failing []failing     `json:"failing"`
 	Missing []missing     `json:"missing"`
 	BusBW   []busBW       `json:"busbw"`
-	// Fleet is each model's figures over the healthy nodes: median, MAD, the slow line.
-	Fleet []fleetGroup `json:"fleet"`
+	// Fleet is each model's figures over the healthy nodes: median, MAD, the slow line;
+	// Figures every figure of those nodes, the fleet's distribution (the HTML report draws it).
+	Fleet   []fleetGroup `json:"fleet"`
+	Figures []figure     `json:"figures"`
 	// NotCompared are healthy nodes with figures but no GPU model in their report.
 	NotCompared []string `json:"not_compared"`
 	// Drains are what --drain-slow did, node by node.
@@ -136,7 +140,8 @@ type failing struct {
 	Check   string `json:"check"`
 	Status  string `json:"status"` // fail, or error when no check failed
 	Summary string `json:"summary"`
-	More    int    `json:"more"` // further failing checks
+	Remedy  string `json:"remedy,omitempty"` // the check's remedy: reset_gpu, reboot, admin, service
+	More    int    `json:"more"`             // further failing checks
 }
 
 // missing is a node without a usable report, and why.
@@ -171,7 +176,7 @@ const schemaVersion = 2
 // stderr, and the node's state afterwards.
 func summarize(runs []nodeRun, rule slowRule) summary {
 	s := summary{Schema: schemaVersion, Nodes: len(runs), Healthy: []string{}, Slow: []slowFinding{}, Failing: []failing{},
-		Missing: []missing{}, BusBW: []busBW{}, Fleet: []fleetGroup{}, NotCompared: []string{}, SlurmCalls: map[string]int{}}
+		Missing: []missing{}, BusBW: []busBW{}, Fleet: []fleetGroup{}, Figures: []figure{}, NotCompared: []string{}, SlurmCalls: map[string]int{}}
 	order := map[string]int{}
 	var healthy []string
 	var figs []figure
@@ -208,6 +213,7 @@ func summarize(runs []nodeRun, rule slowRule) summary {
 	}
 	groups, slow := judgeFleet(figs, rule)
 	s.Fleet = append(s.Fleet, groups...)
+	s.Figures = append(s.Figures, figs...)
 	s.Slow = append(s.Slow, slow...)
 	isSlow := map[string]bool{}
 	for _, f := range slow {
@@ -286,7 +292,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 				continue
 			}
 			if n == 0 {
-				f.Check, f.Status, f.Summary = c.Check, c.Status, text.OneLine(c.Summary, maxLine)
+				f.Check, f.Status, f.Summary, f.Remedy = c.Check, c.Status, text.OneLine(c.Summary, maxLine), c.Remedy
 			}
 			n++
 		}
@@ -357,7 +363,7 @@ func missingReason(r nodeRun, perr error) string {
 }
 
 // ncclObserved reads nccl_allreduce's observed value: "476.5 GB/s at 4 GiB".
-var ncclObserved = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) GB/s(?: at (.+))?$`)
+var ncclObserved = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?) GB/s(?: at (.+))?$`) })
 
 // ncclBusBW is the node's busbw when nccl_allreduce ran: a result with status ok, warn or fail
 // whose observed value is a bandwidth (a failed run observes "exit code 1", a skip nothing).
@@ -366,7 +372,7 @@ func ncclBusBW(node string, rep nodecheckReport) (busBW, bool) {
 		if c.Check != "nccl_allreduce" || (c.Status != "ok" && c.Status != "warn" && c.Status != "fail") {
 			continue
 		}
-		m := ncclObserved.FindStringSubmatch(strings.TrimSpace(c.Observed))
+		m := ncclObserved().FindStringSubmatch(strings.TrimSpace(c.Observed))
 		if m == nil {
 			return busBW{}, false
 		}
