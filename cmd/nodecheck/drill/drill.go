@@ -314,4 +314,6 @@ func (d *drill) removeTextfile() (string, error) {
 }
 
 // quote is s in PromQL double quotes.
-func quote(s string) string { return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"` }
+func quote(s string) string {
+	return `"` + strings.NewReplacer(`\`, `\\`, `"`, `\"`, "\n", `\n`).Replace(s) + `"`
+}
