@@ -67,6 +67,9 @@ type Outcome struct {
 	Commands   []string `json:"commands,omitempty"`    // scontrol update commands run, or only printed in a dry run
 	DryRun     bool     `json:"dry_run,omitempty"`
 	Warnings   []string `json:"warnings,omitempty"` // problems that did not stop the action: the state directory, say
+	// Current is nodecheck's drain of the node as the run leaves it, for the metrics; nil when
+	// the run did not read the node's state (it took no action, or Slurm did not answer).
+	Current *Current `json:"-"`
 }
 
 // Apply decides and acts on the node under the state lock: read the state, read the node's
@@ -140,6 +143,7 @@ func (a *applier) run() {
 		return
 	}
 	out.NodeState, out.NodeReason = node.String(), node.Reason
+	a.drainStart(&rec, node)
 	pl := a.judge(&rec, node)
 	out.Action, out.Message = pl.Action, pl.Message
 	switch {
@@ -149,9 +153,10 @@ func (a *applier) run() {
 	default:
 		a.update(*pl.Update)
 		if out.Action == ActionResumed {
-			rec.DrainedBy, rec.Reason = nil, ""
+			rec.DrainedBy, rec.Reason, rec.DrainedAt = nil, "", time.Time{}
 		}
 	}
+	out.Current = a.current(rec, node)
 	a.save(rec)
 }
 

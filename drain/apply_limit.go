@@ -1,5 +1,7 @@
 package drain
 
+import "time"
+
 // drainWords are max_drained's words for Guard's messages.
 var drainWords = GuardWords{
 	Key:      "max_drained",
@@ -27,7 +29,7 @@ func (a *applier) drainWithinLimit(rec *nodeRecord, u Update) {
 	res := g.Enter(a.ctx, a.s, u.Node,
 		func() bool {
 			if drained = a.update(u); drained {
-				rec.DrainedBy, rec.Reason = failedIDs(a.failures), u.Reason
+				rec.DrainedBy, rec.Reason, rec.DrainedAt = failedIDs(a.failures), u.Reason, a.p.Now().UTC()
 			}
 			return drained
 		},
@@ -44,7 +46,7 @@ func (a *applier) drainWithinLimit(rec *nodeRecord, u Update) {
 	case res.Held:
 		a.out.Action, a.out.Message = ActionHeld, res.Message
 		if drained {
-			rec.DrainedBy, rec.Reason = nil, ""
+			rec.DrainedBy, rec.Reason, rec.DrainedAt = nil, "", time.Time{}
 		}
 	}
 }

@@ -50,6 +50,9 @@ type nodeRecord struct {
 	// Reason is the reason nodecheck drained the node with. The record speaks for the drain
 	// only while Slurm shows this reason; another drain falls back to the reason's check.
 	Reason string `json:"reason,omitempty"`
+	// DrainedAt is when nodecheck's drain of the node began (drainStart); zero while the node
+	// is in service.
+	DrainedAt time.Time `json:"drained_at,omitzero"`
 }
 
 func emptyState() passState { return passState{Format: stateFormat, Nodes: map[string]nodeRecord{}} }

@@ -38,12 +38,12 @@ type slowRule struct {
 
 // figure is one performance figure of one node, higher being better.
 type figure struct {
-	Node   string
-	Model  string // the GPU model group: gpu_models' observed "8x NVIDIA H100 80GB HBM3 (h100)"
-	Metric string // what was measured, as a reason names it: "busbw", "mlx5_0/1 rate"
-	At     string // where, when it matters for comparing: "4 GiB" (the message size)
-	Unit   string // "GB/s", "Gb/s"
-	Value  float64
+	Node   string  `json:"node"`
+	Model  string  `json:"model"`        // the GPU model group: gpu_models' observed "8x NVIDIA H100 80GB HBM3 (h100)"
+	Metric string  `json:"metric"`       // what was measured, as a reason names it: "busbw", "mlx5_0/1 rate"
+	At     string  `json:"at,omitempty"` // where, when it matters for comparing: "4 GiB" (the message size)
+	Unit   string  `json:"unit"`         // "GB/s", "Gb/s"
+	Value  float64 `json:"value"`
 }
 
 // fleetGroup is one model's figure over the fleet.

@@ -80,6 +80,14 @@ func testFleetSweepSlurm(t *testing.T, tb bed) {
 		if b, err := os.ReadFile(filepath.Join(out, "n1.json")); err != nil || json.Unmarshal(b, &rep) != nil || rep.Node != "n1" || rep.Mode != "manual" {
 			t.Errorf("n1.json (%v): %+v", err, rep)
 		}
+		// The HTML report, beside them: n2 drawn failing, with its check and remedy.
+		page, err := os.ReadFile(filepath.Join(out, "report.html"))
+		for _, want := range []string{`data-node="n1" data-verdict="healthy"`, `data-node="n2" data-verdict="failing"`,
+			`<tr data-node="n2" data-check="ib_ports" data-remedy="admin">`} {
+			if err != nil || !strings.Contains(string(page), want) {
+				t.Errorf("report.html (%v) lacks %q", err, want)
+			}
+		}
 	})
 
 	t.Run("nodes, JSON: busbw per node, slowest first", func(t *testing.T) {

@@ -106,6 +106,10 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 		fmt.Fprintf(stderr, "fleet-sweep: write the summary: %v\n", werr)
 		return exitError
 	}
+	if herr := writeHTMLFile(o, sum, runs, stderr); herr != nil {
+		fmt.Fprintf(stderr, "fleet-sweep: write the HTML report: %v\n", herr)
+		return exitError
+	}
 	switch {
 	case err != nil:
 		return exitError
@@ -187,7 +191,8 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.IntVar(&o.multinode.tasksPerNode, "tasks-per-node", 8, "MPI ranks per node: one per GPU")
 	fs.IntVar(&o.multinode.group, "multinode-group", 2, "nodes per job in the first round (2: pairs); bad sets are then halved")
 	fs.BoolVar(&o.multinode.crossLeaf, "cross-leaf", false, "first-round sets span leaf switches of topology.conf, to test the links between them")
-	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path` (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
+	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path`: the HTML report's leaf switch groups, --multinode's sets (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
+	fs.StringVar(&o.html, "html", "", "write the HTML report to this `path` (default OUT/report.html; none: no report)")
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
 	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
@@ -237,6 +242,16 @@ func checkFlags(o *options, f rawFlags) error {
 	if o.out, err = filepath.Abs(o.out); err != nil {
 		return usagef("--out: %v", err)
 	}
+	switch o.html {
+	case "none":
+		o.html = ""
+	case "":
+		o.html = filepath.Join(o.out, "report.html")
+	default:
+		if o.html, err = filepath.Abs(o.html); err != nil {
+			return usagef("--html: %v", err)
+		}
+	}
 	if strings.ContainsAny(o.out, "%\n") {
 		// sbatch reads % in --output as a pattern (%j job id, %N node).
 		return usagef("--out %q: no %% or newline, please: sbatch expands %% in file names", o.out)
@@ -278,13 +293,11 @@ func checkJudgeFlags(o *options, f rawFlags) error {
 	if m.tasksPerNode < 1 || m.group < 2 || m.minBusBW < 0 {
 		return usagef("--tasks-per-node %d, --multinode-group %d, --multinode-min-busbw %v: want at least 1, at least 2, and 0 or more", m.tasksPerNode, m.group, m.minBusBW)
 	}
-	if m.enabled {
-		topo, err := topologyPath(m.topology, o.env)
-		if err != nil {
-			return err
-		}
-		o.multinode.topology = topo
+	topo, err := topologyPath(m.topology, o.env)
+	if err != nil {
+		return err
 	}
+	o.multinode.topology = topo
 	return nil
 }
 

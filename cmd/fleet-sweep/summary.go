@@ -60,6 +60,7 @@ type check struct {
 	Check    string   `json:"check"`
 	Status   string   `json:"status"`
 	Summary  string   `json:"summary"`
+	Remedy   string   `json:"remedy,omitempty"`
 	Observed string   `json:"observed"`
 	Expected string   `json:"expected"`
 	Details  []detail `json:"details"`
@@ -116,8 +117,10 @@ type summary struct {
 	Failing []failing     `json:"failing"`
 	Missing []missing     `json:"missing"`
 	BusBW   []busBW       `json:"busbw"`
-	// Fleet is each model's figures over the healthy nodes: median, MAD, the slow line.
-	Fleet []fleetGroup `json:"fleet"`
+	// Fleet is each model's figures over the healthy nodes: median, MAD, the slow line;
+	// Figures every figure of those nodes, the fleet's distribution (the HTML report draws it).
+	Fleet   []fleetGroup `json:"fleet"`
+	Figures []figure     `json:"figures"`
 	// NotCompared are healthy nodes with figures but no GPU model in their report.
 	NotCompared []string `json:"not_compared"`
 	// Drains are what --drain-slow did, node by node.
@@ -137,7 +140,8 @@ type failing struct {
 	Check   string `json:"check"`
 	Status  string `json:"status"` // fail, or error when no check failed
 	Summary string `json:"summary"`
-	More    int    `json:"more"` // further failing checks
+	Remedy  string `json:"remedy,omitempty"` // the check's remedy: reset_gpu, reboot, admin, service
+	More    int    `json:"more"`             // further failing checks
 }
 
 // missing is a node without a usable report, and why.
@@ -172,7 +176,7 @@ const schemaVersion = 2
 // stderr, and the node's state afterwards.
 func summarize(runs []nodeRun, rule slowRule) summary {
 	s := summary{Schema: schemaVersion, Nodes: len(runs), Healthy: []string{}, Slow: []slowFinding{}, Failing: []failing{},
-		Missing: []missing{}, BusBW: []busBW{}, Fleet: []fleetGroup{}, NotCompared: []string{}, SlurmCalls: map[string]int{}}
+		Missing: []missing{}, BusBW: []busBW{}, Fleet: []fleetGroup{}, Figures: []figure{}, NotCompared: []string{}, SlurmCalls: map[string]int{}}
 	order := map[string]int{}
 	var healthy []string
 	var figs []figure
@@ -209,6 +213,7 @@ func summarize(runs []nodeRun, rule slowRule) summary {
 	}
 	groups, slow := judgeFleet(figs, rule)
 	s.Fleet = append(s.Fleet, groups...)
+	s.Figures = append(s.Figures, figs...)
 	s.Slow = append(s.Slow, slow...)
 	isSlow := map[string]bool{}
 	for _, f := range slow {
@@ -287,7 +292,7 @@ func firstFailure(r nodeRun, rep nodecheckReport) failing {
 				continue
 			}
 			if n == 0 {
-				f.Check, f.Status, f.Summary = c.Check, c.Status, text.OneLine(c.Summary, maxLine)
+				f.Check, f.Status, f.Summary, f.Remedy = c.Check, c.Status, text.OneLine(c.Summary, maxLine), c.Remedy
 			}
 			n++
 		}

@@ -20,6 +20,7 @@ func rep(node string, healthy bool, results ...check) []byte {
 		Check    string   `json:"check"`
 		Status   string   `json:"status"`
 		Summary  string   `json:"summary"`
+		Remedy   string   `json:"remedy,omitempty"`
 		Observed string   `json:"observed,omitempty"`
 		Expected string   `json:"expected,omitempty"`
 		Details  []detail `json:"details,omitempty"`
@@ -359,6 +360,9 @@ func withEmpty(s summary) summary {
 	}
 	if s.BusBW == nil {
 		s.BusBW = []busBW{}
+	}
+	if s.Figures == nil {
+		s.Figures = []figure{}
 	}
 	if s.Fleet == nil {
 		s.Fleet = []fleetGroup{}

@@ -32,6 +32,7 @@ type options struct {
 	poll         time.Duration // between squeue calls; 0: pollInterval's choice
 	outputWait   time.Duration // how long a finished job's report may take to show up here
 	out          string        // directory for scripts and reports, shared with the nodes
+	html         string        // the HTML report's path; "" for none
 	slurmBin     string
 	slurmTimeout time.Duration // each Slurm command
 	env          []string

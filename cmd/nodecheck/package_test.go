@@ -30,6 +30,8 @@ var packageFiles = []string{
 	"/usr/share/doc/nodecheck/docs/repairs.md",
 	"/usr/share/fish/vendor_completions.d/nodecheck.fish",
 	"/usr/share/man/man1/nodecheck.1.gz",
+	"/usr/share/nodecheck/prometheus/nodecheck.rules.yml",
+	"/usr/share/nodecheck/grafana/nodecheck-dashboard.json",
 	"/usr/share/man/man1/nodecheck-run.1.gz",
 	"/usr/share/man/man1/nodecheck-config-check.1.gz",
 	"/usr/share/zsh/vendor-completions/_nodecheck",
@@ -181,6 +183,8 @@ func TestPackage(t *testing.T) {
 		}
 		// The shipped file is valid, and nodecheck accepts its owner and mode (root, 0644).
 		mustRun(t, "/usr/sbin/nodecheck", "config", "check", pkgConfig)
+		// The installed alert rules load in Prometheus (.ci/run installs promtool).
+		mustRun(t, "promtool", "check", "rules", "/usr/share/nodecheck/prometheus/nodecheck.rules.yml")
 
 		if target, err := os.Readlink("/usr/sbin/nodecheck-health"); err != nil || target != "nodecheck" {
 			t.Errorf("/usr/sbin/nodecheck-health -> %q (%v), want -> nodecheck", target, err)
@@ -196,6 +200,8 @@ func TestPackage(t *testing.T) {
 			{"/usr/share/bash-completion/completions/nodecheck", 0o644},
 			{"/usr/share/zsh/vendor-completions/_nodecheck", 0o644},
 			{"/usr/share/fish/vendor_completions.d/nodecheck.fish", 0o644},
+			{"/usr/share/nodecheck/prometheus/nodecheck.rules.yml", 0o644},
+			{"/usr/share/nodecheck/grafana/nodecheck-dashboard.json", 0o644},
 		} {
 			fi, err := os.Lstat(tc.path)
 			if err != nil {

@@ -100,6 +100,7 @@ The admin's guide is /usr/share/doc/nodecheck/README.md; the manual by topic sta
 	root.AddCommand(newImportNvidiaSMICmd(g))
 	root.AddCommand(newTopologyCmd(g))
 	root.AddCommand(newHistoryCmd(g))
+	root.AddCommand(newDrillCmd(g))
 	return root
 }
 

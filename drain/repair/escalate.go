@@ -124,6 +124,10 @@ func plural(n int, word string) string {
 type Counts struct {
 	Node int
 	GPUs []GPUCount // every GPU NVML listed, then the record's other GPUs, by bus id
+	// UnderWay is when the repair under way started (the record's last entry, while its
+	// outcome is pending: a reset or reboot done or asked, the clean runs not yet enough);
+	// zero when none is.
+	UnderWay time.Time
 }
 
 // GPUCount is one GPU's repairs within gpu_window.
@@ -136,6 +140,9 @@ type GPUCount struct {
 // and of the record. A GPU reset only as a peer is not counted, as escalation does not.
 func (p Policy) countsOf(rec Record, gpus []GPU, now time.Time) *Counts {
 	c := &Counts{Node: count(rec, nil, now.Add(-p.NodeWindow))}
+	if e, ok := rec.Last(); ok && e.Outcome == OutcomePending {
+		c.UnderWay = e.Started
+	}
 	seen := func(g GPU) bool {
 		return slices.ContainsFunc(c.GPUs, func(x GPUCount) bool { return x.Bus == g.Bus })
 	}

@@ -75,3 +75,28 @@ func TestCountsOf(t *testing.T) {
 		t.Errorf("counts %d %v, want node 3, GPUs %v", c.Node, c.GPUs, want)
 	}
 }
+
+// TestCountsUnderWay: the metrics' repair under way is the last entry while it is pending,
+// whatever came before it.
+func TestCountsUnderWay(t *testing.T) {
+	p := testPolicy()
+	started := t0.Add(-3 * time.Hour)
+	tests := []struct {
+		name    string
+		entries []Entry
+		want    time.Time
+	}{
+		{"no repair", nil, time.Time{}},
+		{"a reboot pending", []Entry{entry(RemedyReboot, OutcomePending, "boot-1", started, gpu9b)}, started},
+		{"the last one done", []Entry{entry(RemedyReboot, OutcomePending, "boot-1", started.Add(-time.Hour), gpu9b), entry(RemedyReset, OutcomeOK, "boot-1", started, gpu9b)}, time.Time{}},
+		{"the last one failed", []Entry{entry(RemedyReset, OutcomeFailed, "boot-1", started, gpu9b)}, time.Time{}},
+		{"pending after a failed one", []Entry{entry(RemedyReset, OutcomeFailed, "boot-1", started.Add(-time.Hour), gpu9b), entry(RemedyReboot, OutcomePending, "boot-1", started, gpu9b)}, started},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := p.countsOf(Record{Entries: tc.entries}, nil, t0).UnderWay; !got.Equal(tc.want) {
+				t.Errorf("UnderWay %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

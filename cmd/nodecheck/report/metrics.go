@@ -39,6 +39,12 @@ const (
 	metricDrainAction   = "nodecheck_drain_action"
 	metricRepairStep    = "nodecheck_repair_step"
 	metricRepairs       = "nodecheck_repairs_in_window"
+	// The drain as the run leaves it, and what the alert rules measure staleness by.
+	metricDrained        = "nodecheck_drained"
+	metricDrainStarted   = "nodecheck_drain_started_timestamp_seconds"
+	metricHealthInterval = "nodecheck_health_check_interval_seconds"
+	metricEscalated      = "nodecheck_repair_escalated"
+	metricRepairStarted  = "nodecheck_repair_started_timestamp_seconds"
 )
 
 // checkStatuses are the values of nodecheck_check_status's status label, one series each.
@@ -55,6 +61,30 @@ type MetricsOptions struct {
 	// Repair is the repair step's part, nil when repairs are off ([repair] enabled = false):
 	// the file then has no repair family at all.
 	Repair *RepairMetrics
+	// Drain is nodecheck's drain of the node as the run leaves it; nil when the run did not
+	// read the node's state (a run that may not act, a healthy prolog's fast path, a
+	// controller that did not answer): the file then has no drain-state series, rather than
+	// a guess.
+	Drain *DrainMetrics
+	// HealthInterval is slurm.conf's HealthCheckInterval as the run read it (0: not set,
+	// slurmd runs the health check only at its start); HealthIntervalKnown is false when the
+	// run read no slurm.conf, and the file then has no such series.
+	HealthInterval      time.Duration
+	HealthIntervalKnown bool
+	// Drill marks every series with drill="1": a drill's file (nodecheck drill), beside the
+	// node's own, whose series must not collide with the node's.
+	Drill bool
+}
+
+// DrainMetrics is nodecheck's drain of the node after the run (drain.Current, with the repair
+// step's change of reason applied).
+type DrainMetrics struct {
+	Drained bool
+	// Check and Remedy are the drain reason's check id and remedy (drain.ReasonCheck,
+	// drain.ReasonRemedy); "" when not drained or when the reason names none.
+	Check, Remedy string
+	// Since is when the drain began; zero when not drained, or not known.
+	Since time.Time
 }
 
 // RepairMetrics is what the textfile says of repairs where [repair] is enabled.
@@ -100,7 +130,7 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 	}
 	var lastRun float64
 	if !r.StartedAt.IsZero() {
-		lastRun = float64(r.StartedAt.UnixMilli()) / 1000
+		lastRun = unixSeconds(r.StartedAt)
 	}
 	fams := []family{
 		status, remedy, duration,
@@ -120,16 +150,70 @@ func WriteMetrics(w io.Writer, r checks.Report, o MetricsOptions) error {
 			samples: []sample{{labels: [][2]string{{"mode", string(r.Mode)}, nodeL, {"version", o.Version}}, value: 1}}},
 	}
 	if o.Repair != nil {
-		fams = append(fams, repairFamilies(*o.Repair, nodeL)...)
+		fams = append(fams, repairFamilies(*o.Repair, o.Drain, nodeL)...)
+	}
+	fams = append(fams, drainFamilies(o.Drain, nodeL)...)
+	if o.HealthIntervalKnown {
+		fams = append(fams, family{name: metricHealthInterval, help: "slurm.conf's HealthCheckInterval as the last run read it, in seconds; 0 when not set (slurmd runs the health check only when it starts). The stale-textfile alert allows twice this.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: seconds(o.HealthInterval)}}})
+	}
+	if o.Drill {
+		for i := range fams {
+			fams[i].samples = withLabel(fams[i].samples, [2]string{"drill", "1"})
+		}
 	}
 	_, err = io.WriteString(w, formatFamilies(fams))
 	return err
 }
 
-// repairFamilies are the repair step's families: its step, one-hot, and the repair record's
+// drainFamilies are the drain's state after the run: drained or not, with the reason's check
+// and remedy as labels, and when the drain began. None when d is nil (not read).
+func drainFamilies(d *DrainMetrics, nodeL [2]string) []family {
+	if d == nil {
+		return nil
+	}
+	drained := family{name: metricDrained, help: "1 while the node is out of service (drained, draining or down) under nodecheck's reason, labelled with the reason's check and remedy; a single series 0 when it is not."}
+	started := family{name: metricDrainStarted, help: "Unix time nodecheck's current drain of the node began (its record in drain.json: kept through a repair's reason changes), in seconds; 0 when the node is not drained by nodecheck; no series when the start is not known."}
+	if !d.Drained {
+		drained.samples = []sample{{labels: [][2]string{nodeL}, value: 0}}
+		started.samples = []sample{{labels: [][2]string{nodeL}, value: 0}}
+		return []family{drained, started}
+	}
+	var labels [][2]string
+	if d.Check != "" {
+		labels = append(labels, [2]string{"check", d.Check})
+	}
+	labels = append(labels, nodeL)
+	if d.Remedy != "" {
+		labels = append(labels, [2]string{"remedy", d.Remedy})
+	}
+	drained.samples = []sample{{labels: labels, value: 1}}
+	if !d.Since.IsZero() {
+		started.samples = []sample{{labels: [][2]string{nodeL}, value: unixSeconds(d.Since)}}
+	}
+	return []family{drained, started}
+}
+
+// withLabel adds l to every sample, keeping each sample's labels sorted by name.
+func withLabel(samples []sample, l [2]string) []sample {
+	out := make([]sample, len(samples))
+	for i, s := range samples {
+		labels := slices.Clone(s.labels)
+		at, _ := slices.BinarySearchFunc(labels, l, func(a, b [2]string) int { return strings.Compare(a[0], b[0]) })
+		out[i] = sample{labels: slices.Insert(labels, at, l), value: s.value}
+	}
+	return out
+}
+
+// unixSeconds is t as Unix time in seconds, to the millisecond.
+func unixSeconds(t time.Time) float64 { return float64(t.UnixMilli()) / 1000 }
+
+// repairFamilies are the repair step's families: its step, one-hot; the repair record's
 // counts (docs/repairs.md: escalation at node_repairs in node_window, gpu_repairs in
-// gpu_window), one series for the node and one per GPU by bus id.
-func repairFamilies(m RepairMetrics, nodeL [2]string) []family {
+// gpu_window), one series for the node and one per GPU by bus id, and when the repair under
+// way began; and, where the run read the node's state (d), whether repairs stopped in an
+// escalation.
+func repairFamilies(m RepairMetrics, d *DrainMetrics, nodeL [2]string) []family {
 	steps := append(repair.Steps(), repair.StepSkipped)
 	if m.Step != "" && !slices.Contains(steps, m.Step) {
 		steps = append(steps, m.Step) // never drop what the step said
@@ -143,6 +227,16 @@ func repairFamilies(m RepairMetrics, nodeL [2]string) []family {
 			f.samples = append(f.samples, sample{labels: [][2]string{{"gpu", g.Bus}, nodeL, {"scope", "gpu"}}, value: float64(g.N)})
 		}
 		fams = append(fams, f)
+		under := 0.0
+		if !c.UnderWay.IsZero() {
+			under = unixSeconds(c.UnderWay)
+		}
+		fams = append(fams, family{name: metricRepairStarted, help: "Unix time the repair under way started (a GPU reset or reboot whose clean runs are not yet enough), in seconds; 0 when none is under way.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: under}}})
+	}
+	if d != nil {
+		fams = append(fams, family{name: metricEscalated, help: "1 while the node is drained under nodecheck's escalation (\"nodecheck: service: ...\"): repairs stopped after too many, a person must take over; else 0.",
+			samples: []sample{{labels: [][2]string{nodeL}, value: bit(d.Drained && d.Check == repair.ServiceCheck)}}})
 	}
 	return fams
 }

@@ -60,13 +60,15 @@ var metricsCases = []struct {
 				{Check: "gpu_count", Status: checks.StatusError, Duration: 5 * time.Millisecond},
 				{Check: "ib_ports", Status: checks.StatusFail, Summary: "mlx5_2 port 1: state DOWN, want ACTIVE", Remedy: checks.RemedyService, Duration: 2 * time.Millisecond},
 			}},
-		opts: MetricsOptions{DrainAction: drain.ActionDrained, Version: "1.2.0"},
+		opts: MetricsOptions{DrainAction: drain.ActionDrained, Version: "1.2.0",
+			Drain: &DrainMetrics{Drained: true, Check: "ib_ports", Remedy: "service", Since: started}},
 	},
 	{
 		name: "health-held",
 		rep: checks.Report{Node: "gpu03", Mode: config.ModeHealth, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: time.Second,
 			Results: []checks.Result{{Check: "fabric_manager", Status: checks.StatusFail, Remedy: checks.RemedyAdmin, Duration: 40 * time.Millisecond}}},
-		opts: MetricsOptions{DrainAction: drain.ActionHeld, Version: "1.2.0"},
+		opts: MetricsOptions{DrainAction: drain.ActionHeld, Version: "1.2.0", Drain: &DrainMetrics{},
+			HealthInterval: 300 * time.Second, HealthIntervalKnown: true},
 	},
 	{
 		// The run that could not use nodecheck.toml: no check ran, no drain, undecided.
@@ -104,7 +106,18 @@ var metricsCases = []struct {
 				{Check: "gpu_memory_errors", Status: checks.StatusFail, Remedy: checks.RemedyResetGPU, Duration: 3 * time.Millisecond},
 			}},
 		opts: MetricsOptions{DrainAction: drain.ActionKept, Version: "1.2.0", Repair: &RepairMetrics{Step: repair.StepReset,
-			Counts: &repair.Counts{Node: 2, GPUs: []repair.GPUCount{{Bus: "0000:19:00.0"}, {Bus: "0000:9b:00.0", N: 2}}}}},
+			Counts: &repair.Counts{Node: 2, GPUs: []repair.GPUCount{{Bus: "0000:19:00.0"}, {Bus: "0000:9b:00.0", N: 2}}, UnderWay: started}},
+			Drain:          &DrainMetrics{Drained: true, Check: "gpu_memory_errors", Remedy: "reset_gpu", Since: started.Add(-10 * time.Minute)},
+			HealthInterval: 300 * time.Second, HealthIntervalKnown: true},
+	},
+	{
+		// [repair] enabled, repairs stopped: the node waits for a person under nodecheck's
+		// "service" reason; slurm.conf sets no HealthCheckInterval.
+		name: "health-escalated",
+		rep: checks.Report{Node: "gpu08", Mode: config.ModeHealth, Verdict: checks.VerdictUnhealthy, StartedAt: started, Duration: 500 * time.Millisecond,
+			Results: []checks.Result{{Check: "gpu_memory_errors", Status: checks.StatusFail, Remedy: checks.RemedyResetGPU, Duration: 3 * time.Millisecond}}},
+		opts: MetricsOptions{DrainAction: drain.ActionKept, Version: "1.2.0", Repair: &RepairMetrics{Step: repair.StepEscalate, Counts: &repair.Counts{Node: 5}},
+			Drain: &DrainMetrics{Drained: true, Check: "service", Remedy: "service", Since: started.Add(-26 * time.Hour)}, HealthIntervalKnown: true},
 	},
 	{
 		// [repair] enabled, a prolog: prologs never repair, so every step is 0 and the record,
@@ -217,15 +230,12 @@ func TestWriteMetricsParses(t *testing.T) {
 				t.Fatal(err)
 			}
 			fams := parseMetrics(t, buf.String())
-			wantFamilies := slices.Clone(wantFamilies)
+			wantFamilies := append(slices.Clone(wantFamilies), optionalFamilies(tc.opts)...)
+			slices.Sort(wantFamilies)
 			if m := tc.opts.Repair; m != nil {
-				wantFamilies = append(wantFamilies, "nodecheck_repair_step")
-				if m.Counts != nil {
-					wantFamilies = append(wantFamilies, "nodecheck_repairs_in_window")
-				}
-				slices.Sort(wantFamilies)
 				checkRepairMetrics(t, fams, *m)
 			}
+			checkDrainMetrics(t, fams, tc.opts)
 			var names []string
 			for n := range fams {
 				names = append(names, n)

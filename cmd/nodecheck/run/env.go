@@ -90,6 +90,10 @@ type Setup struct {
 	// NodeFrom says where the node's name came from: "--node", "SLURMD_NODENAME", "the
 	// snapshot" or "the host name".
 	NodeFrom string
+	// HealthInterval is the HealthCheckInterval of the slurm.conf the run read (0: not set);
+	// HealthIntervalKnown is false when it read none. For the metrics.
+	HealthInterval      time.Duration
+	HealthIntervalKnown bool
 }
 
 // ConfigError is NewEnv's error when nodecheck.toml, or a Slurm file that the config or the
@@ -170,6 +174,7 @@ func NewEnv(ctx context.Context, o EnvOptions) (*checks.Env, Setup, error) {
 	var hooks slurm.Hooks
 	if conf, err := slurmFiles.Conf(sctx); err == nil {
 		hooks = conf.Hooks
+		setup.HealthInterval, setup.HealthIntervalKnown = hooks.HealthCheckInterval, true
 	}
 	budget := checks.BudgetFor(mode, eff.Budget, setup.ConfigFile, hooks)
 	if budget.Run > 0 {

@@ -33,6 +33,8 @@ type Options struct {
 	TestBed bool
 	// PromFile is --prom-file: where the metrics go, instead of prom_file.
 	PromFile string
+	// Drill marks every series of the metrics with drill="1" (nodecheck drill's own file).
+	Drill bool
 	// Version is nodecheck's version, for the metrics.
 	Version string
 	// Logger makes the run's logger once the config says where logs go; nil logs nowhere.
@@ -101,7 +103,7 @@ func Run(ctx context.Context, o Options) Outcome {
 	out.Drain, out.Exit = o.applyDrain(ctx, log, rep, env.Config, setup, client, ExitCode(rep.Verdict, mode))
 	// Repairs act on what drain left: a node nodecheck drained (docs/repairs.md).
 	out.Repair = o.applyRepair(ctx, log, rep, env, setup, client, out.Drain)
-	o.writeMetrics(log, o.promFile(env.Config.PromFile, replay), rep, out.Drain, repairMetrics(env.Config, out.Repair))
+	writeMetrics(log, o.promFile(env.Config.PromFile, replay), rep, o.metricsOptions(env.Config, setup, out.Drain, out.Repair))
 	return out
 }
 
@@ -129,7 +131,7 @@ func (o Options) configFailure(e *ConfigError, setup Setup) Outcome {
 	log.Error().Err(e.Err).Str("mode", string(e.Mode)).Str("verdict", string(checks.VerdictUndecided)).
 		Bool("fail_closed", e.FailClosed).Int("exit", code).Msg("config is unusable; no check ran")
 	rep := ConfigErrorReport(e, setup.StartedAt)
-	o.writeMetrics(log, o.promFile(e.PromFile, o.SnapshotDir != ""), rep, nil, nil)
+	writeMetrics(log, o.promFile(e.PromFile, o.SnapshotDir != ""), rep, report.MetricsOptions{Version: o.Version, Drill: o.Drill})
 	out := Outcome{Report: rep, Exit: code}
 	if code == ExitCannotRun {
 		out.Err = e
@@ -154,21 +156,6 @@ func (o Options) promFile(configured string, replay bool) string {
 		return ""
 	}
 	return configured
-}
-
-// writeMetrics writes the run's Prometheus textfile when path is set. A failure is logged and
-// never changes the exit code: metrics describe the run, they do not judge the node.
-func (o Options) writeMetrics(log zerolog.Logger, path string, rep checks.Report, d *drain.Outcome, fix *report.RepairMetrics) {
-	if path == "" {
-		return
-	}
-	mo := report.MetricsOptions{Version: o.Version, Repair: fix}
-	if d != nil {
-		mo.DrainAction = d.Action
-	}
-	if err := report.WriteMetricsFile(path, rep, mo); err != nil {
-		log.Error().Err(err).Msg("metrics not written; the exit code is unchanged")
-	}
 }
 
 // Discard is a logger factory that logs nowhere, for callers that only want the outcome.
