@@ -109,13 +109,14 @@ func HealthSetArgv(dcgmi, host, group string) []string {
 	return []string{dcgmi, "health", "--host", host, "-g", group, "-s", "a"}
 }
 
-// DiagArgv is `dcgmi diag --host HOST -g GROUP -r LEVEL -j`. The host is always given: a
-// dcgmi diag without --host that cannot reach a host engine starts one of its own inside
-// the process (StartDiag: "If the host address was overridden, complain if we can't
-// connect. Otherwise, don't complain and just start an embedded host engine instead",
-// dcgmi/Diag.cpp), which is not the site's.
-func DiagArgv(dcgmi, host, group string, level int) []string {
-	return []string{dcgmi, "diag", "--host", host, "-g", group, "-r", strconv.Itoa(level), "-j"}
+// DiagArgv is `dcgmi diag --host HOST -r LEVEL -j`, on every GPU (dcgmi diag's -g takes a
+// numeric group only; without one it tests all GPUs). The host is always given: a dcgmi diag
+// without --host that cannot reach a host engine starts one of its own inside the process
+// (StartDiag: "If the host address was overridden, complain if we can't connect. Otherwise,
+// don't complain and just start an embedded host engine instead", dcgmi/Diag.cpp), which is
+// not the site's.
+func DiagArgv(dcgmi, host string, level int) []string {
+	return []string{dcgmi, "diag", "--host", host, "-r", strconv.Itoa(level), "-j"}
 }
 
 // Exit statuses of dcgmi: main returns the dcgmReturn_t, which the shell sees modulo 256
