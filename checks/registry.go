@@ -53,9 +53,11 @@ var ordered = []Check{
 	gpuModels{},
 	xidErrors{},
 	gpuErrorRates{},
+	dcgmHealth{},
 	ibFlaps{},
 	nodeInventory{},
 	gresAffinity{},
+	dcgmDiag{},
 }
 
 // All returns every check in run order.

@@ -36,11 +36,19 @@ const KernelLogLimit = 8 << 20
 // where the first error is.
 func KeepsTail(argv0 string) bool { return filepath.Base(argv0) == "dmesg" }
 
+// DCGMOutputLimit is how much of dcgmi's output Exec keeps: `dcgmi diag -r 3 -j` on an
+// 8-GPU node lists a dozen tests with a result, its info lines and its warnings per GPU, and
+// a JSON document cut anywhere cannot be read at all.
+const DCGMOutputLimit = 1 << 20
+
 // OutputLimit is how much of each of argv0's stdout and stderr Exec keeps: KernelLogLimit for
-// dmesg, else limit.
+// dmesg, DCGMOutputLimit for dcgmi, else limit.
 func OutputLimit(argv0 string, limit int) int {
-	if filepath.Base(argv0) == "dmesg" {
+	switch filepath.Base(argv0) {
+	case "dmesg":
 		return max(limit, KernelLogLimit)
+	case "dcgmi":
+		return max(limit, DCGMOutputLimit)
 	}
 	return limit
 }

@@ -226,6 +226,9 @@ func TestExecKernelLogLimit(t *testing.T) {
 	if got := OutputLimit("/usr/bin/nvidia-smi", DefaultOutputLimit); got != DefaultOutputLimit {
 		t.Errorf("OutputLimit(nvidia-smi) = %d", got)
 	}
+	if got := OutputLimit("/usr/bin/dcgmi", DefaultOutputLimit); got != DCGMOutputLimit {
+		t.Errorf("OutputLimit(dcgmi) = %d, want %d: a diagnostic's JSON cut short cannot be read", got, DCGMOutputLimit)
+	}
 }
 
 // TestExecKernelLogKeepsTail: a kernel log over KernelLogLimit keeps its newest part, from the

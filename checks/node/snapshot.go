@@ -324,8 +324,9 @@ func (s *Snapshot) GPUs(ctx context.Context) (GPUInventory, error) {
 
 // Exec implements Facts from commands.json. argv is matched against the recorded commands
 // by exact argv first, then by the same program base name and arguments, then by the
-// program base name alone, taking the first match in file order at the first rule that
-// matches; so a snapshot replays under a config that installs tools elsewhere. A command not
+// program base name alone (not for a program whose arguments are the question: argsMatter),
+// taking the first match in file order at the first rule that matches; so a snapshot
+// replays under a config that installs tools elsewhere. A command not
 // recorded behaves as not installed (fs.ErrNotExist). Output is cut at OutputLimit,
 // as Live cuts it (dmesg's keeping its end: KeepsTail).
 func (s *Snapshot) Exec(ctx context.Context, argv []string) (CmdResult, error) {
@@ -464,13 +465,19 @@ func cut(s string, limit int) (string, bool) {
 	return s[:limit], true
 }
 
+// argsMatter reports whether a program answers so differently by its arguments that a
+// recording of it with other arguments is no answer at all: dcgmi, whose verbs and options
+// are different questions (`dcgmi health -c -j` and `dcgmi diag -r 1 -j` print different
+// documents). Such a program matches by its arguments only, under any path.
+func argsMatter(base string) bool { return base == "dcgmi" }
+
 // matchCommand finds argv's recorded command; see Snapshot.Exec for the rules.
 func matchCommand(recs []commandRecord, argv []string) (commandRecord, bool) {
 	base := path.Base(argv[0])
 	rules := []func(commandRecord) bool{
 		func(r commandRecord) bool { return slices.Equal(r.Argv, argv) },
 		func(r commandRecord) bool { return path.Base(r.Argv[0]) == base && slices.Equal(r.Argv[1:], argv[1:]) },
-		func(r commandRecord) bool { return path.Base(r.Argv[0]) == base },
+		func(r commandRecord) bool { return path.Base(r.Argv[0]) == base && !argsMatter(base) },
 	}
 	for _, match := range rules {
 		for _, r := range recs {

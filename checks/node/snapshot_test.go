@@ -137,7 +137,8 @@ func TestSnapshotExecMatching(t *testing.T) {
 		{"argv": ["/usr/bin/cut-when-recorded"], "stdout": "abc", "truncated": true},
 		{"argv": ["/usr/bin/dmesg", "--kernel"], "stdout": "` + bigLog + `", "exit_code": 0},
 		{"argv": ["/usr/bin/dmesg", "--old"], "stdout": "[ 1.0] a\n", "truncated": true},
-		{"argv": ["/usr/bin/dmesg", "--new"], "stdout": "[ 9.0] z\n", "truncated": true, "cut_front": true}
+		{"argv": ["/usr/bin/dmesg", "--new"], "stdout": "[ 9.0] z\n", "truncated": true, "cut_front": true},
+		{"argv": ["/usr/bin/dcgmi", "health", "--host", "localhost", "-g", "a", "-c", "-j"], "stdout": "health", "exit_code": 0}
 	]`})
 	tests := []struct {
 		name          string
@@ -162,6 +163,9 @@ func TestSnapshotExecMatching(t *testing.T) {
 		{name: "a kernel log keeps its end, from a line", argv: []string{"/usr/bin/dmesg", "--kernel"}, wantStdout: bigLogTail, wantTruncated: true, wantFront: true},
 		{name: "a recording that lost the log's end says so", argv: []string{"/usr/bin/dmesg", "--old"}, wantStdout: "[ 1.0] a\n", wantTruncated: true},
 		{name: "a recording that kept the log's end says so", argv: []string{"/usr/bin/dmesg", "--new"}, wantStdout: "[ 9.0] z\n", wantTruncated: true, wantFront: true},
+		{name: "dcgmi: base name and arguments", argv: []string{"/opt/dcgm/bin/dcgmi", "health", "--host", "localhost", "-g", "a", "-c", "-j"}, wantStdout: "health"},
+		{name: "dcgmi: never another question's answer", argv: []string{"/usr/bin/dcgmi", "diag", "--host", "localhost", "-g", "a", "-r", "1", "-j"}, wantExit: -1,
+			wantErr: "run /usr/bin/dcgmi: not recorded in the snapshot", notExist: true},
 		{name: "not recorded is not installed", argv: []string{"/usr/sbin/ibstat"}, wantExit: -1,
 			wantErr: "run /usr/sbin/ibstat: not recorded in the snapshot", notExist: true},
 		{name: "relative", argv: []string{"nvidia-smi"}, wantExit: -1, wantErr: "is not absolute"},

@@ -47,6 +47,11 @@ func TestImports(t *testing.T) {
 		{func(d string) bool { return !under(d, "checks/node/nvml") }, "checks",
 			func(i string) bool { return under(i, "github.com/NVIDIA/go-nvml") },
 			"only checks/node/nvml may import go-nvml"},
+		{func(d string) bool { return under(d, "checks/node/dcgm") }, "checks/node/dcgm",
+			inModule, "checks/node/dcgm is a leaf: dcgmi's command lines and parsers, run through node.Facts by the checks"},
+		{func(d string) bool { return true }, "checks",
+			func(i string) bool { return under(i, "github.com/NVIDIA/go-dcgm") },
+			"nodecheck reaches DCGM through the dcgmi CLI (docs/dcgm.md, The binding): go-dcgm's cgo and libdcgm.so.4 stay out"},
 	}
 
 	imports := map[string]map[string]bool{} // package directory -> import paths

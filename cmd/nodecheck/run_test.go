@@ -109,6 +109,8 @@ var snapshotExitCodes = map[string]int{
 	"h100-signals":        0,
 	"h100-power-brake":    1,
 	"h100-recovery-reset": 1,
+	// DCGM's health watches: the injected PCIe replay (TestDCGMInjectedPCIeReplayDrains).
+	"h100-dcgm-pcie-replay": 1,
 }
 
 // TestRunSnapshots replays every recorded node through the binary's entry point and checks the
@@ -171,6 +173,7 @@ var snapshotRemedies = map[string]map[string]checks.Remedy{
 	"h100-nvlink-down":            {"nvlink": checks.RemedyResetGPU},
 	"a100-nvlink-all-inactive":    {"nvlink": checks.RemedyResetGPU},
 	"h100-power-brake":            {"gpu_clocks": checks.RemedyService},           // the power supply asserts the brake
+	"h100-dcgm-pcie-replay":       {"dcgm_health": checks.RemedyService},          // DCGM_FR_PCI_REPLAY_RATE is ISOLATE
 	"h100-recovery-reset":         {"gpu_recovery_action": checks.RemedyResetGPU}, // the driver asks for GPU_RESET
 }
 

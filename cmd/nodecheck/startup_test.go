@@ -32,6 +32,7 @@ var startupForbidden = []struct{ prefix, why string }{
 	{"github.com/prometheus", "the metrics are written by cmd/nodecheck/report's own writer; expfmt validates it in tests"},
 	{"net/http", "HTTP/2 tables and TLS: nodecheck speaks no HTTP"},
 	{"crypto/tls", "TLS: nodecheck speaks no TLS"},
+	{"github.com/NVIDIA/go-dcgm", "DCGM is reached through dcgmi (checks/node/dcgm, docs/dcgm.md): go-dcgm's cgo binding would load libdcgm.so.4 into the process"},
 }
 
 // TestStartupDeps lists the shipped binary's packages (go list -deps, default build tags)
@@ -131,5 +132,54 @@ func TestNoRegexpAtInit(t *testing.T) {
 	}
 	if found < 50 {
 		t.Fatalf("read %d Go files, want the module's", found)
+	}
+}
+
+// TestDCGMNoStartupWork: the DCGM binding does nothing when the program starts, prolog included
+// (the DCGM checks never run there): checks/node/dcgm has no init function, and its
+// package-level variables hold only literals, or work wrapped in a function that runs on
+// first use (sync.OnceValue), such as the compiling of the message patterns.
+func TestDCGMNoStartupWork(t *testing.T) {
+	dir := filepath.Join("..", "..", "checks", "node", "dcgm")
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi fs.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") }, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vars := 0
+	for _, pkg := range pkgs {
+		for _, f := range pkg.Files {
+			for _, decl := range f.Decls {
+				if fd, ok := decl.(*ast.FuncDecl); ok && fd.Recv == nil && fd.Name.Name == "init" {
+					t.Errorf("%s: func init runs at every start", fset.Position(fd.Pos()))
+				}
+				g, ok := decl.(*ast.GenDecl)
+				if !ok || g.Tok != token.VAR {
+					continue
+				}
+				for _, spec := range g.Specs {
+					for _, v := range spec.(*ast.ValueSpec).Values {
+						vars++
+						ast.Inspect(v, func(n ast.Node) bool {
+							switch n := n.(type) {
+							case *ast.FuncLit:
+								return false // runs when called, not at start
+							case *ast.CallExpr:
+								if sel, ok := n.Fun.(*ast.SelectorExpr); ok {
+									if x, ok := sel.X.(*ast.Ident); ok && x.Name == "sync" && strings.HasPrefix(sel.Sel.Name, "OnceValue") {
+										return true
+									}
+								}
+								t.Errorf("%s: a package-level variable calls a function at start", fset.Position(n.Pos()))
+							}
+							return true
+						})
+					}
+				}
+			}
+		}
+	}
+	if vars == 0 {
+		t.Fatal("no package-level variable found in checks/node/dcgm: fix the test")
 	}
 }

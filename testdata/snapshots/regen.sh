@@ -694,6 +694,85 @@ Expected: gres_affinity warns on each of the 8 GPUs, e.g. gpu 0000:19:00.0 (/dev
 /etc/slurm/gres.conf:4 Links=-1,2,2,0,0,0,0,0): 0 NVLinks to device 1 (0000:3b:00.0), Links= says 2, ...;
 its other 18 active NVLinks lead to NVSwitches; AutoDetect=nvml would write Links=-1,0,0,0,0,0,0,0.
 Cores= are right (no warning for them). The verdict stays healthy; every other check as in h100-healthy."
+# --- DCGM: the ClusterMAX injected PCIe replay ----------------------------------------------------
+# h100-dcgm-pcie-replay: h100-healthy whose site runs DCGM, with its health watches set, after
+# `dcgmi test --inject --gpuid 0 -f 202 -v 99999`. commands.json gains dcgmi's two answers; the
+# dcgmi outputs are checks/node/dcgm/testdata/health-f-j-after-s-a.txt and
+# health-c-j-pcie-replay-gpu0.json (their SOURCE there says how each was composed).
+n=h100-dcgm-pcie-replay
+new $n
+cat >$n/commands.json <<'COMMANDS'
+[
+  {
+    "argv": [
+      "/usr/bin/nv-fabricmanager",
+      "--version"
+    ],
+    "stdout": "\n\n\n\tFabric Manager version is : 535.161.08\n\n",
+    "stderr": "",
+    "exit_code": 0,
+    "duration_ms": 12
+  },
+  {
+    "argv": [
+      "/usr/bin/systemctl",
+      "is-active",
+      "nvidia-fabricmanager"
+    ],
+    "stdout": "active\n",
+    "stderr": "",
+    "exit_code": 0,
+    "duration_ms": 8
+  },
+  {
+    "argv": [
+      "/usr/bin/dcgmi",
+      "health",
+      "--host",
+      "localhost",
+      "-g",
+      "a",
+      "-f",
+      "-j"
+    ],
+    "stdout": "Health monitor systems report\n{\n        \"body\" : \n        {\n                \"ConnectX\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"Driver\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"InfoROM\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"Memory\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"NVLINK\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"NvSwitch F\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"NvSwitch NF\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"PCIe\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"Power\" : \n                {\n                        \"value\" : \"On\"\n                },\n                \"SM\" : \n                {\n                        \"value\" : \"Off\"\n                },\n                \"Thermal\" : \n                {\n                        \"value\" : \"On\"\n                }\n        }\n}\n",
+    "stderr": "",
+    "exit_code": 0,
+    "duration_ms": 41
+  },
+  {
+    "argv": [
+      "/usr/bin/dcgmi",
+      "health",
+      "--host",
+      "localhost",
+      "-g",
+      "a",
+      "-c",
+      "-j"
+    ],
+    "stdout": "{\n        \"body\" : \n        {\n                \"GPU\" : \n                {\n                        \"children\" : \n                        {\n                                \"0\" : \n                                {\n                                        \"children\" : \n                                        {\n                                                \"Errors\" : \n                                                {\n                                                        \"children\" : \n                                                        {\n                                                                \"PCIe system\" : \n                                                                {\n                                                                        \"overflow\" : \n                                                                        [\n                                                                                \"Detected more than 31 PCIe replays per minute for GPU 0\",\n                                                                                \": 99999\"\n                                                                        ],\n                                                                        \"value\" : \"Warning\"\n                                                                }\n                                                        }\n                                                }\n                                        },\n                                        \"value\" : \"Warning\"\n                                }\n                        }\n                },\n                \"Overall Health\" : \n                {\n                        \"value\" : \"Warning\"\n                }\n        },\n        \"header\" : \n        [\n                \"Health Monitor Report\"\n        ]\n}\n",
+    "stderr": "",
+    "exit_code": 0,
+    "duration_ms": 57
+  }
+]
+COMMANDS
+source_note $n "Change: commands.json adds the answers of DCGM's dcgmi (DCGM 4) to the two questions dcgm_health asks:
+\`dcgmi health --host localhost -g a -f -j\` (every watch on but SM, as after \`dcgmi health -s a\`) and
+\`dcgmi health --host localhost -g a -c -j\`, which reports on GPU 0, in the PCIe system, DCGM's Warning
+\"Detected more than 31 PCIe replays per minute for GPU 0 : 99999\" (DCGM_FR_PCI_REPLAY_RATE, severity ISOLATE).
+That is what the fault injection of the ClusterMAX review, \`dcgmi test --inject --gpuid 0 -f 202 -v 99999\`
+(field 202 is DCGM_FI_DEV_PCIE_REPLAY_COUNTER), leaves in DCGM's health watches. The inject command and its value
+are real (NVIDIA/DCGM#124, shared/corpus/dcgm/dcgm-124-a10g-dcgm442-inject-pcie-replay-then-diag-r2-pass.txt);
+no public capture of the \`dcgmi health -c -j\` after it exists, so that answer is COMPOSED from dcgmi's code
+(Health.cpp, DcgmiOutput.cpp) and DCGM's message format and limit for PCIe gen 5 x16 (31 per minute,
+DcgmHealthWatch::GetExpectedPcieReplayRate), in the layout of a real healthy \`dcgmi health -c -j\`
+(NVIDIA/DCGM#263); checks/node/dcgm/testdata/SOURCE gives every step.
+Expected: dcgm_health fails in health and manual mode: gpu 0 (0000:19:00.0): PCIe system: ... (DCGM_FR_PCI_REPLAY_RATE (3),
+ISOLATE; DCGM: Warning), remedy service; a health run with --drain drains the node with that reason. Prolog and
+epilog runs never ask DCGM: their verdicts are h100-healthy's. Every other check as in h100-healthy."
+
 # ---- >8 ----
 
-echo "regen.sh: rebuilt 29 snapshots from h100-healthy and 1 from a100-healthy"
+echo "regen.sh: rebuilt 30 snapshots from h100-healthy and 1 from a100-healthy"
