@@ -449,7 +449,7 @@ func TestWatchdog(t *testing.T) {
 		{"prolog fail_closed", "prolog", "fail_closed = true\n[budget]\nprolog = \"3s\"\n", 3 * time.Second, exitCannotRun},
 		{"epilog fails open", "epilog", "[budget]\nepilog = \"3s\"\n", 3 * time.Second, exitHealthy},
 		{"health", "health", "[budget]\nhealth = \"3s\"\n", 3 * time.Second, exitCannotRun},
-		{"manual with a budget", "manual", "[budget]\nmanual = \"3s\"\n[checks.nccl_allreduce]\ntimeout = \"3s\"\n", 3 * time.Second, exitCannotRun},
+		{"manual with a budget", "manual", "[budget]\nmanual = \"3s\"\n[checks.nccl_allreduce]\ntimeout = \"3s\"\n[checks.dcgm_diag]\ntimeout = \"3s\"\n", 3 * time.Second, exitCannotRun},
 		{"default prolog budget", "prolog", "", 5 * time.Second, exitHealthy},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
