@@ -27,6 +27,8 @@
 #   --return-to-service N  NODECHECK_TESTBED_RETURN_TO_SERVICE  ReturnToService (default 2)
 #   --resume-timeout S  NODECHECK_TESTBED_RESUME_TIMEOUT  ResumeTimeout: how long Slurm waits for a
 #                                              rebooted node (default: Slurm's, 60)
+#                    NODECHECK_TESTBED_SCHEDULER_PARAMETERS  slurm.conf's SchedulerParameters
+#                                              (default: none), e.g. extra_constraints (23.11+)
 #                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
 #                                              every file the test bed writes is under it, nothing under /etc
 #                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
@@ -100,6 +102,7 @@ HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-}
 REBOOT=${NODECHECK_TESTBED_REBOOT:-0}
 RETURN_TO_SERVICE=${NODECHECK_TESTBED_RETURN_TO_SERVICE:-2}
 RESUME_TIMEOUT=${NODECHECK_TESTBED_RESUME_TIMEOUT:-}
+SCHEDULER_PARAMETERS=${NODECHECK_TESTBED_SCHEDULER_PARAMETERS:-}
 CLEAN_CACHE=0
 
 parse_flags() {
@@ -514,6 +517,7 @@ write_slurm_conf() {
   echo "ReturnToService=$RETURN_TO_SERVICE"
   if [ "$REBOOT" = 1 ]; then echo "RebootProgram=$DIR/bin/slurmd-reboot"; fi
   if [ -n "$RESUME_TIMEOUT" ]; then echo "ResumeTimeout=$RESUME_TIMEOUT"; fi
+  if [ -n "$SCHEDULER_PARAMETERS" ]; then echo "SchedulerParameters=$SCHEDULER_PARAMETERS"; fi
   # Above 16 nodes 1200, so that slurmctld pings (and asks a batch of nodes to register again,
   # see settle_registrations) every 400 s instead of every 100 s during long scale tests.
   if [ "$(echo $NODES | wc -w)" -le 16 ]; then echo "SlurmdTimeout=300"; else echo "SlurmdTimeout=1200"; fi

@@ -25,6 +25,7 @@ type drainResult struct {
 type drainItem struct {
 	Node    string
 	Summary string // "slow: busbw 405.0 GB/s at 4 GiB, 15.0% below the h100 median 476.5"
+	Remedy  string // the remedy the reason ends with ("[reset_gpu]"); "" for none
 }
 
 // fleetCheck is the check id of the sweep's own drains: "nodecheck: fleet: slow: ...".
@@ -80,7 +81,7 @@ func drainNodes(ctx context.Context, s *slurmClient, o options, swept int, items
 			continue
 		}
 		oc := drain.Apply(ctx, client, policy, drain.Request{Node: it.Node, Mode: config.ModeManual,
-			Results: []drain.CheckResult{{Check: fleetCheck, Status: drain.StatusFail, Summary: it.Summary}}, Drain: true, DryRun: o.dryRun})
+			Results: []drain.CheckResult{{Check: fleetCheck, Status: drain.StatusFail, Summary: it.Summary, Remedy: it.Remedy}}, Drain: true, DryRun: o.dryRun})
 		res.Action, res.Message, res.Reason = string(oc.Action), oc.Message, oc.Reason
 		if len(oc.Commands) > 0 {
 			res.Command = oc.Commands[0]

@@ -72,6 +72,9 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 		return exitError
 	}
 	s := &slurmClient{bin: o.slurmBin, env: o.env, timeout: o.slurmTimeout, calls: &callCounter{}}
+	if o.validate.levelName != "" {
+		return runValidate(ctx, s, o, format, start, stdout, stderr)
+	}
 	runs, err := sweep(ctx, s, o, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fleet-sweep: %v\n", err)
@@ -144,6 +147,7 @@ func parseFlags(argv, env []string, stderr io.Writer) (options, string, error) {
 	if fs.NArg() > 0 {
 		return o, "", usagef("unexpected argument %q", fs.Arg(0))
 	}
+	fs.Visit(func(f *flag.Flag) { o.validate.timeoutSet = o.validate.timeoutSet || f.Name == "timeout" })
 	if err := checkFlags(&o, f); err != nil {
 		return o, "", err
 	}
@@ -196,6 +200,7 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
 	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
+	defineValidateFlags(fs, &o.validate)
 	fs.BoolVar(&o.multinode.drain, "drain-culprits", false, "drain the nodes --multinode names as culprits (never a link or a set): reason \"nodecheck: fleet: multinode: ...\"")
 }
 
@@ -224,6 +229,9 @@ func checkFlags(o *options, f rawFlags) error {
 		return usagef("--output-wait %s, --poll %s: want zero or more", o.outputWait, o.poll)
 	}
 	if err := checkJudgeFlags(o, f); err != nil {
+		return err
+	}
+	if err := checkValidateFlags(o); err != nil {
 		return err
 	}
 	var err error

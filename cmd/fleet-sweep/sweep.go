@@ -42,6 +42,7 @@ type options struct {
 	maxDrained   drain.Limit
 	drainPrefix  string
 	multinode    multinodeOptions
+	validate     validateOptions
 }
 
 // nodecheckArgs are the arguments every job gives nodecheck, before --args and --args-for:

@@ -77,6 +77,9 @@ type Options struct {
 	// ResumeTimeout is slurm.conf's ResumeTimeout, how long Slurm waits for a rebooted node
 	// (whole seconds; 0: Slurm's default, 60 s).
 	ResumeTimeout time.Duration
+	// SchedulerParameters is slurm.conf's SchedulerParameters ("" for none): extra_constraints
+	// makes 23.11+ filter nodes on their Extra for --extra.
+	SchedulerParameters string
 }
 
 // Bed is a running scripts/slurm-testbed.sh.
@@ -304,6 +307,9 @@ func Start(t *testing.T, opts Options) *Bed {
 		b.Env = append(b.Env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval))
 	}
 	b.Env = append(b.Env, rebootEnv(opts)...)
+	if opts.SchedulerParameters != "" {
+		b.Env = append(b.Env, "NODECHECK_TESTBED_SCHEDULER_PARAMETERS="+opts.SchedulerParameters)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // apt-get or the root, in CI
 	defer cancel()
 	started := time.Now()
