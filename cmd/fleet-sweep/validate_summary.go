@@ -151,27 +151,34 @@ func publishExtra(ctx context.Context, s *slurmClient, o options, info slurmInfo
 	case ctx.Err() != nil:
 		return "not published: the sweep was interrupted"
 	}
-	var done, failed []string
+	var done, withdrawn, failed []string
 	for i, r := range runs {
-		if r.verdict() != validation.Passed || o.validate.returnToService && !strings.HasPrefix(r.Outcome, "returned") {
-			continue
+		pass := r.verdict() == validation.Passed && (!o.validate.returnToService || strings.HasPrefix(r.Outcome, "returned"))
+		if !pass && r.verdict() != validation.Failed {
+			continue // not run, undecided: what the node carries stays
 		}
-		extra, err := mergeNodeExtra(ctx, s, o, r)
+		extra, err := mergeNodeExtra(ctx, s, o, r, pass)
 		if err == nil {
 			err = s.updateNode(ctx, r.Node, "Extra="+extra)
 		}
 		if err != nil {
 			r.ExtraErr = text.OneLine(err.Error(), maxLine)
 			failed = append(failed, r.Node)
-		} else {
+		} else if pass {
 			r.Extra = extra
 			done = append(done, r.Node)
+		} else {
+			r.Extra = extra
+			withdrawn = append(withdrawn, r.Node)
 		}
 		sum.Results[i].Extra, sum.Results[i].ExtraErr = r.Extra, r.ExtraErr
 	}
 	msg := fmt.Sprintf("published on %d %s", len(done), text.Plural(len(done), "node", "nodes"))
 	if len(done) > 0 {
 		msg += " (" + strings.Join(done, ",") + ")"
+	}
+	if len(withdrawn) > 0 {
+		msg += "; withdrawn from the failed " + strings.Join(withdrawn, ",")
 	}
 	if len(failed) > 0 {
 		msg += "; FAILED on " + strings.Join(failed, ",")
@@ -180,13 +187,17 @@ func publishExtra(ctx context.Context, s *slurmClient, o options, info slurmInfo
 }
 
 // mergeNodeExtra reads the node's Extra just before writing, so that keys a site keeps there
-// stay.
-func mergeNodeExtra(ctx context.Context, s *slurmClient, o options, r *valRun) (string, error) {
+// stay; a failed node's validation keys are withdrawn.
+func mergeNodeExtra(ctx context.Context, s *slurmClient, o options, r *valRun, pass bool) (string, error) {
 	cur, err := s.nodeExtras(ctx, r.Node)
 	if err != nil {
 		return "", err
 	}
-	return validation.MergeExtra(cur[r.Node], validation.ExtraValues(*r.Result, o.validate.level, time.Now()))
+	ours := validation.WithdrawValues(*r.Result)
+	if pass {
+		ours = validation.ExtraValues(*r.Result, o.validate.level, time.Now())
+	}
+	return validation.MergeExtra(cur[r.Node], ours)
 }
 
 // saveValidation keeps the summary in OUT/validation.json and, with --validation-state, each
@@ -221,8 +232,8 @@ func saveValidation(o options, runs []*valRun, sum *valSummary, log io.Writer) {
 // validationText is the text summary.
 func validationText(sum valSummary) string {
 	var b strings.Builder
-	fmt.Fprintf(&b, "nodecheck validation sweep (%s): %d nodes, %d passed, %d failed, %d undecided, %d not run in %.1fs (results in %s)\n",
-		sum.Level, sum.Nodes, sum.Passed, sum.Failed, sum.Undecided, sum.NotRun, sum.ElapsedS, sum.OutDir)
+	fmt.Fprintf(&b, "nodecheck validation sweep (%s): %d %s, %d passed, %d failed, %d undecided, %d not run in %.1fs (results in %s)\n",
+		sum.Level, sum.Nodes, text.Plural(sum.Nodes, "node", "nodes"), sum.Passed, sum.Failed, sum.Undecided, sum.NotRun, sum.ElapsedS, sum.OutDir)
 	for _, verdict := range []string{validation.Failed, validation.Undecided} {
 		for _, n := range sum.Results {
 			if n.Verdict == verdict {

@@ -90,8 +90,20 @@ func ExtraValues(r Result, l Level, at time.Time) map[string]any {
 // hundred bytes.
 const maxExtra = 4096
 
-// MergeExtra puts ours into a node's current Extra: a JSON object keeps the keys nodecheck
-// does not set; an empty one becomes ours. Anything else (free text a site put there) is
+// WithdrawValues are what a failed validation publishes: nodecheck's keys gone (a nil value
+// removes a key in MergeExtra), so that no job asking for a validation lands on the node
+// because of an older pass, even when someone resumes it by hand. The figures' keys are the
+// result's own.
+func WithdrawValues(r Result) map[string]any {
+	v := map[string]any{KeyLevel: nil, KeyRank: nil, KeyAt: nil}
+	for _, f := range r.Figures {
+		v[f.Name] = nil
+	}
+	return v
+}
+
+// MergeExtra puts ours into a node's current Extra (a nil value removes its key): a JSON
+// object keeps the keys nodecheck does not set; an empty one becomes ours. Anything else (free text a site put there) is
 // left alone with an error: overwriting it would lose it. Keys come out sorted, compact.
 func MergeExtra(current string, ours map[string]any) (string, error) {
 	merged := map[string]any{}
@@ -102,11 +114,17 @@ func MergeExtra(current string, ours map[string]any) (string, error) {
 			return "", fmt.Errorf("the node's Extra is not a JSON object (%q): not overwriting it", clip(c))
 		}
 	}
-	maps.Copy(merged, ours)
+	for k, v := range ours {
+		if v == nil {
+			delete(merged, k)
+		} else {
+			merged[k] = v
+		}
+	}
 	var b bytes.Buffer
 	b.WriteByte('{')
 	for i, k := range slices.Sorted(maps.Keys(merged)) {
-		if !validName(k) && ours[k] != nil {
+		if _, mine := ours[k]; mine && !validName(k) {
 			return "", fmt.Errorf("key %q: not usable in --extra", clip(k))
 		}
 		kb, _ := json.Marshal(k)

@@ -174,6 +174,11 @@ func TestExtra(t *testing.T) {
 			t.Errorf("not JSON: %s", got)
 		}
 	}
+	r.Verdict = Failed
+	got, err := MergeExtra(`{"rack":"r12","h2d":51.3,"nccl_busbw":476.5,"validated_at":1764979200,"validated_level":"quick","validated_rank":1}`, WithdrawValues(r))
+	if err != nil || got != `{"rack":"r12"}` {
+		t.Errorf("withdrawn: %s, %v", got, err)
+	}
 	if _, err := MergeExtra("rack12 fast", ours); err == nil || !strings.Contains(err.Error(), "not overwriting") {
 		t.Errorf("free text Extra: %v", err)
 	}

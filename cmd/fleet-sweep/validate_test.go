@@ -1,0 +1,247 @@
+package main
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/nodecheck/nodecheck/cmd/fleet-sweep/validation"
+	"github.com/nodecheck/nodecheck/scripts/testbed"
+)
+
+// TestValidateSlurm runs validation sweeps on a real Slurm of 4 nodes, once per version
+// (22.05.8, 24.11.5; the 24.11 bed with SchedulerParameters=extra_constraints). The jobs run
+// testdata/nodecheck-validate-standin, which prints a result file the test wrote (a stand-in
+// for `nodecheck validate`: the Slurm side is what is tested here).
+func TestValidateSlurm(t *testing.T) {
+	testbed.ForEachVersion(t, testbed.Options{
+		RepoRoot: repoRoot, TempPrefix: "nodecheck-validate-test-", TempMode: 0o755, Nodes: 4,
+		Short:               "the validation sweep's real-Slurm test takes about 30 s per Slurm version",
+		SchedulerParameters: "extra_constraints",
+	}, func(t *testing.T, b *testbed.Bed) { testValidateSlurm(t, bed{b}) })
+}
+
+// validationResult writes a result as nodecheck validate prints it and returns the stand-in's
+// arguments for it. 476.5 GB/s is the real 8x H100 all-reduce busbw at 4 GiB that
+// testdata/snapshots/h100-nccl-ok replays; a failing node's 150.2 and its test are invented
+// (a degraded figure below the 300 floor).
+func validationResult(t *testing.T, tb bed, node, verdict string, busbw float64, extra string) string {
+	t.Helper()
+	r := validation.Result{Node: node, Level: "quick", Model: "NVIDIA H100 80GB HBM3", Started: time.Now().UTC(), DurationS: 2.5, Verdict: verdict,
+		Figures: []validation.Figure{{Name: "nccl_busbw", Value: busbw, Unit: "GB/s", Floor: 300, Expected: 360, Source: "SuperBench's NDv4 baseline, scaled", OK: busbw >= 300}},
+		Tests:   []validation.Test{{Name: "nccl", Status: "ok"}}}
+	if verdict == validation.Failed {
+		r.Tests[0] = validation.Test{Name: "nccl", Status: "fail", Summary: "busbw 150.2 GB/s under its floor 300", Remedy: "reset_gpu"}
+	}
+	data, err := json.Marshal(r)
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(tb.Tmp, "result-"+node+"-"+verdict+".json")
+	if err := os.WriteFile(path, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return node + "=--result " + path + " " + extra
+}
+
+func standinPath(t *testing.T) string {
+	p, err := filepath.Abs("testdata/nodecheck-validate-standin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// reservations lists the reservations Slurm has.
+func reservations(t *testing.T, tb bed) string {
+	return strings.TrimSpace(tb.Slurm(t, "scontrol", "show", "reservation"))
+}
+
+// sinfoReason is a node's reason as sinfo shows it (no [user@time] stamp, nothing after it).
+func sinfoReason(t *testing.T, tb bed, node string) string {
+	return strings.TrimSpace(tb.Slurm(t, "sinfo", "-h", "-N", "-n", node, "-o", "%E"))
+}
+
+// userJob starts an exclusive user job on node and cancels it when the test ends.
+func userJob(t *testing.T, tb bed, node string, args ...string) string {
+	t.Helper()
+	argv := append([]string{"--parsable", "--exclusive", "-w", node, "-o", "/dev/null"}, args...)
+	id := strings.TrimSpace(tb.Slurm(t, "sbatch", append(argv, "--wrap", "sleep 120")...))
+	t.Cleanup(func() {
+		tb.Slurm(t, "scancel", id)
+		testbed.WaitFor(t, "job "+id+" to end", 30*time.Second, func() bool {
+			st := jobStateOf(t, tb, id)
+			return st != "RUNNING" && st != "COMPLETING" && st != "PENDING"
+		})
+	})
+	return id
+}
+
+func jobStateOf(t *testing.T, tb bed, id string) string {
+	return strings.TrimSpace(tb.Slurm(t, "squeue", "-h", "-t", "all", "-j", id, "-o", "%T"))
+}
+
+func testValidateSlurm(t *testing.T, tb bed) {
+	t.Cleanup(func() { tb.Reset(t) })
+	standin := standinPath(t)
+
+	t.Run("sweep: the node below its floor drained, a busy node never validated, Extra on 24.11", func(t *testing.T) {
+		tb.Reset(t)
+		busy := userJob(t, tb, "n4")
+		testbed.WaitFor(t, "the user job on n4 to run", 20*time.Second, func() bool { return jobStateOf(t, tb, busy) == "RUNNING" })
+		out := t.TempDir()
+		marks := filepath.Join(tb.Tmp, "marks")
+		os.MkdirAll(marks, 0o755)
+		mark := func(n string) string { return "--sleep 2 --mark " + filepath.Join(marks, n) }
+		before := time.Now()
+		stdout, stderr, code := tb.sweepFor(t, 2*time.Minute, "--nodecheck", standin, "--validate", "quick", "--nodes", "n[1-4]",
+			"--max-parallel", "2", "--maint-reservation", "--poll", "200ms", "--slow-min-nodes", "2", "--format", "json", "--out", out,
+			"--args-for", validationResult(t, tb, "n1", validation.Passed, 476.5, mark("n1")),
+			"--args-for", validationResult(t, tb, "n2", validation.Passed, 470.1, mark("n2")),
+			"--args-for", validationResult(t, tb, "n3", validation.Failed, 150.2, mark("n3")),
+			"--args-for", validationResult(t, tb, "n4", validation.Passed, 476.5, mark("n4")))
+		elapsed := time.Since(before)
+		if code != exitUnhealthy {
+			t.Errorf("exit %d, want %d\n%s", code, exitUnhealthy, stderr)
+		}
+		var sum valSummary
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatalf("summary: %v\n%s", err, stdout)
+		}
+		got := map[string]valNode{}
+		for _, n := range sum.Results {
+			got[n.Node] = n
+		}
+		if sum.Passed != 2 || sum.Failed != 1 || sum.NotRun != 1 || got["n1"].Verdict != "passed" || got["n2"].Verdict != "passed" {
+			t.Errorf("summary: %+v", sum)
+		}
+		if n3 := got["n3"]; n3.Verdict != "failed" || n3.Remedy != "reset_gpu" || !strings.HasPrefix(n3.Why, "validate quick: failed: nccl: busbw 150.2") {
+			t.Errorf("n3: %+v", n3)
+		}
+		// The node with a user job: never validated, no job script, no stand-in start.
+		if n4 := got["n4"]; n4.Verdict != "not_run" || !strings.HasPrefix(n4.Why, "not idle: allocated") || n4.JobID != "" {
+			t.Errorf("n4: %+v", n4)
+		}
+		for _, p := range []string{filepath.Join(out, "n4.validate.sh"), filepath.Join(marks, "n4")} {
+			if _, err := os.Stat(p); err == nil {
+				t.Errorf("%s exists: n4 was submitted", p)
+			}
+		}
+		// n3 drained through the drain path, its remedy in the reason.
+		const reason = "nodecheck: fleet: validate quick: failed: nccl: busbw 150.2 GB/s under its floor 300 (+1 more) [reset_gpu]"
+		if st, r := tb.SinfoState(t, "n3"), sinfoReason(t, tb, "n3"); st != "drain" || r != reason {
+			t.Errorf("n3 after the sweep: %s %q, want drained with %q", st, r, reason)
+		}
+		// At most 2 at a time: the third stand-in started after one of the first two ended.
+		starts := []int{}
+		for _, n := range []string{"n1", "n2", "n3"} {
+			b, err := os.ReadFile(filepath.Join(marks, n))
+			f := strings.Fields(string(b))
+			if err != nil || len(f) != 2 {
+				t.Fatalf("mark %s: %v %q", n, err, b)
+			}
+			s, _ := strconv.Atoi(f[1])
+			starts = append(starts, s)
+		}
+		if spread := max(starts[0], starts[1], starts[2]) - min(starts[0], starts[1], starts[2]); spread < 2 {
+			t.Errorf("three 2 s validations started within %d s with --max-parallel 2", spread)
+		}
+		if r := reservations(t, tb); r != "No reservations in the system" {
+			t.Errorf("reservations left:\n%s", r)
+		}
+		t.Logf("3 validations of 2 s, 2 at a time, on %s: %s (%d Slurm calls: %s)", tb.Version, elapsed.Round(10*time.Millisecond), sum.SlurmCallsTotal, callsText(sum.SlurmCalls))
+		if tb.Series != testbed.Slurm2411 {
+			if !strings.HasPrefix(sum.Extra, "not published: Slurm 22.05.8 has no Extra constraints") {
+				t.Errorf("Extra on 22.05: %q", sum.Extra)
+			}
+			return
+		}
+		if sum.Extra != "published on 2 nodes (n1,n2); withdrawn from the failed n3" {
+			t.Errorf("Extra: %q", sum.Extra)
+		}
+		for _, n := range []string{"n1", "n2"} {
+			extra := tb.Slurm(t, "scontrol", "show", "node", n)
+			if !strings.Contains(extra, `"validated_level":"quick","validated_rank":1`) {
+				t.Errorf("%s's Extra:\n%s", n, extra)
+			}
+		}
+		// Jobs that ask for a validation: one the published values meet runs, one they do
+		// not stays pending.
+		since := strconv.FormatInt(before.Add(-time.Second).Unix(), 10)
+		match := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-o", "/dev/null", "--extra", "validated_at>="+since+"&nccl_busbw>=470", "--wrap", "true"))
+		nomatch := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-o", "/dev/null", "--extra", "validated_rank>=2", "--wrap", "true"))
+		t.Cleanup(func() { tb.Slurm(t, "scancel", nomatch) })
+		testbed.WaitFor(t, "the matching job to complete", 20*time.Second, func() bool { return jobStateOf(t, tb, match) == "COMPLETED" })
+		if node := strings.TrimSpace(tb.Slurm(t, "squeue", "-h", "-t", "all", "-j", match, "-o", "%N")); node != "n1" && node != "n2" {
+			t.Errorf("the job asking for validated_at>=%s ran on %q", since, node)
+		}
+		if st := strings.TrimSpace(tb.Slurm(t, "squeue", "-h", "-t", "all", "-j", nomatch, "-o", "%T %r")); st != "PENDING Constraints" {
+			t.Errorf("the job asking for validated_rank>=2: %q, want PENDING Constraints", st)
+		}
+	})
+
+	t.Run("return to service only after the validation passes", func(t *testing.T) {
+		tb.Reset(t)
+		for _, c := range []struct {
+			verdict string
+			busbw   float64
+		}{{validation.Passed, 476.5}, {validation.Failed, 150.2}} {
+			tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: repaired: GPU 3 replaced")
+			tb.WaitState(t, "n2", "drain")
+			mark := filepath.Join(tb.Tmp, "rts-"+c.verdict)
+			var (
+				wg     sync.WaitGroup
+				stdout string
+				code   int
+			)
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				stdout, _, code = tb.sweepFor(t, 2*time.Minute, "--nodecheck", standin, "--validate", "quick", "--return-to-service",
+					"--nodes", "n2", "--poll", "200ms", "--out", t.TempDir(),
+					"--args-for", validationResult(t, tb, "n2", c.verdict, c.busbw, "--sleep 4 --mark "+mark))
+			}()
+			testbed.WaitFor(t, "the validation to start", 30*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
+			// While it validates, the node is resumed but held by the reservation: a user
+			// job asking for it waits.
+			user := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-w", "n2", "-o", "/dev/null", "--wrap", "true"))
+			time.Sleep(time.Second)
+			if st := jobStateOf(t, tb, user); st != "PENDING" {
+				t.Errorf("%s: a user job on n2 during its validation is %s, want PENDING", c.verdict, st)
+			}
+			wg.Wait()
+			st, why := tb.SinfoState(t, "n2"), sinfoReason(t, tb, "n2")
+			if c.verdict == validation.Passed {
+				if code != exitHealthy || !strings.Contains(stdout, "SERVICE    n2  returned to service: validate quick passed") || st == "drain" || st == "drng" {
+					t.Errorf("passed: exit %d, n2 %s %q\n%s", code, st, why, stdout)
+				}
+				// In service: the user job that waited runs now (the node may read mix already).
+				testbed.WaitFor(t, "the user job to run after the pass", 20*time.Second, func() bool { return jobStateOf(t, tb, user) == "COMPLETED" })
+			} else {
+				const reason = "nodecheck: fleet: validate quick: failed: nccl: busbw 150.2 GB/s under its floor 300 (+1 more) [reset_gpu]"
+				if code != exitUnhealthy || st != "drain" || why != reason {
+					t.Errorf("failed: exit %d, n2 %s %q, want drained with %q\n%s", code, st, why, reason, stdout)
+				}
+				if tb.Series == testbed.Slurm2411 {
+					// The pass before published its validation; the failure withdrew it.
+					if extra := tb.Slurm(t, "scontrol", "show", "node", "n2"); strings.Contains(extra, "validated_") {
+						t.Errorf("n2 failed but still carries a validation:\n%s", extra)
+					}
+				}
+				time.Sleep(time.Second)
+				if st := jobStateOf(t, tb, user); st != "PENDING" {
+					t.Errorf("a user job on n2 after its failed validation is %s, want PENDING", st)
+				}
+				tb.Slurm(t, "scancel", user)
+			}
+			if r := reservations(t, tb); r != "No reservations in the system" {
+				t.Errorf("reservations left:\n%s", r)
+			}
+		}
+	})
+}
