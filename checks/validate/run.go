@@ -33,6 +33,8 @@ type Options struct {
 	Now func() time.Time
 	// IBHeadStart is how long the ib_write_bw server gets before its client starts; 0 means 1s.
 	IBHeadStart time.Duration
+	// testTimeout, when set, replaces every test's timeout (tests of the deadlines).
+	testTimeout time.Duration
 }
 
 // state is what the tests learn as they go: the GPUs' model and count (NVML's, else the
@@ -129,6 +131,9 @@ func (s *state) runTest(ctx context.Context, sp spec) []Test {
 	timeout := sp.timeout
 	if sp.name == TestGPUBurn {
 		timeout += s.o.Config.BurnIn
+	}
+	if s.o.testTimeout > 0 {
+		timeout, sp.timeout = s.o.testTimeout, s.o.testTimeout
 	}
 	one := func(f func(context.Context) Test) Test {
 		tctx, cancel := context.WithTimeout(ctx, timeout)
