@@ -28,7 +28,7 @@ type validateOptions struct {
 // defineValidateFlags declares the validation flags.
 func defineValidateFlags(fs *flag.FlagSet, v *validateOptions) {
 	fs.StringVar(&v.levelName, "validate", "", "run `nodecheck validate --level LEVEL --json` (quick, full, burn-in) as exclusive jobs on the idle nodes, instead of nodecheck run")
-	fs.DurationVar(&v.budget, "validate-time", 0, "the level's time budget on a node (quick 10m, full 30m; burn-in has none: give it); the job's limit is this plus a quarter")
+	fs.DurationVar(&v.budget, "validate-time", 0, "the level's time budget on a node, as nodecheck.toml's [validate.budget] (default quick 10m, full 45m, burn-in 4h); the job's limit is this plus a quarter, at least 2m more")
 	fs.IntVar(&v.maxParallel, "max-parallel", 4, "with --validate: at most this many nodes validating at once")
 	fs.BoolVar(&v.reservation, "maint-reservation", false, "with --validate: each node's job runs in a MAINT reservation of that node, created just before (it fails when a job holds the node) and always removed")
 	fs.BoolVar(&v.returnToService, "return-to-service", false, "with --validate: the nodes are drained after a repair; each is resumed into a MAINT reservation, validated there, and left in service only when it passes (else drained with the failing figure)")

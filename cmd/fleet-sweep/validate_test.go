@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/cmd/fleet-sweep/validation"
+	"github.com/nodecheck/nodecheck/drain"
 	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
 
@@ -47,6 +48,62 @@ func validationResult(t *testing.T, tb bed, node, verdict string, busbw float64,
 		t.Fatal(err)
 	}
 	return node + "=--result " + path + " " + extra
+}
+
+// Captures the tool stand-ins of testdata/validate/standins print (files under
+// checks/validate/testdata; see its SOURCE): a healthy 8x H100 node, and one whose GPU pair
+// 1-0 and NCCL bandwidth are slow (DERIVED- files, made from the real ones).
+var (
+	capHealthy = map[string]string{
+		"dcgmi":           "out ../../node/dcgm/testdata/diag4-r1-pass-8gpu.json\n",
+		"nvbandwidth":     "out nvbandwidth/azurehpc-fork-h100x8-nvbw-v04-d2d-read-ce-healthy.txt\nout nvbandwidth/nvbandwidth-24-h100x8-h2d-sm-35-vs-d2h-sm-52.txt\n",
+		"all_reduce_perf": "out nccl/nccltests-290-h100-1node-8gpu-g8.log\n",
+		"nvidia-smi":      "",
+	}
+	capSlow = map[string]string{
+		"dcgmi":           "out ../../node/dcgm/testdata/diag4-r1-pass-8gpu.json\n",
+		"nvbandwidth":     "out nvbandwidth/DERIVED-h100x8-d2d-gpu1-to-gpu0-162.txt\nout nvbandwidth/nvbandwidth-24-h100x8-h2d-sm-35-vs-d2h-sm-52.txt\n",
+		"all_reduce_perf": "out nccl/DERIVED-h100x8-busbw-halved.log\n",
+		"nvidia-smi":      "",
+	}
+)
+
+// realValidate makes node's tools directory of stand-ins with their captures and returns its
+// --args-for: `nodecheck validate` run there reads them, records nothing.
+func realValidate(t *testing.T, tb bed, node string, captures map[string]string) string {
+	t.Helper()
+	dir := filepath.Join(tb.Tmp, "tools-"+node)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	standins, err := filepath.Abs(filepath.Join(repoRoot, "testdata", "validate", "standins"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for tool, capture := range captures {
+		os.Remove(filepath.Join(dir, tool))
+		if err := os.Symlink(filepath.Join(standins, tool), filepath.Join(dir, tool)); err != nil {
+			t.Fatal(err)
+		}
+		if capture != "" {
+			if err := os.WriteFile(filepath.Join(dir, tool+".capture"), []byte(capture), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	return node + "=--node " + node + " --tools-dir " + dir + " --no-record"
+}
+
+// slowNodecheck is a wrapper around the bed's nodecheck that writes MARKS/NODE ("started
+// SECONDS") when its job starts and waits 2 s before running it.
+func slowNodecheck(t *testing.T, tb bed, marks string) string {
+	t.Helper()
+	p := filepath.Join(tb.Tmp, "nodecheck-held")
+	body := "#!/bin/sh\necho \"started $(date +%s)\" >" + marks + "/\"$SLURMD_NODENAME\"\nsleep 2\nexec " + tb.Nodecheck + " \"$@\"\n"
+	if err := os.WriteFile(p, []byte(body), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
 
 func standinPath(t *testing.T) string {
@@ -97,14 +154,17 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		out := t.TempDir()
 		marks := filepath.Join(tb.Tmp, "marks")
 		os.MkdirAll(marks, 0o755)
-		mark := func(n string) string { return "--sleep 2 --mark " + filepath.Join(marks, n) }
+		state := filepath.Join(t.TempDir(), "validation-state.json")
 		before := time.Now()
-		stdout, stderr, code := tb.sweepFor(t, 2*time.Minute, "--nodecheck", standin, "--validate", "quick", "--nodes", "n[1-4]",
+		// The real `nodecheck validate`, its tools stand-ins printing real captures (healthy 8x
+		// H100 outputs; n3 a slow GPU pair and halved NCCL bandwidth, derived from them), behind
+		// a wrapper that notes when the job started and holds it 2 s, so that --max-parallel
+		// shows.
+		stdout, stderr, code := tb.sweepFor(t, 2*time.Minute, "--nodecheck", slowNodecheck(t, tb, marks), "--validate", "quick", "--nodes", "n[1-4]",
 			"--max-parallel", "2", "--maint-reservation", "--poll", "200ms", "--slow-min-nodes", "2", "--format", "json", "--out", out,
-			"--args-for", validationResult(t, tb, "n1", validation.Passed, 476.5, mark("n1")),
-			"--args-for", validationResult(t, tb, "n2", validation.Passed, 470.1, mark("n2")),
-			"--args-for", validationResult(t, tb, "n3", validation.Failed, 150.2, mark("n3")),
-			"--args-for", validationResult(t, tb, "n4", validation.Passed, 476.5, mark("n4")))
+			"--validation-state", state,
+			"--args-for", realValidate(t, tb, "n1", capHealthy), "--args-for", realValidate(t, tb, "n2", capHealthy),
+			"--args-for", realValidate(t, tb, "n3", capSlow), "--args-for", realValidate(t, tb, "n4", capHealthy))
 		elapsed := time.Since(before)
 		if code != exitUnhealthy {
 			t.Errorf("exit %d, want %d\n%s", code, exitUnhealthy, stderr)
@@ -120,10 +180,11 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		if sum.Passed != 2 || sum.Failed != 1 || sum.NotRun != 1 || got["n1"].Verdict != "passed" || got["n2"].Verdict != "passed" {
 			t.Errorf("summary: %+v", sum)
 		}
-		if n3 := got["n3"]; n3.Verdict != "failed" || n3.Remedy != "reset_gpu" || !strings.HasPrefix(n3.Why, "validate quick: failed: nccl: busbw 150.2") {
+		n3 := got["n3"]
+		if n3.Verdict != "failed" || n3.Remedy == "" || !strings.HasPrefix(n3.Why, "validate quick: failed: nvbandwidth: d2d_bw GPU 1 162.45 GB/s below floor 335 GB/s") {
 			t.Errorf("n3: %+v", n3)
 		}
-		// The node with a user job: never validated, no job script, no stand-in start.
+		// The node with a user job: never validated, no job script, no job start.
 		if n4 := got["n4"]; n4.Verdict != "not_run" || !strings.HasPrefix(n4.Why, "not idle: allocated") || n4.JobID != "" {
 			t.Errorf("n4: %+v", n4)
 		}
@@ -133,9 +194,13 @@ func testValidateSlurm(t *testing.T, tb bed) {
 			}
 		}
 		// n3 drained through the drain path, its remedy in the reason.
-		const reason = "nodecheck: fleet: validate quick: failed: nccl: busbw 150.2 GB/s under its floor 300 (+1 more) [reset_gpu]"
-		if st, r := tb.SinfoState(t, "n3"), sinfoReason(t, tb, "n3"); st != "drain" || r != reason {
+		reason := drain.FormatReason("nodecheck:", []drain.Failure{{Check: fleetCheck, Summary: n3.Why, Remedy: n3.Remedy}})
+		if st, r := tb.SinfoState(t, "n3"), sinfoReason(t, tb, "n3"); st != "drain" || r != reason || !strings.HasSuffix(r, "["+n3.Remedy+"]") {
 			t.Errorf("n3 after the sweep: %s %q, want drained with %q", st, r, reason)
+		}
+		// The state keeps the passes and the baselines for the next sweep.
+		if st, err := validation.LoadState(state); err != nil || st.Nodes["n1"].PassedAt.IsZero() || st.Nodes["n3"].Verdict != validation.Failed || len(st.Baselines) == 0 {
+			t.Errorf("validation state: %+v %v", st, err)
 		}
 		// At most 2 at a time: the third stand-in started after one of the first two ended.
 		starts := []int{}
@@ -154,7 +219,7 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		if r := reservations(t, tb); r != "No reservations in the system" {
 			t.Errorf("reservations left:\n%s", r)
 		}
-		t.Logf("3 validations of 2 s, 2 at a time, on %s: %s (%d Slurm calls: %s)", tb.Version, elapsed.Round(10*time.Millisecond), sum.SlurmCallsTotal, callsText(sum.SlurmCalls))
+		t.Logf("3 validations (nodecheck validate quick with stand-in tools, held 2 s), 2 at a time, on %s: %s (%d Slurm calls: %s)", tb.Version, elapsed.Round(10*time.Millisecond), sum.SlurmCallsTotal, callsText(sum.SlurmCalls))
 		if tb.Series != testbed.Slurm2411 {
 			if !strings.HasPrefix(sum.Extra, "not published: Slurm 22.05.8 has no Extra constraints") {
 				t.Errorf("Extra on 22.05: %q", sum.Extra)
@@ -173,7 +238,7 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		// Jobs that ask for a validation: one the published values meet runs, one they do
 		// not stays pending.
 		since := strconv.FormatInt(before.Add(-time.Second).Unix(), 10)
-		match := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-o", "/dev/null", "--extra", "validated_at>="+since+"&nccl_busbw>=470", "--wrap", "true"))
+		match := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-o", "/dev/null", "--extra", "validated_at>="+since+"&nccl_busbw>=470&h2d_bw>=30", "--wrap", "true"))
 		nomatch := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-o", "/dev/null", "--extra", "validated_rank>=2", "--wrap", "true"))
 		t.Cleanup(func() { tb.Slurm(t, "scancel", nomatch) })
 		testbed.WaitFor(t, "the matching job to complete", 20*time.Second, func() bool { return jobStateOf(t, tb, match) == "COMPLETED" })

@@ -20,18 +20,17 @@ type Level struct {
 	Budget time.Duration // what the level takes on an 8-GPU node, at most; 0: the site sets it
 }
 
-// Levels are nodecheck validate's levels (docs/validation.md has their tests). The budgets
-// are the level's documented length with room: quick's tests take a few minutes, full's about
-// 20 (DCGM's r3 alone is about 15), burn-in's are hours and the site sets them
-// (--validate-time).
+// Levels are nodecheck validate's levels (docs/validation.md has their tests), with the
+// default budgets of nodecheck.toml's [validate.budget], which bound the level on the node:
+// quick 10 minutes, full 45, burn-in 4 hours. A site that changes [validate.budget] gives the
+// sweep the same figure (--validate-time).
 var Levels = []Level{
 	{Name: "quick", Rank: 1, Budget: 10 * time.Minute},
-	{Name: "full", Rank: 2, Budget: 30 * time.Minute},
-	{Name: "burn-in", Rank: 3},
+	{Name: "full", Rank: 2, Budget: 45 * time.Minute},
+	{Name: "burn-in", Rank: 3, Budget: 4 * time.Hour},
 }
 
 // LookupLevel finds a level by name; with a positive budget it replaces the level's own.
-// burn-in has no budget of its own: it needs one.
 func LookupLevel(name string, budget time.Duration) (Level, error) {
 	for _, l := range Levels {
 		if l.Name != name {

@@ -129,14 +129,17 @@ func TestLevels(t *testing.T) {
 		t.Errorf("quick: %+v %d %v", q, q.JobMinutes(), err)
 	}
 	f, _ := LookupLevel("full", 0)
-	if f.JobMinutes() != 38 { // 30 + 7.5, rounded up
+	if f.JobMinutes() != 57 { // 45 + 11.25, rounded up
 		t.Errorf("full: %d minutes", f.JobMinutes())
 	}
-	if _, err := LookupLevel("burn-in", 0); err == nil {
-		t.Error("burn-in without a budget")
+	if b, _ := LookupLevel("burn-in", 0); b.JobMinutes() != 300 {
+		t.Errorf("burn-in: %d minutes", b.JobMinutes())
 	}
-	if b, err := LookupLevel("burn-in", 4*time.Hour); err != nil || b.JobMinutes() != 300 {
-		t.Errorf("burn-in 4h: %d %v", b.JobMinutes(), err)
+	if q, _ := LookupLevel("quick", 4*time.Minute); q.JobMinutes() != 6 { // +2 minutes at least
+		t.Errorf("quick 4m: %d minutes", q.JobMinutes())
+	}
+	if b, err := LookupLevel("burn-in", 8*time.Hour); err != nil || b.JobMinutes() != 600 {
+		t.Errorf("burn-in 8h: %d %v", b.JobMinutes(), err)
 	}
 	if _, err := LookupLevel("slow", 0); err == nil || !strings.Contains(err.Error(), "quick, full, burn-in") {
 		t.Errorf("unknown level: %v", err)
