@@ -1,6 +1,8 @@
 package main
 
 import (
+	"bytes"
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -247,6 +249,49 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		}
 		if st := strings.TrimSpace(tb.Slurm(t, "squeue", "-h", "-t", "all", "-j", nomatch, "-o", "%T %r")); st != "PENDING Constraints" {
 			t.Errorf("the job asking for validated_rank>=2: %q, want PENDING Constraints", st)
+		}
+	})
+
+	t.Run("interrupted: the resumed node is drained again, its reservation removed", func(t *testing.T) {
+		tb.Reset(t)
+		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: repaired: GPU 3 replaced")
+		tb.WaitState(t, "n2", "drain")
+		mark := filepath.Join(tb.Tmp, "rts-interrupted")
+		ctx, cancel := context.WithCancel(context.Background())
+		defer cancel()
+		var out, errb bytes.Buffer
+		done := make(chan int)
+		go func() {
+			done <- run(ctx, []string{"--slurm-bin", tb.SlurmBin, "--nodecheck", standinPath(t), "--validate", "quick", "--return-to-service",
+				"--nodes", "n2", "--poll", "200ms", "--out", t.TempDir(),
+				"--args-for", validationResult(t, tb, "n2", validation.Passed, 476.5, "--sleep 60 --mark "+mark)},
+				[]string{"SLURM_CONF=" + tb.Conf, "PATH=/usr/bin:/bin"}, &out, &errb)
+		}()
+		testbed.WaitFor(t, "the validation to start", 30*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
+		if r := reservations(t, tb); !strings.Contains(r, "ReservationName=nodecheck-validate-n2-") || !strings.Contains(r, "Flags=MAINT") {
+			t.Errorf("while validating, reservations:\n%s", r)
+		}
+		cancel() // as SIGINT does
+		var code int
+		select {
+		case code = <-done:
+		case <-time.After(30 * time.Second):
+			t.Fatal("the interrupted sweep did not end within 30 s")
+		}
+		t.Logf("exit %d\n%s%s", code, out.String(), errb.String())
+		if code != exitUnhealthy || !strings.Contains(out.String(), "UNDECIDED  n2  job ") {
+			t.Errorf("exit %d\n%s", code, out.String())
+		}
+		// Drained at once (drng while the cancelled job ends, then drain).
+		if st := tb.SinfoState(t, "n2"); st != "drng" && st != "drain" {
+			t.Errorf("n2 right after the interrupt: %s", st)
+		}
+		tb.WaitState(t, "n2", "drain")
+		if st, why := tb.SinfoState(t, "n2"), sinfoReason(t, tb, "n2"); st != "drain" || !strings.HasPrefix(why, "nodecheck: fleet: validate quick: undecided: job ") || !strings.Contains(why, "cancelled (interrupted)") {
+			t.Errorf("n2 after the interrupt: %s %q", st, why)
+		}
+		if r := reservations(t, tb); r != "No reservations in the system" {
+			t.Errorf("reservations left:\n%s", r)
 		}
 	})
 
