@@ -39,6 +39,9 @@ type lintOptions struct {
 	// the GraceTime preempted jobs need (zero: slurm.DefaultCheckpointWindow).
 	Config           string
 	CheckpointWindow time.Duration
+	// PublishExtra is --publish-extra: the fleet sweep publishes validations in node Extra,
+	// which Slurm filters on only with SchedulerParameters=extra_constraints.
+	PublishExtra bool
 
 	Getenv   func(string) string
 	ReadFile slurm.ReadFileFunc
@@ -90,7 +93,8 @@ health checks that never reach drained nodes (HealthCheckNodeState without ANY o
 HealthCheckInterval), a GPU cluster's Prolog= without PrologFlags=Alloc, and a nodecheck
 Prolog= or Epilog= (or [repair] in --config) with no HealthCheckProgram running nodecheck,
 which is what resumes drained nodes and runs the repairs; with [repair] reboot, no
-RebootProgram or ReturnToService=2.
+RebootProgram or ReturnToService=2; with --publish-extra, a SchedulerParameters without
+extra_constraints (the fleet sweep's published validations would be ignored by --extra).
 
 Exit codes: 0 no error (warnings allowed), 1 errors found, 2 a file could not be read or
 the usage is wrong.`,
@@ -119,6 +123,7 @@ the usage is wrong.`,
 	f.StringVar(&o.IBGUIDMap, "ib-guid-map", "", "file of \"GUID host\" lines naming adapters whose description has no host")
 	f.StringVar(&o.Config, "config", "", "nodecheck.toml whose budgets the hook limits in slurm.conf are checked against (default: the built-in budgets)")
 	f.DurationVar(&o.CheckpointWindow, "checkpoint-window", slurm.DefaultCheckpointWindow, "time a preempted GPU job needs to write a checkpoint; partitions whose GraceTime is shorter are reported")
+	f.BoolVar(&o.PublishExtra, "publish-extra", false, "the fleet sweep publishes validations in node Extra (nodecheck-fleet-sweep --validate): warn when SchedulerParameters lacks extra_constraints, without which Slurm ignores --extra")
 	f.StringVar(&o.IBHostRegexp, "ib-host-regexp", "", "regular expression finding the host in a node description (group \"host\", else the first group)")
 	return cmd
 }
@@ -178,6 +183,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 			Health: cfg.Budget.For(config.ModeHealth), Margin: lintHookMargin}),
 		slurm.WithCheckpointWindow(o.CheckpointWindow),
 		slurm.WithRepairs(cfg.Repair.Enabled, cfg.Repair.Reboot),
+		slurm.WithExtraPublishing(o.PublishExtra),
 	}
 	var topo *topologyInputs
 	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {

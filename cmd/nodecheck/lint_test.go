@@ -370,6 +370,10 @@ func TestLintHookBudgets(t *testing.T) {
 			not:  "RebootProgram"},
 		{name: "missing config", o: lintOptions{Config: filepath.Join(dir, "none.toml")}, wantCode: 2, wantStderr: "--config " + filepath.Join(dir, "none.toml")},
 		{name: "negative window", o: lintOptions{CheckpointWindow: -time.Second}, wantCode: 2, wantStderr: "--checkpoint-window=-1s: want a positive duration"},
+		// The fleet sweep publishes validations in Extra; this slurm.conf has no extra_constraints.
+		{name: "publishing without extra_constraints", o: lintOptions{PublishExtra: true},
+			want: "SchedulerParameters lacks extra_constraints: Slurm ignores --extra"},
+		{name: "not publishing", not: "extra_constraints"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -131,6 +131,7 @@ func Lint(sc *SlurmConf, gc *GresConf, opts ...LintOption) Report {
 	l.checkHooks()
 	l.checkHealthRuns()
 	l.checkRepairs()
+	l.checkExtraPublishing()
 	for _, g := range l.groups {
 		p := g.problem(l)
 		if g.sev == SeverityInfo {

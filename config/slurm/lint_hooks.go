@@ -48,6 +48,8 @@ type lintOptions struct {
 	checkpoint time.Duration
 	repairs    bool // [repair] is on: checkHealthRuns
 	reboots    bool // and may reboot: checkRepairs
+	// publishExtra: the fleet sweep publishes validations in node Extra: checkExtraPublishing
+	publishExtra bool
 	// noPitfalls leaves the scheduling pitfalls out: tests of the other rules use it, and
 	// test the pitfalls on the same files on their own.
 	noPitfalls bool
