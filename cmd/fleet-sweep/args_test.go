@@ -140,6 +140,14 @@ func TestUsage(t *testing.T) {
 		{"mpi", []string{"--partition", "gpu", "--multinode", "--mpi", "pmix;rm"}, 2, `--mpi "pmix;rm": want a plugin name`},
 		{"group", []string{"--partition", "gpu", "--multinode", "--multinode-group", "1"}, 2, "--multinode-group 1"},
 		{"relative allreduce", []string{"--partition", "gpu", "--allreduce", "all_reduce_perf"}, 2, `--allreduce "all_reduce_perf": want an absolute path`},
+		{"unknown level", []string{"--partition", "gpu", "--validate", "deep"}, 2, `--validate: level "deep": want one of quick, full, burn-in`},
+		{"max parallel", []string{"--partition", "gpu", "--validate", "quick", "--max-parallel", "0"}, 2, "--max-parallel 0: want at least 1"},
+		{"slow fraction", []string{"--partition", "gpu", "--validate", "quick", "--slow-fraction", "100%"}, 2, `--slow-fraction "100%": want a percentage above 0 and below 100`},
+		{"slow fraction zero", []string{"--partition", "gpu", "--validate", "quick", "--slow-fraction", "0"}, 2, `--slow-fraction "0"`},
+		{"validate-time", []string{"--partition", "gpu", "--validate", "full", "--validate-time", "-1m"}, 2, "--validate-time -1m0s: want a positive duration"},
+		{"reservation without validate", []string{"--partition", "gpu", "--maint-reservation"}, 2, "need --validate LEVEL"},
+		{"return to service without validate", []string{"--partition", "gpu", "--return-to-service"}, 2, "need --validate LEVEL"},
+		{"validate and multinode", []string{"--partition", "gpu", "--validate", "quick", "--multinode"}, 2, "--validate and --multinode: run them as two sweeps"},
 		{"relative topology", []string{"--partition", "gpu", "--multinode", "--topology", "topology.conf"}, 2, `--topology "topology.conf": want an absolute path`},
 	}
 	for _, tc := range tests {

@@ -47,14 +47,14 @@ func checkValidateFlags(o *options) error {
 		}
 		return nil
 	}
-	l, err := validation.LookupLevel(v.levelName, v.budget)
-	if err != nil {
-		return usagef("--validate: %v (--validate-time)", err)
-	}
-	v.level = l
 	if v.budget < 0 {
 		return usagef("--validate-time %s: want a positive duration", v.budget)
 	}
+	l, err := validation.LookupLevel(v.levelName, v.budget)
+	if err != nil {
+		return usagef("--validate: %v", err)
+	}
+	v.level = l
 	if v.maxParallel < 1 {
 		return usagef("--max-parallel %d: want at least 1", v.maxParallel)
 	}

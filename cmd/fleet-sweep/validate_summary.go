@@ -66,7 +66,7 @@ func runValidate(ctx context.Context, s *slurmClient, o options, format string, 
 		return exitError
 	}
 	sum := judgeValidation(runs, o)
-	if items := failDrains(runs, o); len(items) > 0 && ctx.Err() == nil { // an interrupted sweep drains nothing more
+	if items := failDrains(runs, sum.Slow, o); len(items) > 0 && ctx.Err() == nil { // an interrupted sweep drains nothing more
 		dctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Duration(len(items)*3+1)*o.slurmTimeout)
 		sum.Drains = drainNodes(dctx, s, o, len(runs), items, stderr)
 		cancel()
@@ -122,9 +122,10 @@ func judgeValidation(runs []*valRun, o options) valSummary {
 	return sum
 }
 
-// failDrains are the failed nodes to drain, with the failing test or figure and its remedy;
-// --return-to-service drained its failed nodes already, before their reservations went.
-func failDrains(runs []*valRun, o options) []drainItem {
+// failDrains are the failed nodes to drain, with the failing test or figure and its remedy
+// (--return-to-service drained its failed nodes already, before their reservations went),
+// and with --drain-slow the slow ones, each for its figure furthest below the P50.
+func failDrains(runs []*valRun, slow []validation.Slow, o options) []drainItem {
 	var items []drainItem
 	for _, r := range runs {
 		if o.validate.returnToService {
@@ -133,6 +134,13 @@ func failDrains(runs []*valRun, o options) []drainItem {
 		if r.verdict() == validation.Failed {
 			sum, remedy := validation.FailSummary(*r.Result)
 			items = append(items, drainItem{Node: r.Node, Summary: sum, Remedy: remedy})
+		}
+	}
+	seen := map[string]bool{}
+	for _, sl := range slow {
+		if o.drainSlow && !seen[sl.Node] {
+			seen[sl.Node] = true
+			items = append(items, drainItem{Node: sl.Node, Summary: "validate " + o.validate.level.Name + ": slow: " + sl.Text()})
 		}
 	}
 	return items
