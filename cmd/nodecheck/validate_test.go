@@ -284,3 +284,26 @@ func TestValidateHistory(t *testing.T) {
 		t.Errorf("no expiry:\n%s", out)
 	}
 }
+
+// TestValidateSlurmJobs: a Slurm job on the node other than validation's own (SLURM_JOB_ID)
+// refuses it; its own job does not; squeue failing refuses too (the node's jobs unknown).
+func TestValidateSlurmJobs(t *testing.T) {
+	for _, tc := range []struct {
+		name, squeue, own string
+		code              int
+		refused           string
+	}{
+		{"another job", "out squeue-two-jobs.txt\n", "", exitCannotRun, "node busy: 2 Slurm jobs on the node (1234|RUNNING, 5678|COMPLETING)"},
+		{"its own job and another", "out squeue-two-jobs.txt\n", "1234", exitCannotRun, "node busy: 1 Slurm job on the node (5678|COMPLETING)"},
+		{"its own job only", "out squeue-one-job.txt\n", "1234", 0, ""},
+		{"squeue fails", "exit 1\n", "", exitCannotRun, "cannot tell whether a Slurm job runs on the node"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := validateTools(t, map[string]string{"dcgmi": capDCGMPass, "nvbandwidth": capNVBHealthy, "all_reduce_perf": capNCCLHealthy, "squeue": tc.squeue})
+			rep, stderr, code := runValidateCLI(t, map[string]string{"SLURM_JOB_ID": tc.own}, "--level", "quick", "--tools-dir", dir, "--no-record")
+			if code != tc.code || !strings.Contains(rep.Refused, tc.refused) || (tc.refused == "") != (rep.Refused == "") {
+				t.Errorf("exit %d refused %q, want %d %q; stderr %s", code, rep.Refused, tc.code, tc.refused, stderr)
+			}
+		})
+	}
+}
