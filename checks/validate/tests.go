@@ -316,6 +316,10 @@ func (s *state) gpuBurn(ctx context.Context) Test {
 	if !ok {
 		return t
 	}
+	if out.Truncated {
+		// The progress lines judged are the last ones, and errors may show only there.
+		return Test{Name: TestGPUBurn, Status: checks.StatusError, Summary: fmt.Sprintf("gpu_burn printed more than nodecheck keeps (%d bytes kept): its last progress lines were not read; shorten burn_in", len(out.Stdout))}
+	}
 	b, err := ParseGPUBurn(strings.NewReader(out.Stdout))
 	if err != nil {
 		return Test{Name: TestGPUBurn, Status: checks.StatusError, Summary: text.OneLine(fmt.Sprintf("cannot read gpu_burn's output (exit %d): %s", out.ExitCode, err), 200)}

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/validate"
 )
@@ -305,5 +306,23 @@ func TestValidateSlurmJobs(t *testing.T) {
 				t.Errorf("exit %d refused %q, want %d %q; stderr %s", code, rep.Refused, tc.code, tc.refused, stderr)
 			}
 		})
+	}
+}
+
+// TestValidateDeadline: a tool that never ends is killed with its process group at the
+// level's budget; its test fails, and the tests after it say they were not run.
+func TestValidateDeadline(t *testing.T) {
+	cfg := validateConfig(t, "[validate.budget]\nquick = \"2s\"\n")
+	dir := validateTools(t, map[string]string{"dcgmi": "hang\n", "nvbandwidth": capNVBHealthy, "all_reduce_perf": capNCCLHealthy})
+	start := time.Now()
+	rep, stderr, code := runValidateCLI(t, nil, "--level", "quick", "--tools-dir", dir, "--no-record", "--config", cfg)
+	if took := time.Since(start); took > 10*time.Second {
+		t.Errorf("took %s with a 2s budget", took)
+	}
+	dcgm, _ := testStatus(rep, "dcgm_diag")
+	nvb, _ := testStatus(rep, "nvbandwidth")
+	if code != exitUnhealthy || dcgm.Status != "fail" || !strings.Contains(dcgm.Summary, "dcgmi did not finish within its deadline") ||
+		nvb.Status != "error" || !strings.Contains(nvb.Summary, "not run: the level's budget of 2s was used up") {
+		t.Errorf("exit %d, tests %+v; stderr %s", code, rep.Tests, stderr)
 	}
 }
