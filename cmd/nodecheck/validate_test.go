@@ -268,6 +268,10 @@ func TestValidateHistory(t *testing.T) {
 		t.Errorf("kept figures %v, want the worst of each name", names)
 	}
 
+	hist, _, _ := runCLI(t, nil, "history", "--node", "n1", "--state-dir", state, "--config", cfg)
+	if !strings.Contains(hist, "validation  validation quick passed in ") {
+		t.Errorf("nodecheck history does not list the validation:\n%s", hist)
+	}
 	out, _, code := runCLI(t, nil, "run", "--check", "validation_age", "--node", "n1", "--state-dir", state, "--config", cfg)
 	if code != 0 || !strings.Contains(out, "OK     validation_age  validated ") {
 		t.Errorf("fresh: exit %d\n%s", code, out)
