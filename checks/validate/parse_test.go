@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/nodecheck/nodecheck/checks"
 )
 
 func readFixture(t testing.TB, name string) string {
@@ -272,4 +274,47 @@ func fixtures(f *testing.F, dir string) []string {
 		out = append(out, string(b))
 	}
 	return out
+}
+
+// FuzzNCCLJudge feeds validation's NCCL judging (nccl-tests output through
+// checks.ParseNCCLTests, then ncclBroken and the busbw figure) arbitrary output: no panic, and
+// a judged figure is a finite, non-negative number.
+func FuzzNCCLJudge(f *testing.F) {
+	for _, p := range fixtures(f, "nccl") {
+		f.Add(p)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		run, err := checks.ParseNCCLTests(strings.NewReader(in))
+		if err != nil {
+			return
+		}
+		if _, bad := ncclBroken(TestNCCL, run, 0, ""); bad {
+			return
+		}
+		bw, _ := run.LargeBusBW()
+		fig := figure("nccl_busbw", "GB/s", "", bw, Floor{Floor: 390})
+		if math.IsNaN(fig.Value) || math.IsInf(fig.Value, 0) {
+			t.Fatalf("figure %v", fig.Value)
+		}
+	})
+}
+
+// FuzzDCGMDiagJudge feeds `dcgmi diag -j` output to the judge validation uses
+// (checks.JudgeDCGMDiagOutput, over checks/node/dcgm's ParseDiag): no panic, a status always,
+// and a remedy only on a failure.
+func FuzzDCGMDiagJudge(f *testing.F) {
+	paths, _ := filepath.Glob(filepath.Join("..", "node", "dcgm", "testdata", "diag*.json"))
+	for _, p := range paths {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Fuzz(func(t *testing.T, in []byte) {
+		res := checks.JudgeDCGMDiagOutput(in, 2)
+		if res.Status == "" || (res.Remedy != "" && res.Status != checks.StatusFail) {
+			t.Fatalf("result %+v", res)
+		}
+	})
 }

@@ -33,6 +33,11 @@ type Options struct {
 	Now func() time.Time
 	// IBHeadStart is how long the ib_write_bw server gets before its client starts; 0 means 1s.
 	IBHeadStart time.Duration
+	// Jobs lists the Slurm jobs on the node (squeue), "ID|STATE" each; nil where Slurm's
+	// squeue is not installed. OwnJob is the job validation runs in (SLURM_JOB_ID), which
+	// does not count.
+	Jobs   func(ctx context.Context) ([]string, error)
+	OwnJob string
 	// testTimeout, when set, replaces every test's timeout (tests of the deadlines).
 	testTimeout time.Duration
 }
@@ -96,7 +101,11 @@ func Run(ctx context.Context, h Host, o Options) Report {
 			s.model = inv.Devices[0].Name
 		}
 	}
-	if why := busy(lctx, h, o.Config.NvidiaSMI); why != "" {
+	why := busyJobs(lctx, o)
+	if why == "" {
+		why = busy(lctx, h, o.Config.NvidiaSMI)
+	}
+	if why != "" {
 		rep.Refused = why
 		rep.Model = s.model
 		return finish()
@@ -174,6 +183,36 @@ func (s *state) runTest(ctx context.Context, sp spec) []Test {
 		return []Test{one(s.gpuBurn)}
 	}
 	return []Test{{Name: sp.name, Status: checks.StatusError, Summary: "unknown test"}}
+}
+
+// busyJobs says why the node is not free for validation by Slurm's word: a job other than
+// validation's own runs there, or squeue could not say (a node whose jobs are unknown is not
+// validated: it may be running one).
+func busyJobs(ctx context.Context, o Options) string {
+	if o.Jobs == nil {
+		return ""
+	}
+	jctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	jobs, err := o.Jobs(jctx)
+	if err != nil {
+		return "cannot tell whether a Slurm job runs on the node: " + text.OneLine(err.Error(), 160)
+	}
+	var others []string
+	for _, j := range jobs {
+		id, _, _ := strings.Cut(j, "|")
+		if id != o.OwnJob {
+			others = append(others, j)
+		}
+	}
+	if len(others) == 0 {
+		return ""
+	}
+	n := len(others)
+	if n > 3 {
+		others = append(others[:3], "...")
+	}
+	return fmt.Sprintf("node busy: %d Slurm %s on the node (%s); validation runs only on an idle node, or in its own exclusive job", n, text.Plural(n, "job", "jobs"), strings.Join(others, ", "))
 }
 
 // busy says why the node is not idle: compute processes on its GPUs (nvidia-smi

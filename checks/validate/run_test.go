@@ -24,9 +24,12 @@ type fakeHost struct {
 	mu      sync.Mutex
 	answers map[string]node.CmdResult
 	hang    map[string]bool
-	inv     node.GPUInventory
-	ports   []node.IBPort
-	calls   [][]string
+	// hangServer makes ib_write_bw's server (run without "localhost") wait for a client
+	// that never comes.
+	hangServer bool
+	inv        node.GPUInventory
+	ports      []node.IBPort
+	calls      [][]string
 }
 
 func (h *fakeHost) Exec(ctx context.Context, argv []string) (node.CmdResult, error) {
@@ -42,7 +45,7 @@ func (h *fakeHost) Exec(ctx context.Context, argv []string) (node.CmdResult, err
 			}
 		}
 	}
-	if h.hang[name] {
+	if h.hang[name] || h.hangServer && name == "ib_write_bw" && argv[len(argv)-1] != "localhost" {
 		<-ctx.Done()
 		return node.CmdResult{Argv: argv, ExitCode: 137}, fmt.Errorf("run %s: killed: %w", argv[0], ctx.Err())
 	}
@@ -229,5 +232,23 @@ func TestRunLevels(t *testing.T) {
 				t.Errorf("no test %s saying %q in %+v", name, words, rep.Tests)
 			}
 		})
+	}
+}
+
+// TestIBServerStopped: a server whose client could not connect is stopped a grace period after
+// its client, not left to the test's deadline.
+func TestIBServerStopped(t *testing.T) {
+	defer func(g time.Duration) { ibServerGrace = g }(ibServerGrace)
+	ibServerGrace = 50 * time.Millisecond
+	h := &fakeHost{answers: map[string]node.CmdResult{"ib_write_bw": {Stdout: readFixture(t, "perftest/COMPOSED-ib_write_bw-client-couldnt-connect.txt"), ExitCode: 1}},
+		hangServer: true, inv: h100Inventory(), ports: []node.IBPort{{Device: "mlx5_0", Port: 1, RateGbps: 400}}}
+	s := &state{h: h, o: Options{Config: testConfig(), IBHeadStart: time.Millisecond}, report: &Report{}, nGPUs: 8}
+	start := time.Now()
+	tt := s.ibWriteBW(context.Background(), time.Minute)
+	if took := time.Since(start); took > 5*time.Second {
+		t.Errorf("took %s: the server was left to the deadline", took)
+	}
+	if tt.Status != checks.StatusFail || !strings.Contains(tt.Summary, "mlx5_0: ib_write_bw loopback measured nothing: Couldn't connect to localhost:18515") {
+		t.Errorf("got %+v", tt)
 	}
 }

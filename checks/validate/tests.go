@@ -202,6 +202,22 @@ func ncclBroken(name string, run checks.NCCLRun, exit int, last string) (Test, b
 	return Test{}, false
 }
 
+// ibServerGrace is how long the ib_write_bw server may run on after its client ended (a
+// variable for the tests).
+var ibServerGrace = 5 * time.Second
+
+// waitOrStop waits for wg, calling stop once grace has passed without it finishing.
+func waitOrStop(wg *sync.WaitGroup, grace time.Duration, stop func()) {
+	done := make(chan struct{})
+	go func() { wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(grace):
+		stop()
+		<-done
+	}
+}
+
 // ibPortBase is the first TCP port ib_write_bw's server listens on; HCA i uses ibPortBase+i.
 const ibPortBase = 18515
 
@@ -258,10 +274,12 @@ func (s *state) ibOne(ctx context.Context, i int, hca string, rate float64) (Fig
 	var srvOut string
 	var srvT Test
 	srvOK := true
+	sctx, stopServer := context.WithCancel(ctx)
+	defer stopServer()
 	wg.Add(1)
 	go func() {
 		defer wg.Done()
-		out, t, ok := exec(ctx, s.h, TestIBWriteBW, argv)
+		out, t, ok := exec(sctx, s.h, TestIBWriteBW, argv)
 		srvOut, srvT, srvOK = out.Stdout+out.Stderr, t, ok
 	}()
 	head := s.o.IBHeadStart
@@ -273,7 +291,9 @@ func (s *state) ibOne(ctx context.Context, i int, hca string, rate float64) (Fig
 	case <-ctx.Done():
 	}
 	out, t, ok := exec(ctx, s.h, TestIBWriteBW, append(slices.Clone(argv), "localhost"))
-	wg.Wait()
+	// A server whose client never reached it would wait for one until the deadline: it gets
+	// a few seconds to finish after its client, then its process group is killed.
+	waitOrStop(&wg, ibServerGrace, stopServer)
 	if !ok {
 		return Figure{}, t, false
 	}
@@ -315,6 +335,10 @@ func (s *state) gpuBurn(ctx context.Context) Test {
 	out, t, ok := exec(ctx, s.h, TestGPUBurn, argv)
 	if !ok {
 		return t
+	}
+	if out.Truncated {
+		// The progress lines judged are the last ones, and errors may show only there.
+		return Test{Name: TestGPUBurn, Status: checks.StatusError, Summary: fmt.Sprintf("gpu_burn printed more than nodecheck keeps (%d bytes kept): its last progress lines were not read; shorten burn_in", len(out.Stdout))}
 	}
 	b, err := ParseGPUBurn(strings.NewReader(out.Stdout))
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/nodecheck/nodecheck/checks/validate"
 	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/drain"
 	"github.com/spf13/cobra"
 )
 
@@ -38,7 +39,8 @@ their figures judged against per-model floors with their sources ([validate] in 
            NCCL repeated, nvbandwidth
 
 A missing tool skips its test with what to install; a level whose tests all skipped is
-UNDECIDED, never passed. Validation refuses to run in a prolog or epilog and on a node whose
+UNDECIDED, never passed. Validation refuses to run in a prolog or epilog, on a node where
+squeue ([repair] squeue) lists a job other than its own (SLURM_JOB_ID), and on a node whose
 GPUs run compute processes. The result goes to the node's history (unless --no-record), where
 health runs find it when [validate] expiry is set.
 
@@ -62,7 +64,7 @@ Exit codes: 0 passed, 1 failed, 2 could not run (usage, bad config, refused), 3 
 	f.StringVar(&o.level, "level", "", "quick, full or burn-in")
 	f.BoolVar(&o.json, "json", false, "print the result as JSON (docs/validation.md)")
 	f.BoolVar(&o.all, "all", false, "text output: list every figure, not only those below their floor")
-	f.StringVar(&o.toolsDir, "tools-dir", "", "take every tool (dcgmi, nvbandwidth, all_reduce_perf, ib_write_bw, gpu_burn, nvidia-smi) from this directory instead of [validate]'s paths")
+	f.StringVar(&o.toolsDir, "tools-dir", "", "take every tool (dcgmi, nvbandwidth, all_reduce_perf, ib_write_bw, gpu_burn, nvidia-smi, squeue) from this directory instead of [validate]'s paths")
 	f.BoolVar(&o.noRecord, "no-record", false, "do not add the result to the node's history")
 	historyFlags(cmd, &o.hist)
 	_ = cmd.MarkFlagRequired("level")
@@ -85,13 +87,14 @@ func runValidate(ctx context.Context, g *globals, o validateOpts, level validate
 		defer t.state.Close()
 	}
 	vc := t.cfg.Validation
+	squeue := t.cfg.Repair.Squeue
 	if o.toolsDir != "" {
 		dir, err := filepath.Abs(o.toolsDir)
 		if err != nil {
 			fmt.Fprintf(g.stderr, "nodecheck: --tools-dir: %v\n", err)
 			return exitCannotRun
 		}
-		for _, p := range []*string{&vc.DCGMI, &vc.NVBandwidth, &vc.AllReducePerf, &vc.IBWriteBW, &vc.GPUBurn, &vc.NvidiaSMI} {
+		for _, p := range []*string{&vc.DCGMI, &vc.NVBandwidth, &vc.AllReducePerf, &vc.IBWriteBW, &vc.GPUBurn, &vc.NvidiaSMI, &squeue} {
 			*p = filepath.Join(dir, filepath.Base(*p))
 		}
 	}
@@ -100,7 +103,21 @@ func runValidate(ctx context.Context, g *globals, o validateOpts, level validate
 		fmt.Fprintf(g.stderr, "nodecheck: validate: %v\n", err)
 		return exitCannotRun
 	}
-	rep := validate.Run(ctx, host, validate.Options{Node: t.node, Level: level, Mode: run.DetectMode(g.getenv, g.argv0), Config: vc})
+	opts := validate.Options{Node: t.node, Level: level, Mode: run.DetectMode(g.getenv, g.argv0), Config: vc, OwnJob: g.getenv("SLURM_JOB_ID")}
+	if fileExists(squeue) {
+		// Where Slurm's squeue is installed, the node's jobs decide; without it (no Slurm
+		// here) the GPUs' compute processes alone do.
+		dc := drain.New(t.cfg.Drain.Scontrol, t.cfg.Drain.Sinfo, drain.WithSqueue(squeue))
+		opts.Jobs = func(ctx context.Context) ([]string, error) {
+			jobs, err := dc.Jobs(ctx, t.node)
+			var out []string
+			for _, j := range jobs {
+				out = append(out, j.ID+"|"+j.State)
+			}
+			return out, err
+		}
+	}
+	rep := validate.Run(ctx, host, opts)
 	if t.state == nil && !o.noRecord {
 		fmt.Fprintln(g.stderr, "nodecheck: validate: the result is not kept: [state] dir is empty and --state-dir not given")
 	}
