@@ -15,6 +15,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/cmd/fleet-sweep/validation"
 	"github.com/nodecheck/nodecheck/config/slurm"
+	"github.com/nodecheck/nodecheck/config/text"
 	"github.com/nodecheck/nodecheck/drain"
 )
 
@@ -432,6 +433,8 @@ func (vs *valSweep) returnOrDrain(ctx context.Context, r *valRun) {
 // why is a run without a passing result in words.
 func (r *valRun) why() string {
 	switch {
+	case r.Result != nil && r.Result.Refused != "":
+		return "refused: " + text.OneLine(r.Result.Refused, maxLine)
 	case r.Result != nil && r.Result.Verdict == validation.Undecided:
 		return "undecided" + firstTests(r.Result)
 	case r.Cancelled != "":

@@ -62,13 +62,15 @@ func TestJudgeValidation(t *testing.T) {
 	runs := []*valRun{res("n1", validation.Passed, 476.5), res("n2", validation.Passed, 476.5), res("n3", validation.Passed, 476.5),
 		res("n4", validation.Passed, 405.0), res("n5", validation.Passed, 452.7), res("n6", validation.Failed, 238.26),
 		{Node: "n7", JobID: "7", State: "FAILED", ExitCode: "2:0", ResultErr: "n7.validate.json: empty", Stderr: "nodecheck: unknown flag --level"},
-		{Node: "n8", Skipped: "not idle: mixed (a job holds it)"}}
+		{Node: "n8", Skipped: "not idle: mixed (a job holds it)"},
+		{Node: "n9", JobID: "9", State: "FAILED", Result: &validation.Result{Node: "n9", Level: "quick", Verdict: validation.Undecided,
+			Refused: "node busy: 2 compute processes on the GPUs (pid 4242, 4243)"}}}
 	o := options{drainSlow: true}
 	o.slow.MinNodes = 5
 	o.validate.level, _ = validation.LookupLevel("quick", 0)
 	o.validate.slowFraction = validation.DefaultSlowFraction
 	sum := judgeValidation(runs, o)
-	if sum.Passed != 5 || sum.Failed != 1 || sum.Undecided != 1 || sum.NotRun != 1 {
+	if sum.Passed != 5 || sum.Failed != 1 || sum.Undecided != 2 || sum.NotRun != 1 {
 		t.Errorf("counts %+v", sum)
 	}
 	if len(sum.Slow) != 1 || sum.Slow[0].Node != "n4" || len(sum.Baselines) != 1 || sum.Baselines[0].P50 != 476.5 {
@@ -86,7 +88,8 @@ func TestJudgeValidation(t *testing.T) {
 	sum.Extra, sum.ElapsedS, sum.OutDir = "not published: Slurm 22.05.8 has no Extra constraints", 1.5, "/out"
 	text := validationText(sum)
 	for _, want := range []string{
-		"nodecheck validation sweep (quick): 8 nodes, 5 passed, 1 failed, 1 undecided, 1 not run in 1.5s (results in /out)\n",
+		"nodecheck validation sweep (quick): 9 nodes, 5 passed, 1 failed, 2 undecided, 1 not run in 1.5s (results in /out)\n",
+		"\nUNDECIDED  n9  refused: node busy: 2 compute processes on the GPUs (pid 4242, 4243)\n",
 		"\nFAILED     n6  validate quick: failed: nccl_allreduce: nccl_busbw 238.26 GB/s below floor 390 GB/s (expected 460) (+1 more) [reset_gpu]\n",
 		"\nUNDECIDED  n7  job 7 FAILED (exit 2:0), n7.validate.json: empty; stderr: nodecheck: unknown flag --level\n",
 		"\nSLOW       n4  nccl_busbw 405 GB/s, 15.0% below the fleet P50 476.5 (NVIDIA H100 80GB HBM3)\n",

@@ -58,6 +58,9 @@ type Result struct {
 	Verdict   string    `json:"verdict"`
 	Figures   []Figure  `json:"figures"`
 	Tests     []Test    `json:"tests"`
+	// Refused is why the node would not validate (a job on the node, its GPUs busy, a prolog):
+	// the verdict is then undecided.
+	Refused string `json:"refused,omitempty"`
 }
 
 // maxNameLen bounds a figure or test name: they become Extra keys and reason words.
