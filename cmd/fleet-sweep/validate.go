@@ -215,7 +215,8 @@ func validatedAt(extra string) (time.Time, bool) {
 }
 
 // loop submits the nodes in order, at most --max-parallel at a time, and waits for them. Each
-// batch of free slots is filled after one sinfo of the nodes about to get a job.
+// batch of free slots is filled after one sinfo of the nodes about to get a job and one list
+// of the active reservations: a node someone else reserved is left alone.
 func (vs *valSweep) loop(ctx context.Context, order []string, byName map[string]*valRun, perNode map[string][]string) {
 	var active []*valRun
 	for ctx.Err() == nil {
@@ -227,12 +228,18 @@ func (vs *valSweep) loop(ctx context.Context, order []string, byName map[string]
 			for _, st := range states {
 				now[st.name] = st
 			}
+			var held map[string][]string
+			if err == nil {
+				held, err = vs.s.activeReservations(ctx)
+			}
 			for _, n := range batch {
 				r := byName[n]
 				st, ok := now[n]
 				switch {
 				case err != nil:
-					r.Skipped = "not submitted: sinfo right before: " + err.Error()
+					r.Skipped = "not submitted: reading its state right before: " + err.Error()
+				case len(held[n]) > 0:
+					r.Skipped = "not submitted: in reservation " + strings.Join(held[n], ",") + ", not this sweep's"
 				case !ok:
 					r.Skipped = "not submitted: sinfo no longer lists it"
 				default:

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/config/slurm"
 )
 
 // slurmInfo is what `scontrol show config` says that validation depends on.
@@ -114,4 +116,47 @@ func parseNodeExtras(data []byte) (map[string]string, error) {
 		out[n.Name] = n.Extra
 	}
 	return out, nil
+}
+
+// activeReservations maps each node to the active reservations that hold it, from one
+// `scontrol -o show reservation`. A MAINT reservation does not show in sinfo's node state, and
+// Slurm lets a MAINT reservation overlap another (observed with 22.05.8 and 24.11.5), so this
+// is how the sweep keeps off a node someone else reserved.
+func (s *slurmClient) activeReservations(ctx context.Context) (map[string][]string, error) {
+	out, err := s.cmd(ctx, "scontrol", "-o", "show", "reservation")
+	if err != nil {
+		return nil, err
+	}
+	return parseReservations(out)
+}
+
+// parseReservations reads `scontrol -o show reservation` lines ("ReservationName=x
+// StartTime=... Nodes=n[1-2] ... State=ACTIVE ..."); "No reservations in the system" is none.
+func parseReservations(out string) (map[string][]string, error) {
+	held := map[string][]string{}
+	for _, line := range strings.Split(out, "\n") {
+		var name, nodes, state string
+		for _, f := range strings.Fields(line) {
+			k, v, _ := strings.Cut(f, "=")
+			switch k {
+			case "ReservationName":
+				name = v
+			case "Nodes":
+				nodes = v
+			case "State":
+				state = v
+			}
+		}
+		if name == "" || state != "ACTIVE" || nodes == "" || nodes == "(null)" {
+			continue
+		}
+		list, err := slurm.ExpandHostlist(nodes)
+		if err != nil {
+			return nil, fmt.Errorf("reservation %s: Nodes=%s: %w", name, nodes, err)
+		}
+		for _, n := range list {
+			held[n] = append(held[n], name)
+		}
+	}
+	return held, nil
 }

@@ -252,6 +252,31 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		}
 	})
 
+	t.Run("a node in someone else's reservation is not validated", func(t *testing.T) {
+		tb.Reset(t)
+		tb.Slurm(t, "scontrol", "create", "reservation", "ReservationName=site-maint", "StartTime=now", "Duration=10", "Nodes=n1", "Users=root", "Flags=MAINT")
+		t.Cleanup(func() { tb.Slurm(t, "scontrol", "delete", "ReservationName=site-maint") })
+		out := t.TempDir()
+		stdout, stderr, code := tb.sweepFor(t, time.Minute, "--validate", "quick", "--nodes", "n1", "--maint-reservation", "--poll", "200ms",
+			"--format", "json", "--out", out, "--args-for", realValidate(t, tb, "n1", capHealthy))
+		var sum valSummary
+		if err := json.Unmarshal([]byte(stdout), &sum); err != nil {
+			t.Fatalf("summary: %v\n%s", err, stdout)
+		}
+		// sinfo shows the node idle, and Slurm lets a MAINT reservation overlap another (both
+		// versions): the list of active reservations is what keeps the sweep off it.
+		if code != exitHealthy || sum.NotRun != 1 || len(sum.Results) != 1 || sum.Results[0].JobID != "" ||
+			sum.Results[0].Why != "not submitted: in reservation site-maint, not this sweep's" {
+			t.Errorf("exit %d, %+v\n%s", code, sum, stderr)
+		}
+		if _, err := os.Stat(filepath.Join(out, "n1.validate.sh")); err == nil {
+			t.Error("n1 was submitted")
+		}
+		if r := reservations(t, tb); strings.Contains(r, "nodecheck-validate") {
+			t.Errorf("the sweep's reservation is left:\n%s", r)
+		}
+	})
+
 	t.Run("interrupted: the resumed node is drained again, its reservation removed", func(t *testing.T) {
 		tb.Reset(t)
 		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: repaired: GPU 3 replaced")

@@ -101,3 +101,17 @@ func TestJudgeValidation(t *testing.T) {
 		}
 	}
 }
+
+func TestParseReservations(t *testing.T) {
+	// Lines as `scontrol -o show reservation` prints them (22.05.8 on the test bed, cut).
+	out := "ReservationName=site-maint StartTime=2026-12-06T00:17:00 EndTime=2026-12-06T00:27:00 Duration=00:10:00 Nodes=n[1-2] NodeCnt=2 CoreCnt=4 Features=(null) PartitionName=(null) Flags=MAINT,SPEC_NODES TRES=cpu=4 Users=root Groups=(null) Accounts=(null) Licenses=(null) State=ACTIVE BurstBuffer=(null) Watts=n/a MaxStartDelay=(null)\n" +
+		"ReservationName=later StartTime=2026-12-07T00:00:00 EndTime=2026-12-07T01:00:00 Duration=01:00:00 Nodes=n3 NodeCnt=1 Flags=MAINT Users=root State=INACTIVE\n" +
+		"ReservationName=nodecheck-validate-n4-x StartTime=2026-12-06T00:17:00 Nodes=n4 Flags=MAINT,SPEC_NODES Users=root State=ACTIVE\n"
+	held, err := parseReservations(out)
+	if err != nil || len(held) != 3 || held["n1"][0] != "site-maint" || held["n2"][0] != "site-maint" || held["n4"][0] != "nodecheck-validate-n4-x" || held["n3"] != nil {
+		t.Errorf("%v %v", held, err)
+	}
+	if held, err := parseReservations("No reservations in the system\n"); err != nil || len(held) != 0 {
+		t.Errorf("none: %v %v", held, err)
+	}
+}
