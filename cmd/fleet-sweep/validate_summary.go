@@ -75,6 +75,9 @@ func runValidate(ctx context.Context, s *slurmClient, o options, format string, 
 	saveValidation(o, runs, &sum, stderr)
 	sum.SlurmCalls, sum.SlurmCallsTotal = s.calls.counts()
 	sum.ElapsedS = float64(time.Since(start).Milliseconds()) / 1000
+	if herr := writeValidationHTML(o, sum); herr != nil {
+		fmt.Fprintf(stderr, "fleet-sweep: write the HTML report: %v\n", herr)
+	}
 	if format == "json" {
 		err = json.NewEncoder(stdout).Encode(sum)
 	} else {

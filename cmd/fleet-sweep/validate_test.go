@@ -200,6 +200,11 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		if st, r := tb.SinfoState(t, "n3"), sinfoReason(t, tb, "n3"); st != "drain" || r != reason || !strings.HasSuffix(r, "["+n3.Remedy+"]") {
 			t.Errorf("n3 after the sweep: %s %q, want drained with %q", st, r, reason)
 		}
+		// The HTML report beside the results draws n3's figures below their floors.
+		if page, err := os.ReadFile(filepath.Join(out, "report.html")); err != nil || !strings.Contains(string(page), `<tr class="below" data-node="n3">`) ||
+			!strings.Contains(string(page), `<tr data-node="n4" data-verdict="not_run">`) {
+			t.Errorf("report.html (%v) lacks n3 below its floor or n4 not run", err)
+		}
 		// The state keeps the passes and the baselines for the next sweep.
 		if st, err := validation.LoadState(state); err != nil || st.Nodes["n1"].PassedAt.IsZero() || st.Nodes["n3"].Verdict != validation.Failed || len(st.Baselines) == 0 {
 			t.Errorf("validation state: %+v %v", st, err)
@@ -292,7 +297,7 @@ func testValidateSlurm(t *testing.T, tb bed) {
 				"--args-for", validationResult(t, tb, "n2", validation.Passed, 476.5, "--sleep 60 --mark "+mark)},
 				[]string{"SLURM_CONF=" + tb.Conf, "PATH=/usr/bin:/bin"}, &out, &errb)
 		}()
-		testbed.WaitFor(t, "the validation to start", 30*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
+		testbed.WaitFor(t, "the validation to start", 90*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
 		if r := reservations(t, tb); !strings.Contains(r, "ReservationName=nodecheck-validate-n2-") || !strings.Contains(r, "Flags=MAINT") {
 			t.Errorf("while validating, reservations:\n%s", r)
 		}
@@ -341,7 +346,7 @@ func testValidateSlurm(t *testing.T, tb bed) {
 					"--nodes", "n2", "--poll", "200ms", "--out", t.TempDir(),
 					"--args-for", validationResult(t, tb, "n2", c.verdict, c.busbw, "--sleep 4 --mark "+mark))
 			}()
-			testbed.WaitFor(t, "the validation to start", 30*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
+			testbed.WaitFor(t, "the validation to start", 90*time.Second, func() bool { _, err := os.Stat(mark); return err == nil })
 			// While it validates, the node is resumed but held by the reservation: a user
 			// job asking for it waits.
 			user := strings.TrimSpace(tb.Slurm(t, "sbatch", "--parsable", "-w", "n2", "-o", "/dev/null", "--wrap", "true"))

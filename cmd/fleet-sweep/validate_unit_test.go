@@ -100,6 +100,28 @@ func TestJudgeValidation(t *testing.T) {
 			t.Errorf("text lacks %q:\n%s", want, text)
 		}
 	}
+	var page strings.Builder
+	if err := renderValidationHTML(&page, sum); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`<tr class="below" data-node="n6"><td>n6</td><td>failed</td><td></td><td>238.26</td><td>390.00</td><td>-50.0%</td>`,
+		`<tr class="slow" data-node="n4"><td>n4</td><td>passed</td><td></td><td>405.00</td><td>390.00</td><td>-15.0%</td>`,
+		`<tr class="ok" data-node="n5"><td>n5</td><td>passed</td><td></td><td>452.70</td><td>390.00</td><td>-5.0%</td>`,
+		`<h3>NVIDIA H100 80GB HBM3: nccl_busbw (GB/s), P50 476.5</h3>`,
+		`<tr data-node="n8" data-verdict="not_run"><td>n8</td><td>not_run</td><td>not idle: mixed (a job holds it)</td>`,
+		`<script type="application/json" id="validation-summary">{"level":"quick"`,
+	} {
+		if !strings.Contains(page.String(), want) {
+			t.Errorf("the HTML report lacks %q", want)
+		}
+	}
+	// Text from the nodes is escaped: a reason with markup stays text.
+	sum.Results[7].Why = `<img src=x onerror=alert(1)>`
+	page.Reset()
+	if err := renderValidationHTML(&page, sum); err != nil || strings.Contains(page.String(), "<img") {
+		t.Errorf("markup from a node reached the page (%v)", err)
+	}
 }
 
 func TestParseReservations(t *testing.T) {
