@@ -422,7 +422,11 @@ func (vs *valSweep) returnOrDrain(ctx context.Context, r *valRun) {
 		r.Outcome = "returned to service: validate " + vs.o.validate.level.Name + " passed"
 		return
 	}
-	summary, remedy := "validate "+vs.o.validate.level.Name+": "+r.verdict()+": "+r.why(), "admin"
+	verdict := r.verdict()
+	if verdict == "" {
+		verdict = "not run"
+	}
+	summary, remedy := "validate "+vs.o.validate.level.Name+": "+verdict+": "+r.why(), "admin"
 	if r.Result != nil && r.Result.Verdict == validation.Failed {
 		summary, remedy = validation.FailSummary(*r.Result)
 	}
@@ -440,6 +444,8 @@ func (vs *valSweep) returnOrDrain(ctx context.Context, r *valRun) {
 // why is a run without a passing result in words.
 func (r *valRun) why() string {
 	switch {
+	case r.JobID == "":
+		return r.Skipped
 	case r.Result != nil && r.Result.Refused != "":
 		return "refused: " + text.OneLine(r.Result.Refused, maxLine)
 	case r.Result != nil && r.Result.Verdict == validation.Undecided:
@@ -494,9 +500,6 @@ func (vs *valSweep) cleanup(ctx context.Context) {
 	ctx = context.WithoutCancel(ctx)
 	for _, r := range vs.runs {
 		if r.Resumed && r.Outcome == "" {
-			if r.JobID == "" {
-				r.ResultErr = "no job: " + r.Skipped
-			}
 			vs.returnOrDrain(ctx, r)
 		}
 		vs.removeReservation(ctx, r)

@@ -90,6 +90,14 @@ func runValidate(ctx context.Context, s *slurmClient, o options, format string, 
 	if sum.Failed+sum.Undecided+len(sum.Slow) > 0 {
 		return exitUnhealthy
 	}
+	if o.validate.returnToService {
+		// The nodes were listed to come back: one that did not is not a success.
+		for _, n := range sum.Results {
+			if !strings.HasPrefix(n.Outcome, "returned") {
+				return exitUnhealthy
+			}
+		}
+	}
 	return exitHealthy
 }
 

@@ -282,6 +282,23 @@ func testValidateSlurm(t *testing.T, tb bed) {
 		}
 	})
 
+	t.Run("return to service: sbatch refused after the resume, the node drained again", func(t *testing.T) {
+		tb.Reset(t)
+		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: repaired: GPU 3 replaced")
+		tb.WaitState(t, "n2", "drain")
+		stdout, _, code := tb.sweepFor(t, time.Minute, "--nodecheck", standinPath(t), "--validate", "quick", "--return-to-service",
+			"--nodes", "n2", "--poll", "200ms", "--out", t.TempDir(), "--sbatch-args", "--partition=no-such-partition",
+			"--args-for", validationResult(t, tb, "n2", validation.Passed, 476.5, ""))
+		tb.WaitState(t, "n2", "drain") // drain* for a moment after the resume
+		if st, why := tb.SinfoState(t, "n2"), sinfoReason(t, tb, "n2"); code != exitUnhealthy || st != "drain" ||
+			!strings.HasPrefix(why, "nodecheck: fleet: validate quick: not run: sbatch: error: ") {
+			t.Errorf("exit %d, n2 %s %q\n%s", code, st, why, stdout)
+		}
+		if r := reservations(t, tb); r != "No reservations in the system" {
+			t.Errorf("reservations left:\n%s", r)
+		}
+	})
+
 	t.Run("interrupted: the resumed node is drained again, its reservation removed", func(t *testing.T) {
 		tb.Reset(t)
 		tb.Slurm(t, "scontrol", "update", "NodeName=n2", "State=DRAIN", "Reason=nodecheck: repaired: GPU 3 replaced")
