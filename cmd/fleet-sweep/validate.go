@@ -288,6 +288,7 @@ func (vs *valSweep) start(ctx context.Context, r *valRun, perNode []string) bool
 				return false
 			}
 			r.Resumed = true
+			vs.waitResponding(ctx, r.Node)
 		}
 	}
 	script := filepath.Join(o.out, r.Node+".validate.sh")
@@ -318,6 +319,19 @@ func (vs *valSweep) start(ctx context.Context, r *valRun, perNode []string) bool
 	}
 	r.JobID = id
 	return true
+}
+
+// waitResponding waits, up to 10 s, for a node just resumed to lose sinfo's '*' (not
+// responding), which it shows for a moment after `State=RESUME`: a job submitted then waits
+// for the next periodic scheduling pass (30-40 s seen on 24.11.5) instead of starting at once.
+func (vs *valSweep) waitResponding(ctx context.Context, node string) {
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end) && ctx.Err() == nil; {
+		st, err := vs.s.nodeStates(ctx, "", []string{node})
+		if err == nil && len(st) == 1 && !strings.Contains(st[0].state, "*") {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
 }
 
 // poll asks squeue about the active jobs (one call), finishes those that ended and returns the
