@@ -66,9 +66,13 @@ func TestParseNVBandwidth(t *testing.T) {
 }
 
 func TestDeviceName(t *testing.T) {
-	for in, want := range map[string]string{" NVIDIA H100 80GB HBM3": "NVIDIA H100 80GB HBM3", " NVIDIA H100 80GB HBM3 (00000000:18:00)": "NVIDIA H100 80GB HBM3", "GPU (rev a)": "GPU (rev a)"} {
-		if got := deviceName(in); got != want {
-			t.Errorf("deviceName(%q) = %q, want %q", in, got, want)
+	for _, tc := range []struct{ in, want string }{
+		{" NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"},
+		{" NVIDIA H100 80GB HBM3 (00000000:18:00)", "NVIDIA H100 80GB HBM3"},
+		{"GPU (rev a)", "GPU (rev a)"},
+	} {
+		if got := deviceName(tc.in); got != tc.want {
+			t.Errorf("deviceName(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
 }
