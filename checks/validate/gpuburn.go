@@ -106,10 +106,10 @@ func gpuBurnProgress(line string) (GPUBurnLine, bool, error) {
 	died := false
 	for _, e := range strings.Split(errs, " - ") {
 		e = strings.TrimSpace(e)
-		if strings.Contains(e, "DIED") {
-			died = true
-			e, _, _ = strings.Cut(e, " ")
-		}
+		// A count may carry a mark after it: "(WARNING!)" when it grew since the last line,
+		// "(DIED!)" when the GPU's process died (gpu_burn-drv.cpp).
+		died = died || strings.Contains(e, "DIED")
+		e, _, _ = strings.Cut(e, " ")
 		k, err := strconv.ParseInt(e, 10, 64)
 		if err != nil || k < 0 {
 			return pl, false, fmt.Errorf("errors %q is not a count", e)
@@ -119,12 +119,10 @@ func gpuBurnProgress(line string) (GPUBurnLine, bool, error) {
 	if len(pl.Errors) != len(pl.Gflops) {
 		return pl, false, fmt.Errorf("%d error counts for %d GPUs", len(pl.Errors), len(pl.Gflops))
 	}
-	if strings.TrimSpace(temps) != "" {
-		for _, t := range strings.Split(temps, " - ") {
-			c, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(t), "C")))
-			if err != nil {
-				return pl, false, fmt.Errorf("temperature %q is not \"N C\"", strings.TrimSpace(t))
-			}
+	// Temperatures are kept where they read as "N C"; they are not judged, so one that does
+	// not (a GPU whose sensor gives none) is left out rather than refused.
+	for _, t := range strings.Split(temps, " - ") {
+		if c, err := strconv.Atoi(strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(t), "C"))); err == nil {
 			pl.Temps = append(pl.Temps, c)
 		}
 	}

@@ -61,7 +61,7 @@ func ParseNVBandwidth(r io.Reader) (NVBandwidth, error) {
 		case strings.HasPrefix(line, "Device ") && strings.Contains(line, ":") && len(f) >= 3:
 			if idx, err := strconv.Atoi(strings.TrimSuffix(f[1], ":")); err == nil && idx == len(out.Devices) {
 				_, name, _ := strings.Cut(line, ":")
-				out.Devices = append(out.Devices, strings.TrimSpace(name))
+				out.Devices = append(out.Devices, deviceName(name))
 			}
 		case strings.HasPrefix(line, "Running ") && len(f) == 2:
 			out.Tests = append(out.Tests, NVBTest{Name: strings.TrimSuffix(f[1], "."), Sum: -1})
@@ -153,4 +153,14 @@ func nvbRow(f []string, cols int) (NVBRow, error) {
 		row.Values[i] = v
 	}
 	return row, nil
+}
+
+// deviceName is a "Device N:" line's name without the PCI address later versions print after
+// it ("NVIDIA H100 80GB HBM3 (00000000:18:00)"), so that it reads as NVML's name.
+func deviceName(s string) string {
+	s = strings.TrimSpace(s)
+	if i := strings.LastIndex(s, " ("); i > 0 && strings.HasSuffix(s, ")") && strings.Count(s[i:], ":") >= 1 {
+		s = s[:i]
+	}
+	return s
 }

@@ -65,6 +65,18 @@ func TestParseNVBandwidth(t *testing.T) {
 	}
 }
 
+func TestDeviceName(t *testing.T) {
+	for _, tc := range []struct{ in, want string }{
+		{" NVIDIA H100 80GB HBM3", "NVIDIA H100 80GB HBM3"},
+		{" NVIDIA H100 80GB HBM3 (00000000:18:00)", "NVIDIA H100 80GB HBM3"},
+		{"GPU (rev a)", "GPU (rev a)"},
+	} {
+		if got := deviceName(tc.in); got != tc.want {
+			t.Errorf("deviceName(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
 // TestParseNVBandwidthNoRunning: issue 50's paste has no "Running" line, so its matrix belongs
 // to no test case and is not judged (validation then says nvbandwidth printed no matrix).
 func TestParseNVBandwidthNoRunning(t *testing.T) {
@@ -133,10 +145,10 @@ func TestParsePerftestErrors(t *testing.T) {
 			}
 		})
 	}
-	// MB/sec tables parse, but are not turned into Gb/s: validation runs --report_gbits.
-	p, err := ParsePerftest(strings.NewReader(" #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]\n 65536 10 100.0 99.0 0.1\n"))
-	if _, ok := p.AvgGbps(); err != nil || ok || p.Unit != "MB/sec" {
-		t.Errorf("MB/sec: %+v %v", p, err)
+	// An MB/sec table (a run without --report_gbits) in Gb/s: perftest's MB is 2^20 bytes.
+	p, err := ParsePerftest(strings.NewReader(" #bytes #iterations BW peak[MB/sec] BW average[MB/sec] MsgRate[Mpps]\n 65536 10 11000.00 11000.00 0.1\n"))
+	if v, ok := p.AvgGbps(); err != nil || !ok || math.Abs(v-92.274688) > 1e-6 {
+		t.Errorf("MB/sec: %v %v %+v %v", v, ok, p, err)
 	}
 }
 
@@ -165,8 +177,8 @@ func TestParseGPUBurn(t *testing.T) {
 			}
 		})
 	}
-	b, err := ParseGPUBurn(strings.NewReader("100.0%  proc'd: 3 (10 Gflop/s) - 3 (11 Gflop/s)   errors: 0 - 2 (DIED!)   temps: 40 C - 41 C\nTested 2 GPUs:\n\tGPU 0: OK\n\tGPU 1: FAULTY\n"))
-	if err != nil || !b.Died || b.Verdicts[1] != "FAULTY" || b.Verdicts[0] != "OK" {
+	b, err := ParseGPUBurn(strings.NewReader("50.0%  proc'd: 2 (10 Gflop/s) - 2 (11 Gflop/s)   errors: 0 - 1 (WARNING!)   temps: 40 C - N/A\n100.0%  proc'd: 3 (10 Gflop/s) - 3 (11 Gflop/s)   errors: 0 - 2 (DIED!)   temps: 40 C - 41 C\nTested 2 GPUs:\n\tGPU 0: OK\n\tGPU 1: FAULTY\n"))
+	if _, errs, _ := b.Summary(); err != nil || !b.Died || b.Verdicts[1] != "FAULTY" || b.Verdicts[0] != "OK" || errs[1] != 2 || len(b.Progress[0].Temps) != 1 {
 		t.Errorf("verdicts: %+v %v", b, err)
 	}
 }
@@ -176,6 +188,7 @@ func TestParseGPUBurnErrors(t *testing.T) {
 		{"percent", "x%  proc'd: 1 (2 Gflop/s)   errors: 0   temps: 4 C\n", "line 1: progress"},
 		{"gflops", "10%  proc'd: 1 (two Gflop/s)   errors: 0   temps: 4 C\n", "no \"(N Gflop/s)\""},
 		{"errors", "10%  proc'd: 1 (2 Gflop/s)   errors: many   temps: 4 C\n", "errors \"many\""},
+		{"errors marked", "10%  proc'd: 1 (2 Gflop/s)   errors: lots (WARNING!)   temps: 4 C\n", "errors \"lots\""},
 		{"count mismatch", "10%  proc'd: 1 (2 Gflop/s) - 1 (2 Gflop/s)   errors: 0   temps: 4 C\n", "1 error counts for 2 GPUs"},
 		{"GPUs change", "10%  proc'd: 1 (2 Gflop/s)   errors: 0   temps: 4 C\n20%  proc'd: 1 (2 Gflop/s) - 1 (2 Gflop/s)   errors: 0 - 0   temps: 4 C - 4 C\n", "line 2: 2 GPUs, the line before had 1"},
 	} {

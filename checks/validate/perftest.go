@@ -140,13 +140,21 @@ func setPerftestField(p *Perftest, line string) {
 	}
 }
 
+// perftestMBPerGb converts perftest's MB/sec to Gb/s: its MB is 2^20 bytes (print_report_bw
+// divides by format_factor 0x100000 for MB/sec and 125000000 for Gb/sec, perftest_resources.c).
+const perftestMBPerGb = float64(1<<20) * 8 / 1e9
+
 // AvgGbps is the run's average bandwidth in Gb/s: the mean of the "BW average" column over the
 // rows of the largest message size (one row in a normal run, one per interval with
-// --run_infinitely). ok is false when there is no row or the unit is not Gb/sec (validation
-// runs the tools with --report_gbits).
+// --run_infinitely), converted from MB/sec where the run was not given --report_gbits. ok is
+// false when there is no row.
 func (p Perftest) AvgGbps() (float64, bool) {
-	if p.Unit != "Gb/sec" || len(p.Rows) == 0 {
+	if len(p.Rows) == 0 || (p.Unit != "Gb/sec" && p.Unit != "MB/sec") {
 		return 0, false
+	}
+	factor := 1.0
+	if p.Unit == "MB/sec" {
+		factor = perftestMBPerGb
 	}
 	var largest int64
 	for _, r := range p.Rows {
@@ -159,5 +167,5 @@ func (p Perftest) AvgGbps() (float64, bool) {
 			k++
 		}
 	}
-	return sum / float64(k), true
+	return sum / float64(k) * factor, true
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"slices"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
@@ -45,35 +46,51 @@ func Record(ctx context.Context, state *files.StateDir, rep Report, wait time.Du
 	return path, st.Save(h, now)
 }
 
-// ToHistory is the record of rep the history keeps: for each figure name its worst device,
-// then every other figure below its floor.
+// ToHistory is the record of rep the history keeps: its key figures (KeyFigures), then every
+// other figure below its floor.
 func ToHistory(rep Report) history.Validation {
 	v := history.Validation{Level: string(rep.Level), Started: rep.Started.Unix(), Duration: int64(math.Round(rep.DurationS)),
 		Verdict: string(rep.Verdict), Model: rep.Model}
-	worstOf := map[string]int{}
-	var order []string
-	for i, f := range rep.Figures {
-		j, seen := worstOf[f.Name]
-		if !seen {
-			order = append(order, f.Name)
-		}
-		if !seen || f.Value < rep.Figures[j].Value {
-			worstOf[f.Name] = i
-		}
-	}
 	kept := map[int]bool{}
-	for _, name := range order {
-		kept[worstOf[name]] = true
+	for _, i := range rep.keyIndexes() {
+		kept[i] = true
 	}
 	for i, f := range rep.Figures {
-		if !f.OK {
-			kept[i] = true
-		}
-	}
-	for i, f := range rep.Figures {
-		if kept[i] {
+		if kept[i] || !f.OK {
 			v.Figures = append(v.Figures, history.ValidationFigure{Name: f.Name, Device: f.Device, Value: f.Value, Floor: f.Floor, OK: f.OK})
 		}
 	}
 	return v
+}
+
+// KeyFigures are the figures that stand for the node: for each figure name, in the order the
+// names first appear, its lowest value (the slowest GPU or HCA). They are what the history
+// keeps of every validation, and what a scheduler compares nodes by.
+func (r Report) KeyFigures() []Figure {
+	var out []Figure
+	for _, i := range r.keyIndexes() {
+		out = append(out, r.Figures[i])
+	}
+	return out
+}
+
+// keyIndexes are the indexes in r.Figures of KeyFigures.
+func (r Report) keyIndexes() []int {
+	worst := map[string]int{}
+	var order []string
+	for i, f := range r.Figures {
+		j, seen := worst[f.Name]
+		if !seen {
+			order = append(order, f.Name)
+		}
+		if !seen || f.Value < r.Figures[j].Value {
+			worst[f.Name] = i
+		}
+	}
+	out := make([]int, 0, len(order))
+	for _, name := range order {
+		out = append(out, worst[name])
+	}
+	slices.Sort(out)
+	return out
 }

@@ -252,3 +252,28 @@ func TestIBServerStopped(t *testing.T) {
 		t.Errorf("got %+v", tt)
 	}
 }
+
+// TestKeyFigures: the slowest device of each figure name, in the report's order; the history
+// record adds the other figures below their floor.
+func TestKeyFigures(t *testing.T) {
+	fl := Floor{Floor: 335}
+	rep := Report{Level: LevelQuick, Verdict: VerdictFailed, Started: time.Unix(1764590400, 0), Figures: []Figure{
+		figure("d2d_bw", "GB/s", "GPU 0", 370, fl), figure("d2d_bw", "GB/s", "GPU 1", 162.45, fl), figure("d2d_bw", "GB/s", "GPU 2", 300, fl),
+		figure("nccl_busbw", "GB/s", "", 476.53, Floor{Floor: 390}),
+	}}
+	var got []string
+	for _, f := range rep.KeyFigures() {
+		got = append(got, f.Name+" "+f.Device)
+	}
+	if strings.Join(got, ", ") != "d2d_bw GPU 1, nccl_busbw " {
+		t.Errorf("KeyFigures: %v", got)
+	}
+	h := ToHistory(rep)
+	var kept []string
+	for _, f := range h.Figures {
+		kept = append(kept, f.Device)
+	}
+	if strings.Join(kept, ",") != "GPU 1,GPU 2," || h.Verdict != "failed" || h.Started != 1764590400 {
+		t.Errorf("ToHistory: %+v", h)
+	}
+}
