@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/checks/xidcatalog"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -93,24 +94,6 @@ type xidErrorsConfig struct {
 	RepeatWindow        time.Duration `toml:"repeat_window"`
 }
 
-// defaultFailXIDs are the XIDs NVIDIA's XID catalog resolves with a GPU reset or a node
-// reboot (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, "Resolution
-// Bucket (Immediate Action)" RESET_GPU / RESTART_BM, and the dynamic page retirement page
-// https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html for 48, 63, 64):
-// 48 double-bit ECC error, 61 and 62 internal micro-controller halt, 63 and 64 ECC page
-// retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus,
-// 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120
-// GSP RPC timeout and GSP error, 140 unrecovered ECC error, 154 GPU recovery action changed
-// (reset or reboot required).
-func defaultFailXIDs() []int {
-	return []int{48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-}
-
-// defaultWarnXIDs are XIDs an application usually causes (the same catalog: RESTART_APP):
-// 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing, 45
-// preemptive cleanup after an earlier error, 68 video processor exception.
-func defaultWarnXIDs() []int { return []int{13, 31, 43, 45, 68} }
-
 // Section runs the check in health and manual modes only: the kernel log is the node's,
 // not a job's.
 func (xidErrors) Section() config.Section {
@@ -120,7 +103,8 @@ func (xidErrors) Section() config.Section {
 		Dmesg:        "/usr/bin/dmesg",
 		FailXIDs:     defaultFailXIDs(),
 		WarnXIDs:     defaultWarnXIDs(),
-		RebootXIDs:   slices.Clone(r.RebootXIDs),
+		IgnoreXIDs:   defaultIgnoreXIDs(),
+		RebootXIDs:   defaultRebootXIDs(),
 		RecentWindow: r.RecentXIDs,
 		// history.DefaultRules' three repeat rules, in order, and their common window.
 		RepeatXID13SameUnit: r.Repeats[0].Count, RepeatXID31: r.Repeats[1].Count, RepeatAny: r.Repeats[2].Count,
@@ -130,7 +114,8 @@ func (xidErrors) Section() config.Section {
 
 // rules puts the section onto the history's defaults: the fail_xids are the sticky XIDs
 // (those in reboot_xids only a reboot ends), warn_xids the application XIDs, ignore_xids
-// ignored, with the repeat counts and windows of the section.
+// ignored, the XIDs the catalog resolves by their message (154, 144-150) and no list holds
+// decoded per record, with the repeat counts and windows of the section.
 func (xe *xidErrorsConfig) rules(r history.Rules) history.Rules {
 	r.ResetXIDs, r.RebootXIDs, r.AppXIDs, r.IgnoreXIDs = nil, nil, nil, nil
 	v := xe.xidVerdicts()
@@ -147,6 +132,12 @@ func (xe *xidErrorsConfig) rules(r history.Rules) history.Rules {
 		case StatusSkip:
 			r.IgnoreXIDs = append(r.IgnoreXIDs, x)
 		}
+	}
+	r.Decode = func(xid int, msg, loc string) history.XIDClass {
+		if !xidDecoded(xid) {
+			return history.XIDWarn
+		}
+		return xidMessageClass(xid, msg, loc)
 	}
 	r.RecentXIDs = xe.RecentWindow
 	r.Repeats = slices.Clone(r.Repeats)
@@ -176,12 +167,12 @@ func (xe *xidErrorsConfig) lists() []xidList {
 	return []xidList{
 		{"fail_xids", xe.FailXIDs, StatusFail, !same(xe.FailXIDs, defaultFailXIDs())},
 		{"warn_xids", xe.WarnXIDs, StatusWarn, !same(xe.WarnXIDs, defaultWarnXIDs())},
-		{"ignore_xids", xe.IgnoreXIDs, StatusSkip, len(xe.IgnoreXIDs) > 0},
+		{"ignore_xids", xe.IgnoreXIDs, StatusSkip, !same(xe.IgnoreXIDs, defaultIgnoreXIDs())},
 	}
 }
 
 // xidVerdicts maps each listed XID to its status: StatusFail, StatusWarn, or StatusSkip for
-// an ignored one; an XID not in the map warns. A list the admin set wins over one left at
+// an ignored one; an XID not in the map warns, or is judged by its message (xidStatus). A list the admin set wins over one left at
 // its built-in default; ValidateSection refuses an XID in two lists the admin set.
 func (xe *xidErrorsConfig) xidVerdicts() map[int]Status {
 	out := map[int]Status{}
@@ -249,6 +240,18 @@ func (xe *xidErrorsConfig) ValidateSection() []config.Problem {
 	return errs
 }
 
+// xidStatus is the verdict of one XID event: its list's, else by its message for an XID the
+// catalog resolves by its message (154, 144-150), else a warning.
+func xidStatus(verdicts map[int]Status, xid int, msg string) Status {
+	if st, ok := verdicts[xid]; ok {
+		return st
+	}
+	if xidDecoded(xid) {
+		return xidMessageStatus(xid, msg)
+	}
+	return StatusWarn
+}
+
 // nvmlNoLibrary is GPUInventory.Init on a node without the NVIDIA driver's libnvidia-ml.
 const nvmlNoLibrary = "ERROR_LIBRARY_NOT_FOUND"
 
@@ -263,6 +266,9 @@ type xidCount struct {
 
 func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	cfg := settings[*xidErrorsConfig](env.Config, idXIDErrors)
+	if _, err := xidcatalog.Load(); err != nil {
+		return Result{Status: StatusError, Summary: "the built-in XID catalog does not parse: " + text.OneLine(err.Error(), 160) + " (a damaged build: reinstall nodecheck)", Err: err}
+	}
 	inv, invErr := env.Facts.GPUs(ctx)
 	if invErr == nil && inv.Init == nvmlNoLibrary {
 		return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no XIDs to read"}
@@ -380,17 +386,15 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, gpus map[string]node.GPU) Result {
 	var counts []xidCount
 	for _, ev := range xids {
-		if verdicts[ev.XID] == StatusSkip {
+		st := xidStatus(verdicts, ev.XID, ev.Message)
+		if st == StatusSkip {
 			continue
 		}
-		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID })
+		// One row per GPU, XID and verdict: an NVLink5 XID may be fatal once and not the next time.
+		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID && c.status == st })
 		if i >= 0 {
 			counts[i].n++
 			continue
-		}
-		st := StatusWarn
-		if verdicts[ev.XID] == StatusFail {
-			st = StatusFail
 		}
 		counts = append(counts, xidCount{bus: ev.Bus, xid: ev.XID, n: 1, message: ev.Message, status: st})
 	}

@@ -1,6 +1,9 @@
 package history
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Rules are the thresholds the judges use. DefaultRules gives each its source; a site
 // overrides any of them (the integration maps nodecheck.toml onto this struct).
@@ -17,6 +20,10 @@ type Rules struct {
 	AppXIDs []int
 	// IgnoreXIDs are never judged (still kept and shown in the timeline).
 	IgnoreXIDs []int
+	// Decode classes an XID in none of the four lists by its record: NVIDIA's catalog
+	// resolves the NVLink5 XIDs (144-150) and XID 154 by what their message says, so one
+	// number may need a reset or nothing. nil: such an XID warns.
+	Decode func(xid int, msg, loc string) XIDClass
 	// Repeats fail a GPU on which an XID comes back too often.
 	Repeats []RepeatRule
 	// RecentXIDs is how long any XID not otherwise failing warns after it was seen.
@@ -38,6 +45,32 @@ type Rules struct {
 	FlapFail   int
 	// FlapSticky keeps a port that failed for flapping failed until reboot or clear.
 	FlapSticky bool
+}
+
+// XIDClass is what an XID record is to the judges.
+type XIDClass int
+
+// The classes of XID records.
+const (
+	XIDWarn   XIDClass = iota // warns while recent, fails only on repeats
+	XIDReset                  // fails until a GPU reset, a driver reload, a reboot or a clear
+	XIDReboot                 // fails until a reboot or a clear
+	XIDIgnore                 // never judged
+)
+
+// Class is x's class: by the lists (ignore first), then by Decode.
+func (r Rules) Class(x XID) XIDClass {
+	switch {
+	case slices.Contains(r.IgnoreXIDs, x.XID):
+		return XIDIgnore
+	case slices.Contains(r.RebootXIDs, x.XID):
+		return XIDReboot
+	case slices.Contains(r.ResetXIDs, x.XID):
+		return XIDReset
+	case slices.Contains(r.AppXIDs, x.XID) || r.Decode == nil:
+		return XIDWarn
+	}
+	return r.Decode(x.XID, x.Msg, x.Loc)
 }
 
 // RepeatRule fails a GPU on which an XID came back Count times within Window. Lines closer
