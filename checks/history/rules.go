@@ -102,16 +102,13 @@ type RateRule struct {
 func DefaultRules() Rules {
 	const day = 24 * time.Hour
 	return Rules{
-		// The XIDs NVIDIA's XID catalog resolves with RESET_GPU or RESTART_BM
-		// (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), as
-		// config's fail_xids: 48, 61, 62, 63, 64, 74, 92, 94, 95, 119, 120, 140, 154 are
-		// cleared by a GPU reset; 79 (fallen off the bus) needs the node rebooted, since a
-		// reset cannot reach a GPU that is off the bus.
+		// The XID lists here are the package's own small defaults, which its tests
+		// judge by. nodecheck never judges by them: the xid_errors check replaces all four
+		// and sets Decode, from NVIDIA's XID catalog (checks/xid_catalog.go) and the
+		// site's [checks.xid_errors] lists (HistoryRules).
 		ResetXIDs:  []int{48, 61, 62, 63, 64, 74, 92, 94, 95, 119, 120, 140, 154},
 		RebootXIDs: []int{79},
-		// The catalog's RESTART_APP XIDs the issue names: 13 graphics engine exception, 31
-		// memory page fault, 43 GPU stopped processing, 45 preemptive cleanup.
-		AppXIDs: []int{13, 31, 43, 45},
+		AppXIDs:    []int{13, 31, 43, 45},
 		// NVSentinel's health-events-analyzer repeat rules
 		// (distros/kubernetes/nvsentinel/charts/health-events-analyzer/values.yaml at
 		// 09dfc8f9060a99ad1881887154a9440270de8fd3).
