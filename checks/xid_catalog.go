@@ -239,3 +239,19 @@ func xidDefaultsByRemedy() string {
 	}
 	return strings.Join(parts, "; ")
 }
+
+// xidsWithAction lists, for explain, the catalog's XIDs whose Immediate Action is one of
+// actions; the unused XIDs (the catalog describes dozens) are left out.
+func xidsWithAction(actions ...string) string {
+	c := xidCat()
+	if c == nil {
+		return "the catalog did not load"
+	}
+	var out []string
+	for _, e := range c.Entries {
+		if slices.Contains(actions, e.Immediate) && !e.Unused() {
+			out = append(out, strconv.Itoa(e.XID))
+		}
+	}
+	return strings.Join(out, ", ")
+}
