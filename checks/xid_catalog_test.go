@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/xidcatalog"
@@ -429,4 +430,57 @@ func TestXIDCatalogPeersDoc(t *testing.T) {
 		return
 	}
 	t.Errorf("%s: the table of differences is out of date: run go test ./checks -run TestXIDCatalogPeersDoc -update", path)
+}
+
+// TestXIDCatalogOverTime judges NVLink5 and XID 154 lines through the history with the
+// built-in rules: a RESET_GPU row sticks until the GPU is reset, a non-fatal row of the same
+// XID only warns, and 154 naming a reboot sticks until a reboot. The 149 lines are gpud's
+// captures (#1174, and a gpud user's BER line), the 154 lines NVSentinel's test lines; kernel
+// times invented.
+func TestXIDCatalogOverTime(t *testing.T) {
+	t0 := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	rules := (xidErrors{}).Section().(*xidErrorsConfig).rules(history.DefaultRules())
+	judge := func(log string) []history.Judgement {
+		h := history.New("gpu01")
+		kl := history.ScanKernelLog(log)
+		now := t0.Add(time.Hour)
+		h.Merge(now, history.Observation{Time: now, BootID: "a", BootTime: t0, XIDs: kl.XIDs}, history.DefaultLimits())
+		return h.JudgeXIDs(now, rules)
+	}
+	ber := "[  100.000000] NVRM: Xid (PCI:0018:01:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x00000001 0x00000000 0x00000000 0x00000000 0x00000000)\n"
+	netir := "[  100.000100] NVRM: Xid (PCI:0018:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n"
+	for _, tc := range []struct {
+		name, log string
+		want      []string // rule:XID of each judgement
+		remedy    Remedy   // of the failing one
+		until     string   // in its summary
+	}{
+		{"non-fatal 149 warns", ber, []string{"xid_recent:149"}, "", ""},
+		{"fatal 149 sticks until a reset, beside a non-fatal one", ber + netir, []string{"xid_sticky:149"}, RemedyResetGPU, "sticky until a GPU reset"},
+		{"154 to Drain and Reset sticks until a reset", "[  100.000000] NVRM: Xid (PCI:0018:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x4 (Drain and Reset)\n",
+			[]string{"xid_sticky:154"}, RemedyResetGPU, "sticky until a GPU reset"},
+		{"154 to Node Reboot Required sticks until a reboot (invented)", "[  100.000000] NVRM: Xid (PCI:0018:01:00): 154, GPU recovery action changed from 0x0 (None) to 0x2 (Node Reboot Required)\n",
+			[]string{"xid_sticky:154"}, RemedyReboot, "sticky until a reboot"},
+		{"154 to None warns (invented)", "[  100.000000] NVRM: Xid (PCI:0018:01:00): 154, GPU recovery action changed from 0x2 (Node Reboot Required) to 0x0 (None)\n",
+			[]string{"xid_recent:154"}, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			js := judge(tc.log)
+			var got []string
+			for _, j := range js {
+				got = append(got, fmt.Sprintf("%s:%d", j.Rule, j.XID))
+				if j.Status == history.StatusFail {
+					if r := (xidErrors{}).judgementRemedy(j); r != tc.remedy {
+						t.Errorf("remedy %q, want %q", r, tc.remedy)
+					}
+					if !strings.Contains(j.Summary, tc.until) {
+						t.Errorf("summary %q lacks %q", j.Summary, tc.until)
+					}
+				}
+			}
+			if !slices.Equal(got, tc.want) {
+				t.Errorf("judgements %v, want %v", got, tc.want)
+			}
+		})
+	}
 }
