@@ -132,9 +132,11 @@ func xidMessageClass(xid int, msg, loc string) history.XIDClass {
 func nvlink5Row(xid int, msg, loc string) (xidcatalog.NVLinkRule, bool) {
 	c := xidCat()
 	ev, ok := xidcatalog.ParseNVLink(msg)
-	if !ok && loc != "" {
-		ii, es, _ := strings.Cut(loc, "/")
-		ev, ok = xidcatalog.ParseNVLink("(0x" + ii + " 0x" + es + ")")
+	if ii, es, found := strings.Cut(loc, "/"); found {
+		// The history read the pair from the whole line; its message may be cut inside them.
+		if l, lok := xidcatalog.ParseNVLink("(0x" + ii + " 0x" + es + ")"); lok {
+			ev.IntrInfo, ev.ErrorStatus, ok = l.IntrInfo, l.ErrorStatus, true
+		}
 	}
 	if c == nil || !ok {
 		return xidcatalog.NVLinkRule{}, false

@@ -262,6 +262,22 @@ func TestXIDNVLink5Decode(t *testing.T) {
 	}
 }
 
+// TestNVLink5RowFromLoc: a history record's message cut inside the Error Status word
+// ("0x0000" of 0x00000002) decodes by the pair the history kept (Loc), not by the cut word.
+// Message: gpud's 144 example, invented cut.
+func TestNVLink5RowFromLoc(t *testing.T) {
+	cut := "SAW_MVB Fatal XC0 i0 Link 00 (0x00000001 0x0000"
+	if r, ok := nvlink5Row(144, cut, "1/2"); !ok || r.ErrorStatus != 2 || r.Resolution != "RESET_GPU" {
+		t.Errorf("with loc: %+v, %v", r, ok)
+	}
+	if r, ok := nvlink5Row(144, cut, ""); ok {
+		t.Errorf("without loc the cut word reads as status 0, which no row has: %+v", r)
+	}
+	if r, ok := nvlink5Row(144, cut, "1/zz"); ok {
+		t.Errorf("a bad loc is not read: %+v", r)
+	}
+}
+
 // TestXID154: the recovery action XID 154 changed to decides, a reset or reboot failing
 // until done. Lines from NVSentinel's tests (journal capture, XID parser tests).
 func TestXID154(t *testing.T) {
