@@ -1,7 +1,9 @@
 package checks
 
 import (
+	"context"
 	"encoding/csv"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,6 +14,7 @@ import (
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/checks/xidcatalog"
 )
 
@@ -498,5 +501,22 @@ func TestXIDCatalogOverTime(t *testing.T) {
 				t.Errorf("judgements %v, want %v", got, tc.want)
 			}
 		})
+	}
+}
+
+// TestXIDErrorsCatalogDamaged: a build whose embedded catalog does not parse cannot judge
+// XIDs, and says so rather than passing.
+func TestXIDErrorsCatalogDamaged(t *testing.T) {
+	f := &execFacts{fakeFacts: &fakeFacts{gpus: h100NVML()}, cmds: map[string]node.CmdResult{dmesgCmd: {Stdout: xidLog(t, "gpud-pr1174.log")}}}
+	env := gpuEnv(f, "gpu-h100-01", nil) // the config, with its lists, is made before the damage
+	load := xidcatalog.Load
+	t.Cleanup(func() { xidcatalog.Load = load })
+	xidcatalog.Load = func() (*xidcatalog.Catalog, error) {
+		return nil, errors.New("catalog.csv:3: xid \"x\": give a number from 1 to 999")
+	}
+	got := xidErrors{}.Run(context.Background(), env)
+	want := "the built-in XID catalog does not parse: catalog.csv:3: xid \"x\": give a number from 1 to 999 (a damaged build: reinstall nodecheck)"
+	if got.Status != StatusError || got.Summary != want {
+		t.Errorf("%s %q", got.Status, got.Summary)
 	}
 }

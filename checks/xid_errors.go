@@ -173,8 +173,9 @@ func (xe *xidErrorsConfig) lists() []xidList {
 }
 
 // xidVerdicts maps each listed XID to its status: StatusFail, StatusWarn, or StatusSkip for
-// an ignored one; an XID not in the map warns, or is judged by its message (xidStatus). A list the admin set wins over one left at
-// its built-in default; ValidateSection refuses an XID in two lists the admin set.
+// an ignored one; an XID not in the map warns, or is judged by its message (xidStatus). A
+// list the admin set wins over one left at its built-in default; ValidateSection refuses an
+// XID in two lists the admin set.
 func (xe *xidErrorsConfig) xidVerdicts() map[int]Status {
 	out := map[int]Status{}
 	for _, adminFirst := range []bool{true, false} {
