@@ -1,0 +1,124 @@
+package checks
+
+// Boundary tests found by mutation testing (docs/development.md, "Mutation testing"): each
+// case holds a comparison or a condition of a judge that a flipped operator or a dropped
+// clause got past before, with its neighbour on the other side of the boundary.
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
+	"github.com/nodecheck/nodecheck/config/slurm"
+)
+
+// TestThermalNoShutdownTemperature: a GPU that reports a slowdown temperature but no shutdown
+// temperature (0, or no margin) is judged by its slowdown temperature alone; it is never "at
+// its shutdown temperature (0 C)". Both forms, with the slowdown boundary and its neighbour.
+func TestThermalNoShutdownTemperature(t *testing.T) {
+	cfg := settings[*gpuThermalConfig](config.Default(Schema()), idGPUThermal)
+	abs := func(c int) node.GPU {
+		return sigGPU(func(g *node.GPU) { g.Thermal = &node.Thermal{GPUC: c, SlowdownC: 89} })
+	}
+	margin := func(m int) node.GPU {
+		return sigGPU(func(g *node.GPU) { g.Thermal = &node.Thermal{GPUC: 30, MarginC: new(m), SlowdownMarginC: new(-2)} })
+	}
+	const ok = "1 GPU under their slowdown and max operating temperatures"
+	for _, tc := range []struct {
+		name string
+		g    node.GPU
+		want brief
+	}{
+		{"absolute, 40 C", abs(40), brief{"", "ok", ok}},
+		{"absolute, one under slowdown", abs(88), brief{"", "ok", ok}},
+		{"absolute, at slowdown", abs(89), brief{"", "fail", "gpu 0 (0000:19:00.0): 89 C, at its slowdown temperature (89 C): HW slowdown cuts its clocks by half or more"}},
+		{"margin, 0 C below T.Limit", margin(0), brief{"", "ok", ok}},
+		{"margin, one above slowdown", margin(-1), brief{"", "ok", ok}},
+		{"margin, at slowdown", margin(-2), brief{"", "fail", "gpu 0 (0000:19:00.0): -2 C below T.Limit, at its slowdown temperature (-2 C below T.Limit): HW slowdown cuts its clocks by half or more"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUThermal([]node.GPU{tc.g}, cfg)
+			assertRemedies(t, got)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestGresDeviceBoundaries: /dev/nvidia0 (minor 0, the boundary of "an NVIDIA GPU file")
+// missing alone is the driver's (reboot), like /dev/nvidia1; a MIG capability file missing is
+// configuration (admin). A device file with the right minor but another major is not the GPU.
+func TestGresDeviceBoundaries(t *testing.T) {
+	ctl := gresWant{file: "/dev/nvidiactl", where: "needed by every NVIDIA GPU", minor: nvidiactlMinor}
+	missing := devAnswer{dn: node.DevNode{Missing: true}}
+	ctlOK := devAnswer{dn: charDev(nvidiaMajor, nvidiactlMinor)}
+	for _, tc := range []struct {
+		name       string
+		want       gresWant
+		found      devAnswer
+		status     Status
+		summary    string
+		remedy     Remedy
+		wantDetail string
+	}{
+		{"nvidia0 missing alone", gresWant{file: "/dev/nvidia0", where: "gres.conf:2", minor: 0}, missing, StatusFail,
+			"/dev/nvidia0 missing (gres.conf:2)", RemedyReboot, "missing"},
+		{"nvidia1 missing", gresWant{file: "/dev/nvidia1", where: "gres.conf:2", minor: 1}, missing, StatusFail,
+			"/dev/nvidia1 missing (gres.conf:2)", RemedyReboot, "missing"},
+		{"MIG capability missing", gresWant{file: "/dev/nvidia-caps/nvidia-cap21", where: "gres.conf:3", minor: -1}, missing, StatusFail,
+			"/dev/nvidia-caps/nvidia-cap21 missing (gres.conf:3)", RemedyAdmin, "missing"},
+		{"nvidia0 with another major", gresWant{file: "/dev/nvidia0", where: "gres.conf:2", minor: 0}, devAnswer{dn: charDev(194, 0)}, StatusFail,
+			"/dev/nvidia0 is char 194:0, want 195:0 (gres.conf:2)", RemedyAdmin, "char 194:0"},
+		{"nvidia0 with the NVIDIA major", gresWant{file: "/dev/nvidia0", where: "gres.conf:2", minor: 0}, devAnswer{dn: charDev(195, 0)}, StatusOK,
+			"2 device files from gres.conf present as character devices (/dev/nvidia0,/dev/nvidiactl)", "", "char 195:0"},
+		{"MIG capability, any major", gresWant{file: "/dev/nvidia-caps/nvidia-cap21", where: "gres.conf:3", minor: -1}, devAnswer{dn: charDev(508, 21)}, StatusOK,
+			"2 device files from gres.conf present as character devices (/dev/nvidia-caps/nvidia-cap21,/dev/nvidiactl)", "", "char 508:21"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGresDevices([]gresWant{tc.want, ctl}, []devAnswer{tc.found, ctlOK}, nil)
+			assertRemedies(t, got)
+			if diff := cmp.Diff(brief{"", string(tc.status), tc.summary}, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if d := got.Details[0]; d.Remedy != tc.remedy || d.Observed != tc.wantDetail {
+				t.Errorf("detail remedy %q observed %q, want %q %q", d.Remedy, d.Observed, tc.remedy, tc.wantDetail)
+			}
+		})
+	}
+}
+
+// TestGPUCountNVMLDownBoundaries: with NVML down and no GPU in slurm.conf, one NVIDIA GPU on
+// the bus fails the node (something has a GPU the driver cannot reach); none skips.
+func TestGPUCountNVMLDownBoundaries(t *testing.T) {
+	down := node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}
+	for _, tc := range []struct {
+		name   string
+		bus    []string
+		exp    gpuExpectation
+		want   brief
+		remedy Remedy
+	}{
+		{"one GPU on the bus, none in slurm.conf", []string{"0000:19:00.0"}, gpuExpectation{}, brief{"", "fail", "NVML init: ERROR_DRIVER_NOT_LOADED, 1 NVIDIA GPU on PCI"}, remedyOf(nvmlInitFault(down.Init))},
+		{"no GPU on the bus, none in slurm.conf", nil, gpuExpectation{}, brief{"", "skip", "no GPU Gres for cpu01 in slurm.conf and no NVIDIA GPU on the PCI bus (NVML init: ERROR_DRIVER_NOT_LOADED)"}, ""},
+		// slurm.conf expects GPUs: with one on the bus the driver is to blame, with none the
+		// GPUs themselves are gone.
+		{"one GPU on the bus, slurm.conf expects 2", []string{"0000:19:00.0"}, gpuExpectation{count: 2, specs: []slurm.GresSpec{{Name: "gpu", Count: 2}}},
+			brief{"", "fail", "NVML init: ERROR_DRIVER_NOT_LOADED, slurm.conf expects 2 GPUs"}, remedyOf(nvmlInitFault(down.Init))},
+		{"no GPU on the bus, slurm.conf expects 2", nil, gpuExpectation{count: 2, specs: []slurm.GresSpec{{Name: "gpu", Count: 2}}},
+			brief{"", "fail", "NVML init: ERROR_DRIVER_NOT_LOADED, slurm.conf expects 2 GPUs"}, remedyOf(faultGPUsShort)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUCount("cpu01", tc.bus, down, tc.exp)
+			assertRemedies(t, got)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+			if got.Remedy != tc.remedy {
+				t.Errorf("remedy %q, want %q", got.Remedy, tc.remedy)
+			}
+		})
+	}
+}
