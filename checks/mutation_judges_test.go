@@ -5,6 +5,7 @@ package checks
 // clause got past before, with its neighbour on the other side of the boundary.
 
 import (
+	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -118,6 +119,87 @@ func TestGPUCountNVMLDownBoundaries(t *testing.T) {
 			}
 			if got.Remedy != tc.remedy {
 				t.Errorf("remedy %q, want %q", got.Remedy, tc.remedy)
+			}
+		})
+	}
+}
+
+// TestThermalMissingFacts: a GPU that reports its limits but no temperature is "temperatures
+// not reported", not judged by its limits; one that reports a T.Limit margin but no slowdown
+// margin (and no absolute slowdown) is "slowdown temperature not reported"; a GPU with no max
+// operating temperature (0) is judged by its slowdown temperature only.
+func TestThermalMissingFacts(t *testing.T) {
+	cfg := settings[*gpuThermalConfig](config.Default(Schema()), idGPUThermal)
+	thermal := func(th node.Thermal) node.GPU { return sigGPU(func(g *node.GPU) { g.Thermal = &th }) }
+	for _, tc := range []struct {
+		name string
+		g    node.GPU
+		want brief
+	}{
+		{"limits without a temperature", thermal(node.Thermal{SlowdownC: 89, ShutdownC: 92, GPUMaxC: 87}),
+			brief{"", "error", "gpu 0 (0000:19:00.0): temperatures not reported by NVML (h100 GPUs report them): not judged"}},
+		{"a margin without a slowdown margin", thermal(node.Thermal{GPUC: 30, MarginC: new(57)}),
+			brief{"", "error", "gpu 0 (0000:19:00.0): slowdown temperature not reported by NVML (h100 GPUs report them): not judged"}},
+		{"a margin and a slowdown margin", thermal(node.Thermal{GPUC: 30, MarginC: new(57), SlowdownMarginC: new(-2)}),
+			brief{"", "ok", "1 GPU under their slowdown and max operating temperatures"}},
+		{"no max operating temperature, 40 C", thermal(node.Thermal{GPUC: 40, SlowdownC: 89, ShutdownC: 92}),
+			brief{"", "ok", "1 GPU under their slowdown and max operating temperatures"}},
+		{"no max operating margin, at T.Limit", thermal(node.Thermal{GPUC: 30, MarginC: new(0), SlowdownMarginC: new(-2), ShutdownMarginC: new(-8)}),
+			brief{"", "ok", "1 GPU under their slowdown and max operating temperatures"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUThermal([]node.GPU{tc.g}, cfg)
+			assertRemedies(t, got)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestMemoryBoundaries: one uncorrectable error is a fail (zero is not); a remap that failed
+// is reported once, as failed, even when also pending; retired pages at the limit fail
+// without the "over 15 double-bit pages" warning, which starts at 16 below the limit.
+func TestMemoryBoundaries(t *testing.T) {
+	cfg := gpuMemoryErrors{}.Section().(*gpuMemoryErrorsConfig)
+	h100 := func(f func(g *node.GPU)) node.GPU {
+		g := node.GPU{Index: 0, Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0", ECC: eccOn(), RemappedRows: &node.RemappedRows{}}
+		f(&g)
+		return g
+	}
+	// v100 retires pages (see azureRetired); sbe and dbe are its retired pages.
+	v100 := func(sbe, dbe int) node.GPU {
+		return node.GPU{Index: 0, Name: "Tesla V100-SXM2-32GB", PCIBusID: "00000000:19:00.0", ECC: eccOn(),
+			RetiredPages: &node.RetiredPages{SingleBit: sbe, DoubleBit: dbe}}
+	}
+	limit := cfg.RetiredPagesLimit
+	for _, tc := range []struct {
+		name   string
+		g      node.GPU
+		status Status
+		msg    string // the GPU's detail message
+	}{
+		{"no uncorrectable error", h100(func(*node.GPU) {}), StatusOK, ""},
+		{"one uncorrectable error", h100(func(g *node.GPU) { g.ECC.VolatileUncorrected = eccCount(1) }), StatusFail,
+			"1 uncorrectable ECC error since driver load: reset the GPU"},
+		{"remap failed and pending: failed only", h100(func(g *node.GPU) { g.RemappedRows.Failed, g.RemappedRows.Pending = true, true }), StatusFail,
+			"row remapping failed: replace the GPU"},
+		{"15 double-bit pages: no warning", v100(0, 15), StatusOK, ""},
+		{"16 double-bit pages: a warning", v100(0, 16), StatusWarn,
+			"16 pages retired after double-bit errors (over 15): run dcgmi diag -r 3 and watch for more"},
+		{"one page under the limit", v100(limit-17, 16), StatusWarn,
+			"16 pages retired after double-bit errors (over 15): run dcgmi diag -r 3 and watch for more"},
+		{"at the limit: the limit only", v100(limit-16, 16), StatusFail,
+			fmt.Sprintf("%d retired pages (limit %d): replace the GPU", limit, limit)},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeGPUMemory([]node.GPU{tc.g}, cfg)
+			assertRemedies(t, got)
+			if got.Status != tc.status {
+				t.Errorf("status %s (%s), want %s", got.Status, got.Summary, tc.status)
+			}
+			if tc.msg != "" && (len(got.Details) == 0 || got.Details[0].Message != tc.msg) {
+				t.Errorf("details %+v, want the message %q", got.Details, tc.msg)
 			}
 		})
 	}
