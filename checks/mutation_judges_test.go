@@ -7,9 +7,11 @@ package checks
 import (
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/slurm"
@@ -200,6 +202,46 @@ func TestMemoryBoundaries(t *testing.T) {
 			}
 			if tc.msg != "" && (len(got.Details) == 0 || got.Details[0].Message != tc.msg) {
 				t.Errorf("details %+v, want the message %q", got.Details, tc.msg)
+			}
+		})
+	}
+}
+
+// TestOverTimeSectionBoundaries: a warn level equal to its fail level, and a window equal to
+// min_span, are accepted; their neighbours are refused (TestHistorySections).
+func TestOverTimeSectionBoundaries(t *testing.T) {
+	runSectionCases(t, []sectionCase{
+		{name: "rates warn equal to fail", toml: "[checks.gpu_error_rates]\nnvlink_replay_warn_per_hour = 60.0\n",
+			want: func(c *config.Config) any {
+				return settings[*gpuErrorRatesConfig](c, idGPUErrorRates).rules(history.DefaultRules()).Rates[history.NVLinkReplay].Warn
+			}, wantVal: 60.0},
+		{name: "rates window equal to min_span", toml: "[checks.gpu_error_rates]\nwindow = \"5m\"\n",
+			want: func(c *config.Config) any { return settings[*gpuErrorRatesConfig](c, idGPUErrorRates).Window }, wantVal: 5 * time.Minute},
+		{name: "rates window just under min_span", toml: "[checks.gpu_error_rates]\nwindow = \"4m59s\"\n",
+			wantErr: "nodecheck.toml:2: checks.gpu_error_rates.window = \"4m59s\" is shorter than min_span = \"5m0s\": no rate would fit in it"},
+		{name: "flaps warn equal to fail", toml: "[checks.ib_flaps]\nwarn_at = 3\n",
+			want: func(c *config.Config) any { return settings[*ibFlapsConfig](c, idIBFlaps).WarnAt }, wantVal: 3},
+	})
+}
+
+// TestJudgeRatesOneRated: one GPU with a rate that is fine and one with only a first reading
+// judge the node ok (the boundary: one rated); none rated is a skip.
+func TestJudgeRatesOneRated(t *testing.T) {
+	cfg := settings[*gpuErrorRatesConfig](config.Default(Schema()), idGPUErrorRates)
+	ok := history.Judgement{Rule: "rate_ecc_corrected", Status: history.StatusOK, Target: "gpu", Device: "gpu 0", Summary: "fine"}
+	first := history.Judgement{Rule: "rate_ecc_corrected", Status: history.StatusSkip, Target: "gpu", Device: "gpu 1", Summary: "gpu 1: one reading so far"}
+	for _, tc := range []struct {
+		name string
+		js   []history.Judgement
+		want brief
+	}{
+		{"one rated, one waiting", []history.Judgement{ok, first}, brief{"", "ok", "1 GPU: every counter below its warn rate (worst over 24h); 1 without a rate yet"}},
+		{"none rated", []history.Judgement{first}, brief{"", "skip", "no rate yet on 1 GPU: one reading of the counters so far; a rate needs two at least 5m apart"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeRates(&runHistory{}, tc.js, cfg)
+			if diff := cmp.Diff(tc.want, brief{"", string(got.Status), got.Summary}); diff != "" {
+				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
 	}
