@@ -75,7 +75,9 @@ func TestStickyEndsAtTheSameSecond(t *testing.T) {
 			h.Repairs = []Repair{{Target: "gpu", Key: "GPU-1", Action: "reset_gpu", Started: at(xt - mi), Finished: at(xt - time.Second), Outcome: OutcomeOK}}
 		}, StatusFail},
 		{"clear at the XID's second", func(h *History, _ *GPU) { h.Clears = []Clear{{Target: "gpu", Key: "GPU-1", Who: "root", At: at(xt)}} }, StatusOK},
-		{"clear one second before", func(h *History, _ *GPU) { h.Clears = []Clear{{Target: "gpu", Key: "GPU-1", Who: "root", At: at(xt - time.Second)}} }, StatusFail},
+		{"clear one second before", func(h *History, _ *GPU) {
+			h.Clears = []Clear{{Target: "gpu", Key: "GPU-1", Who: "root", At: at(xt - time.Second)}}
+		}, StatusFail},
 		{"counters restarted at the XID's second", func(_ *History, g *GPU) {
 			g.Samples = []Sample{{T: at(xt - h1), Gen: 0, C: cs(500)}, {T: at(xt), Gen: 1, C: cs(3)}}
 		}, StatusFail},
