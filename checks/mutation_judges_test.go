@@ -5,6 +5,7 @@ package checks
 // clause got past before, with its neighbour on the other side of the boundary.
 
 import (
+	"errors"
 	"fmt"
 	"testing"
 	"time"
@@ -244,5 +245,118 @@ func TestJudgeRatesOneRated(t *testing.T) {
 				t.Errorf("(-want +got):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestConfigBoundaries: the largest PCIe width (x32) is a valid min_width and x33 is not; an
+// InfiniBand port selector names port 1 and up, never port 0.
+func TestConfigBoundaries(t *testing.T) {
+	for _, tc := range []struct {
+		toml string
+		ok   bool
+	}{
+		{"[checks.pcie_link]\nmin_width = 32\n", true},
+		{"[checks.pcie_link]\nmin_width = 33\n", false},
+		{"[checks.ib_ports]\ndevices = [\"mlx5_0/1\"]\n", true},
+		{"[checks.ib_ports]\ndevices = [\"mlx5_0/0\"]\n", false},
+		{"[checks.ib_ports]\nexclude_devices = [\"mlx5_0/0\"]\n", false},
+	} {
+		_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
+		if (err == nil) != tc.ok {
+			t.Errorf("%q: error %v, want accepted: %v", tc.toml, err, tc.ok)
+		}
+	}
+}
+
+// TestNCCLBoundaries: busbw equal to the threshold passes and just under it fails; a sweep
+// that reaches exactly 1 GiB is judged by the built-in threshold, one that stops below it
+// only warns; one wrong element is wrong data.
+func TestNCCLBoundaries(t *testing.T) {
+	row := func(size int64, bw float64, wrong int64) NCCLRow {
+		return NCCLRow{Size: size, Count: size / 4, Type: "float", RedOp: "sum",
+			OutOfPlace: NCCLResult{TimeUS: 1000, AlgBW: bw / 1.75, BusBW: bw, Wrong: wrong}, InPlace: NCCLResult{TimeUS: 1000, AlgBW: bw / 1.75, BusBW: bw - 10, Wrong: 0}}
+	}
+	outcome := func(rows ...NCCLRow) ncclOutcome {
+		return ncclOutcome{run: NCCLRun{Validation: 1, Rows: rows, OutOfBounds: 0, AvgBusBW: -1}, min: 360, minSource: "built-in for H100 SXM",
+			argv: []string{"/usr/bin/all_reduce_perf"}}
+	}
+	for _, tc := range []struct {
+		name   string
+		o      ncclOutcome
+		status Status
+	}{
+		{"at the threshold", outcome(row(1<<30, 360, 0)), StatusOK},
+		{"just under it", outcome(row(1<<30, 359.99, 0)), StatusFail},
+		{"a sweep ending at exactly 1 GiB is judged", outcome(row(1<<29, 100, 0), row(1<<30, 200, 0)), StatusFail},
+		{"a sweep ending just below 1 GiB only warns", outcome(row(1<<28, 100, 0), row(1<<29, 200, 0)), StatusWarn},
+		{"one wrong element", outcome(row(1<<30, 400, 1)), StatusFail},
+		{"no wrong element", outcome(row(1<<30, 400, 0)), StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := judgeNCCL(tc.o)
+			assertRemedies(t, got)
+			if got.Status != tc.status {
+				t.Errorf("status %s (%s), want %s", got.Status, got.Summary, tc.status)
+			}
+		})
+	}
+}
+
+// TestGPUCountOneExpected: NVML and the bus disagree on a node slurm.conf gives one GPU: a
+// fail, as for more (only a node Slurm gives none warns).
+func TestGPUCountOneExpected(t *testing.T) {
+	bus := []string{"0000:19:00.0", "0000:3b:00.0"}
+	inv := node.GPUInventory{Init: "SUCCESS", DeviceCount: 1, Devices: []node.GPU{{Index: 0, Name: "NVIDIA H100 80GB HBM3", PCIBusID: "00000000:19:00.0"}}}
+	for _, tc := range []struct {
+		name  string
+		count uint64
+		want  Status
+	}{
+		{"slurm.conf gives 1", 1, StatusFail},
+		{"slurm.conf gives none", 0, StatusWarn},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			exp := gpuExpectation{count: tc.count}
+			if tc.count > 0 {
+				exp.specs = []slurm.GresSpec{{Name: "gpu", Count: tc.count}}
+			}
+			got := judgeGPUCount("gpu01", bus, inv, exp)
+			assertRemedies(t, got)
+			if got.Status != tc.want {
+				t.Errorf("status %s (%s), want %s", got.Status, got.Summary, tc.want)
+			}
+		})
+	}
+}
+
+// TestGresDevicesNamesTheFailure: a device file that could not be stat'ed (error) listed
+// before one that is missing (fail): the summary names the missing one.
+func TestGresDevicesNamesTheFailure(t *testing.T) {
+	wants := []gresWant{{file: "/dev/nvidia0", where: "gres.conf:2", minor: 0}, {file: "/dev/nvidia1", where: "gres.conf:2", minor: 1}}
+	found := []devAnswer{{err: errors.New("stat /dev/nvidia0: permission denied")}, {dn: node.DevNode{Missing: true}}}
+	got := judgeGresDevices(wants, found, nil)
+	assertRemedies(t, got)
+	if diff := cmp.Diff(brief{"", "fail", "/dev/nvidia1 missing (gres.conf:2) (+1 more)"}, brief{"", string(got.Status), got.Summary}); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+}
+
+// TestGresWantsNvidiactl: /dev/nvidiactl is wanted where gres.conf lists a GPU device file,
+// and only there: a node whose gres.conf lists only another GRES's files does not need it.
+func TestGresWantsNvidiactl(t *testing.T) {
+	files := func(ng slurm.NodeGres) []string {
+		var out []string
+		for _, w := range gresWants(ng) {
+			out = append(out, w.file)
+		}
+		return out
+	}
+	gpu := slurm.NodeGres{Lines: []slurm.GresLine{{Name: "gpu", Files: []string{"/dev/nvidia0"}}}}
+	fpga := slurm.NodeGres{Lines: []slurm.GresLine{{Name: "fpga", Files: []string{"/dev/fpga0"}}}}
+	if diff := cmp.Diff([]string{"/dev/nvidia0", "/dev/nvidiactl"}, files(gpu)); diff != "" {
+		t.Errorf("a GPU line (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{"/dev/fpga0"}, files(fpga)); diff != "" {
+		t.Errorf("an fpga line (-want +got):\n%s", diff)
 	}
 }
