@@ -43,3 +43,41 @@ func TestApplyJobHookFailureResetsCount(t *testing.T) {
 		})
 	}
 }
+
+// TestApplyManualCountsOnlyWithResume: a clean manual run counts toward a resume only with
+// --resume; without it, the next clean health run is still the first of two.
+func TestApplyManualCountsOnlyWithResume(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		resume bool
+		want   Action // the health run after the manual one
+		passes int
+	}{
+		{"manual without --resume", false, ActionWaiting, 1},
+		{"manual with --resume", true, ActionResumed, 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := newFake(NodeState{Name: "n1", State: "IDLE"})
+			p := testPolicy(t)
+			if got := Apply(context.Background(), f, p, health(results(ibDown))); got.Action != ActionDrained {
+				t.Fatalf("health fails: %q %s", got.Action, got.Message)
+			}
+			manual := Request{Node: "n1", Mode: config.ModeManual, Results: results(), Known: allChecks, Drain: true, Resume: tc.resume}
+			Apply(context.Background(), f, p, manual)
+			got := Apply(context.Background(), f, p, health(results()))
+			if got.Action != tc.want || got.Passes != tc.passes {
+				t.Errorf("health after manual: %q passes %d, want %q passes %d (%s)", got.Action, got.Passes, tc.want, tc.passes, got.Message)
+			}
+		})
+	}
+}
+
+// TestNameList: five names are listed whole, a sixth is cut to "...".
+func TestNameList(t *testing.T) {
+	if got := nameList([]string{"n1", "n2", "n3", "n4", "n5"}); got != "n1, n2, n3, n4, n5" {
+		t.Errorf("five: %q", got)
+	}
+	if got := nameList([]string{"n1", "n2", "n3", "n4", "n5", "n6"}); got != "n1, n2, n3, n4, n5, ..." {
+		t.Errorf("six: %q", got)
+	}
+}

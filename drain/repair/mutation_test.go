@@ -50,3 +50,29 @@ func TestDecideGPUIdentity(t *testing.T) {
 		})
 	}
 }
+
+// TestDecideClosesOnlyOpenRepairs: a node back in service closes its last repair when that
+// one is under way or a reset that failed (a reboot would have followed); a reboot that failed
+// was closed when the node was escalated, and stays as it is.
+func TestDecideClosesOnlyOpenRepairs(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		last  Entry
+		close string
+	}{
+		{"a pending reset", entry(RemedyReset, OutcomePending, "boot-1", t0.Add(-time.Hour), gpu9b), OutcomeOK},
+		{"a failed reset", entry(RemedyReset, OutcomeFailed, "boot-1", t0.Add(-time.Hour), gpu9b), OutcomeOK},
+		{"a failed reboot", entry(RemedyReboot, OutcomeFailed, "boot-1", t0.Add(-time.Hour), gpu9b), ""},
+		{"a reset that worked", entry(RemedyReset, OutcomeOK, "boot-1", t0.Add(-time.Hour), gpu9b), ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := with(idle(""), func(in *Input) {
+				in.Node = node("IDLE", "")
+				in.Record = Record{Entries: []Entry{tc.last}}
+			})
+			if d := testPolicy().Decide(in); d.Step != StepNone || d.Close != tc.close {
+				t.Errorf("step %s close %q, want none, close %q", d.Step, d.Close, tc.close)
+			}
+		})
+	}
+}
