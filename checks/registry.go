@@ -58,6 +58,7 @@ var ordered = []Check{
 	nodeInventory{},
 	gresAffinity{},
 	dcgmDiag{},
+	validationAge{},
 }
 
 // All returns every check in run order.
