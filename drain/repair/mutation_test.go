@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // TestDecideGPUIdentity: the repairs a GPU's limit counts are its own. A GPU known only by
@@ -129,6 +131,32 @@ func TestDecideRebootWithoutBootID(t *testing.T) {
 			})
 			if d := testPolicy().Decide(in); d.Step != tc.step {
 				t.Errorf("step %s (%s), want %s", d.Step, d.Message, tc.step)
+			}
+		})
+	}
+}
+
+// TestPolicyFromCounts: a config built in code (not validated) with passes_to_resume,
+// gpu_repairs or node_repairs of 0 is refused; 1, their least value, is taken.
+func TestPolicyFromCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(r *config.RepairConfig)
+		ok   bool
+	}{
+		{"the defaults", func(*config.RepairConfig) {}, true},
+		{"passes_to_resume = 1", func(r *config.RepairConfig) { r.PassesToResume = 1 }, true},
+		{"passes_to_resume = 0", func(r *config.RepairConfig) { r.PassesToResume = 0 }, false},
+		{"gpu_repairs = 1", func(r *config.RepairConfig) { r.GPURepairs = 1 }, true},
+		{"gpu_repairs = 0", func(r *config.RepairConfig) { r.GPURepairs = 0 }, false},
+		{"node_repairs = 0", func(r *config.RepairConfig) { r.NodeRepairs = 0 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default(nil)
+			cfg.Repair.Enabled = true
+			tc.set(&cfg.Repair)
+			if _, err := PolicyFrom(cfg); (err == nil) != tc.ok {
+				t.Errorf("PolicyFrom: %v, want ok: %v", err, tc.ok)
 			}
 		})
 	}
