@@ -7,6 +7,7 @@ package checks
 import (
 	"errors"
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -249,7 +250,8 @@ func TestJudgeRatesOneRated(t *testing.T) {
 }
 
 // TestConfigBoundaries: the largest PCIe width (x32) is a valid min_width and x33 is not; an
-// InfiniBand port selector names port 1 and up, never port 0.
+// InfiniBand port selector names port 1 and up, never port 0; a clock event reason may be
+// listed twice in one list, not in both.
 func TestConfigBoundaries(t *testing.T) {
 	for _, tc := range []struct {
 		toml string
@@ -260,6 +262,9 @@ func TestConfigBoundaries(t *testing.T) {
 		{"[checks.ib_ports]\ndevices = [\"mlx5_0/1\"]\n", true},
 		{"[checks.ib_ports]\ndevices = [\"mlx5_0/0\"]\n", false},
 		{"[checks.ib_ports]\nexclude_devices = [\"mlx5_0/0\"]\n", false},
+		// A reason twice in one list is harmless; in both lists it is a contradiction.
+		{"[checks.gpu_clocks]\nfail = [\"hw_slowdown\", \"hw_slowdown\"]\n", true},
+		{"[checks.gpu_clocks]\nfail = [\"hw_slowdown\"]\nwarn = [\"hw_slowdown\"]\n", false},
 	} {
 		_, err := config.ParseConfig([]byte(tc.toml), "nodecheck.toml", Schema())
 		if (err == nil) != tc.ok {
@@ -358,5 +363,24 @@ func TestGresWantsNvidiactl(t *testing.T) {
 	}
 	if diff := cmp.Diff([]string{"/dev/fpga0"}, files(fpga)); diff != "" {
 		t.Errorf("an fpga line (-want +got):\n%s", diff)
+	}
+}
+
+// TestJudgeCoresEdge: Cores= reaching one past the node's last core names a core the node
+// does not have; up to the last core it is the whole socket.
+func TestJudgeCoresEdge(t *testing.T) {
+	one := numberCores(linuxTopology(1, 16, 2), false) // cores 0-15
+	for _, tc := range []struct {
+		cores  string
+		status Status
+		part   string
+	}{
+		{"0-15", StatusOK, "Cores=0-15) on the node's only socket (cores 0-15)"},
+		{"0-16", StatusWarn, "Cores=0-16) names cores 16, but the node has 16 cores (0-15 in Slurm's numbering"},
+	} {
+		v := judgeCores(coresGPU("/dev/nvidia0", "0000:19:00.0", tc.cores, -1), one, false)
+		if v.Status != tc.status || !strings.Contains(v.line, tc.part) {
+			t.Errorf("Cores=%s: %s %q, want %s with %q", tc.cores, v.Status, v.line, tc.status, tc.part)
+		}
 	}
 }

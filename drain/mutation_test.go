@@ -4,6 +4,7 @@ package drain
 
 import (
 	"context"
+	"strings"
 	"testing"
 
 	"github.com/nodecheck/nodecheck/config"
@@ -79,5 +80,36 @@ func TestNameList(t *testing.T) {
 	}
 	if got := nameList([]string{"n1", "n2", "n3", "n4", "n5", "n6"}); got != "n1, n2, n3, n4, n5, ..." {
 		t.Errorf("six: %q", got)
+	}
+}
+
+// TestFormatReasonExactLength: a reason of exactly MaxReasonLen keeps its whole summary; one
+// byte more cuts the summary with "...".
+func TestFormatReasonExactLength(t *testing.T) {
+	head := "nodecheck: ib_ports: "
+	fits := strings.Repeat("x", MaxReasonLen-len(head))
+	if got := FormatReason("nodecheck:", []Failure{{Check: "ib_ports", Summary: fits}}); got != head+fits {
+		t.Errorf("%d bytes: %q, want the whole summary", len(got), got)
+	}
+	got := FormatReason("nodecheck:", []Failure{{Check: "ib_ports", Summary: fits + "y"}})
+	if len(got) != MaxReasonLen || !strings.HasSuffix(got, "x...") {
+		t.Errorf("one byte over: %d bytes %q, want %d ending in ...", len(got), got, MaxReasonLen)
+	}
+}
+
+// TestGuardNoLimit: with no limit (N 0) the guard acts without listing the cluster, so an
+// unreachable listing does not hold the node back; with a limit of 1 it does.
+func TestGuardNoLimit(t *testing.T) {
+	for _, tc := range []struct {
+		n       int
+		entered bool
+	}{{0, true}, {1, false}} {
+		f := newFake(NodeState{Name: "n1", State: "IDLE"})
+		f.down = true
+		g := Guard{Limit: Limit{N: tc.n}, Counts: func(NodeState) bool { return true }}
+		res := g.Enter(context.Background(), f, "n1", func() bool { return true }, func() bool { return true })
+		if res.Entered != tc.entered || res.Unreachable == tc.entered {
+			t.Errorf("limit %d: %+v, want entered %v", tc.n, res, tc.entered)
+		}
 	}
 }

@@ -3,9 +3,12 @@ package repair
 // Boundary tests found by mutation testing (docs/development.md, "Mutation testing").
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // TestDecideGPUIdentity: the repairs a GPU's limit counts are its own. A GPU known only by
@@ -31,6 +34,7 @@ func TestDecideGPUIdentity(t *testing.T) {
 		{"same UUID, neither side has a serial: at its limit", noSerial, &noSerial, StepEscalate},
 		{"same UUID, moved to another slot: at its limit", GPU{Bus: "0000:bb:00.0", UUID: gpu9b.UUID}, nil, StepEscalate},
 		{"same slot, another serial: starts again", GPU{Bus: gpu9b.Bus, UUID: gpu9b.UUID, Serial: "1652922000999"}, nil, StepReset},
+		{"serial recorded, none now, same UUID: at its limit", gpu9b, &noSerial, StepEscalate},
 		{"serial on one side only, no UUID: the slot decides", GPU{Bus: gpu9b.Bus, Serial: "1652922000999"}, &GPU{Bus: gpu9b.Bus}, StepEscalate},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -72,6 +76,87 @@ func TestDecideClosesOnlyOpenRepairs(t *testing.T) {
 			})
 			if d := testPolicy().Decide(in); d.Step != StepNone || d.Close != tc.close {
 				t.Errorf("step %s close %q, want none, close %q", d.Step, d.Close, tc.close)
+			}
+		})
+	}
+}
+
+// TestRepairWindowEdge: a repair started exactly a window ago still counts toward the GPU's
+// limit and is listed in the counts; one second earlier it has left the window.
+func TestRepairWindowEdge(t *testing.T) {
+	p := testPolicy()
+	for _, tc := range []struct {
+		name   string
+		oldest time.Duration // how long before now the oldest of three resets started
+		step   Step
+		listed bool // the oldest's GPU (another slot) in the counts
+	}{
+		{"exactly the window", p.GPUWindow, StepEscalate, true},
+		{"a second before it", p.GPUWindow + time.Second, StepReset, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := with(idle(xidReason, xidFault), func(in *Input) {
+				in.Record = Record{Entries: []Entry{entry(RemedyReset, OutcomeOK, "b", t0.Add(-tc.oldest), gpu9b),
+					entry(RemedyReset, OutcomeOK, "b", t0.Add(-2*time.Hour), gpu9b), entry(RemedyReset, OutcomeOK, "b", t0.Add(-time.Hour), gpu9b)}}
+			})
+			if d := p.Decide(in); d.Step != tc.step {
+				t.Errorf("step %s (%s), want %s", d.Step, d.Message, tc.step)
+			}
+			moved := GPU{Bus: "0000:bb:00.0", UUID: "GPU-5a0b8c1e-0000-4000-8000-0000000000bb"}
+			c := p.countsOf(Record{Entries: []Entry{entry(RemedyReset, OutcomeOK, "b", t0.Add(-tc.oldest), moved)}}, []GPU{gpu9b}, t0)
+			if listed := slices.ContainsFunc(c.GPUs, func(g GPUCount) bool { return g.Bus == moved.Bus && g.N == 1 }); listed != tc.listed {
+				t.Errorf("counts %+v: GPU %s listed with 1: %v, want %v", c.GPUs, moved.Bus, listed, tc.listed)
+			}
+		})
+	}
+}
+
+// TestDecideRebootWithoutBootID: a reboot whose entry has no boot id (none could be read when
+// it was asked) is not taken as "never happened" when this run's boot id is unknown too: only
+// a boot id seen before and after says the node did not reboot.
+func TestDecideRebootWithoutBootID(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		entry, this string
+		step        Step
+	}{
+		{"both unknown: wait", "", "", StepWait},
+		{"the same boot id: never happened", "boot-1", "boot-1", StepEscalate},
+		{"another boot id: wait for clean runs", "boot-1", "boot-2", StepWait},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := with(idle(bootTagged), func(in *Input) {
+				in.BootID = tc.this
+				in.Record = Record{Entries: []Entry{entry(RemedyReboot, OutcomePending, tc.entry, t0.Add(-time.Hour), gpu9b)}}
+			})
+			if d := testPolicy().Decide(in); d.Step != tc.step {
+				t.Errorf("step %s (%s), want %s", d.Step, d.Message, tc.step)
+			}
+		})
+	}
+}
+
+// TestPolicyFromCounts: a config built in code (not validated) with passes_to_resume,
+// gpu_repairs or node_repairs of 0 is refused; 1, their least value, is taken.
+func TestPolicyFromCounts(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		set  func(r *config.RepairConfig)
+		ok   bool
+	}{
+		{"the defaults", func(*config.RepairConfig) {}, true},
+		{"passes_to_resume = 1", func(r *config.RepairConfig) { r.PassesToResume = 1 }, true},
+		{"passes_to_resume = 0", func(r *config.RepairConfig) { r.PassesToResume = 0 }, false},
+		{"gpu_repairs = 1", func(r *config.RepairConfig) { r.GPURepairs = 1 }, true},
+		{"gpu_repairs = 0", func(r *config.RepairConfig) { r.GPURepairs = 0 }, false},
+		{"node_repairs = 0", func(r *config.RepairConfig) { r.NodeRepairs = 0 }, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := config.Default(nil)
+			cfg.Repair.Enabled = true
+			tc.set(&cfg.Repair)
+			if _, err := PolicyFrom(cfg); (err == nil) != tc.ok {
+				t.Errorf("PolicyFrom: %v, want ok: %v", err, tc.ok)
 			}
 		})
 	}
