@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +25,10 @@ import (
 type lintOptions struct {
 	SlurmConf string // --slurm-conf; empty: found as Slurm does (FindSlurmConf)
 	GresConf  string // --gres-conf; empty: gres.conf beside slurm.conf, if there is one
-	Format    string // --format: text or json
+	// CgroupConf is --cgroup-conf; empty: cgroup.conf beside slurm.conf (none there is
+	// Slurm's defaults: devices not constrained).
+	CgroupConf string
+	Format     string // --format: text or json
 
 	// Topology is --topology: topology.conf to check; IBNetDiscover is --ibnetdiscover, a
 	// capture to check it against ("-" for Stdin); IBGUIDMap and IBHostRegexp are
@@ -63,7 +67,10 @@ func newLintCmd() *cobra.Command {
 slurm.conf defines, as slurmd and slurmctld will: GPU counts that differ (nodes then register
 with fewer GPUs, go INVAL, and jobs stay PENDING), types in one file and not the other,
 duplicate device files, Cores=/CPUs= beyond the node's cores, gres.conf lines that match no node,
-GRES missing from GresTypes, unknown keys and broken hostlists. Each problem names the file
+GRES missing from GresTypes, unknown keys and broken hostlists. With cgroup.conf (beside
+slurm.conf, or --cgroup-conf) it warns where GPU nodes can run several jobs at once
+(partitions without OverSubscribe=EXCLUSIVE) while jobs are not fenced to their GPUs
+(ConstrainDevices=yes, TaskPlugin=task/cgroup, ProctrackType=proctrack/cgroup). Each problem names the file
 and line, the nodes (as one hostlist), and what to change.
 
 slurm.conf is found as Slurm finds it (--slurm-conf, SLURM_CONF, slurmd's configless cache,
@@ -113,6 +120,7 @@ the usage is wrong.`,
 	f := cmd.Flags()
 	f.StringVar(&o.SlurmConf, "slurm-conf", "", "slurm.conf to read (default: as Slurm finds it)")
 	f.StringVar(&o.GresConf, "gres-conf", "", "gres.conf to read (default: gres.conf beside slurm.conf)")
+	f.StringVar(&o.CgroupConf, "cgroup-conf", "", "cgroup.conf to read (default: cgroup.conf beside slurm.conf)")
 	f.StringVar(&o.Format, "format", "text", "output format: text or json")
 	f.StringVar(&o.Topology, "topology", "", "topology.conf to check")
 	f.StringVar(&o.IBNetDiscover, "ibnetdiscover", "", "ibnetdiscover output to check --topology against (- for standard input)")
@@ -253,5 +261,18 @@ func lintSlurm(path string, o lintOptions, stderr io.Writer) (slurm.Report, *slu
 		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
 		return slurm.Report{}, nil, exitCannotRun
 	}
-	return slurm.Lint(sc, gc, o.lint...), sc, exitHealthy
+	cgPath := o.CgroupConf
+	if cgPath == "" {
+		cgPath = filepath.Join(filepath.Dir(path), "cgroup.conf")
+	}
+	cg, err := slurm.LoadCgroupConf(cgPath, o.ReadFile)
+	switch {
+	case err != nil && o.CgroupConf == "" && errors.Is(err, fs.ErrNotExist):
+		cg = nil // Slurm's defaults: ConstrainDevices=no
+	case err != nil:
+		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", cgPath, err)
+		return slurm.Report{}, nil, exitCannotRun
+	}
+	opts := append(slices.Clip(o.lint), slurm.WithCgroupConf(cg, cgPath))
+	return slurm.Lint(sc, gc, opts...), sc, exitHealthy
 }

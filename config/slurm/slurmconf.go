@@ -125,13 +125,17 @@ type PartitionLine struct {
 	// a higher tier preempt jobs of a lower one.
 	PriorityTier int
 	Priority     int // Priority=, the older key that also sets PriorityTier (and wins over it)
+	// OverSubscribe is OverSubscribe= (or the older Shared=) as written: NO, YES, FORCE or
+	// EXCLUSIVE, with an optional :count; empty when not set (Slurm's default NO, which still
+	// lets jobs share a node's free cores and GPUs under select/cons_tres).
+	OverSubscribe string
 	// MaxTime and DefaultTime are MaxTime= and DefaultTime=, whole minutes (ParseSlurmTime);
 	// UnlimitedTime for UNLIMITED, and zero when not set (Slurm's defaults: MaxTime
 	// UNLIMITED, DefaultTime MaxTime).
 	MaxTime     time.Duration
 	DefaultTime time.Duration
-	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime and
-	// DefaultTime given for this partition to where: this line, or the PartitionName=DEFAULT
+	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime,
+	// DefaultTime and OverSubscribe given for this partition to where: this line, or the PartitionName=DEFAULT
 	// line it came from.
 	Set map[string]Pos
 }
@@ -548,6 +552,9 @@ func (p *slurmParser) partitionLine(l confLine) {
 		case "preemptmode":
 			part.PreemptMode = f.Value
 			part.Set["PreemptMode"] = l.Pos
+		case "oversubscribe", "shared":
+			part.OverSubscribe = f.Value
+			part.Set["OverSubscribe"] = l.Pos
 		case "prioritytier", "priority":
 			n, err := strconv.ParseUint(f.Value, 10, 16)
 			if err != nil {
@@ -619,6 +626,8 @@ func mergePartitionDefault(own *PartitionLine, d PartitionLine) {
 			own.Nodes, own.AllNodes = d.Nodes, d.AllNodes
 		case "PreemptMode":
 			own.PreemptMode = d.PreemptMode
+		case "OverSubscribe":
+			own.OverSubscribe = d.OverSubscribe
 		case "GraceTime":
 			own.GraceTime = d.GraceTime
 		case "PriorityTier":
