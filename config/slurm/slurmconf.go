@@ -28,9 +28,12 @@ type NodeLine struct {
 	CoresPerSocket  int    // CoresPerSocket
 	ThreadsPerCore  int    // ThreadsPerCore
 	RealMemory      uint64 // RealMemory, in MiB
-	State           string // State, as written (CLOUD, FUTURE, UNKNOWN, ...)
-	Gres            []GresSpec
-	Features        []string // Feature or Features, split at commas
+	// TmpDisk is TmpDisk, in MB as slurmd counts them (MiB: f_blocks × f_frsize / 2^20 of
+	// TmpFS); slurmctld sets a node that registers with less INVAL ("Low TmpDisk").
+	TmpDisk  uint64
+	State    string // State, as written (CLOUD, FUTURE, UNKNOWN, ...)
+	Gres     []GresSpec
+	Features []string // Feature or Features, split at commas
 
 	// Set maps each key given for these nodes (in Slurm's spelling: "CPUs", "Gres", ...) to
 	// where its value was written: this line, or the NodeName=DEFAULT line it came from.
@@ -490,6 +493,13 @@ func (p *slurmParser) nodeField(n *NodeLine, f confField, pos Pos, nodeName stri
 			return
 		}
 		n.RealMemory = v
+	case "TmpDisk":
+		v, err := strconv.ParseUint(f.Value, 10, 32)
+		if err != nil {
+			p.problem(SeverityError, pos, nodes, "TmpDisk=%s is not a whole number of MB from 0 to 4294967295", f.Value)
+			return
+		}
+		n.TmpDisk = v
 	case "State":
 		n.State = f.Value
 	case "Gres":
@@ -527,6 +537,8 @@ func mergeNodeDefault(own *NodeLine, d NodeLine) {
 			own.ThreadsPerCore = d.ThreadsPerCore
 		case "RealMemory":
 			own.RealMemory = d.RealMemory
+		case "TmpDisk":
+			own.TmpDisk = d.TmpDisk
 		case "State":
 			own.State = d.State
 		case "Gres":
