@@ -37,6 +37,10 @@ type lintOptions struct {
 	IBNetDiscover string
 	IBGUIDMap     string
 	IBHostRegexp  string
+	// LLDP is --lldp, a directory of LLDP captures (one a node) to check --topology against
+	// instead of an ibnetdiscover capture; LLDPSwitchMap is --lldp-switch-map.
+	LLDP          string
+	LLDPSwitchMap string
 
 	// Config is --config: the nodecheck.toml whose budgets slurm.conf's hook limits are held
 	// against; empty: nodecheck's built-in budgets. CheckpointWindow is --checkpoint-window,
@@ -84,6 +88,10 @@ switch other than the one its adapters are cabled to is named, with where it is 
 where to move it. Adapters are named to nodes by their node description ("gpu001 mlx5_0"),
 or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. Without a
 slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
+On RoCE and other Ethernet fabrics, --lldp DIR (the nodes' LLDP captures, see "nodecheck
+topology capture --lldp") stands for --ibnetdiscover: each node's ports are named to it by
+their capture, the leaves by their LLDP system name (mapped by --lldp-switch-map), and
+nodes topology.conf puts under another leaf are named the same way.
 
 It also reports the scheduling pitfalls of a GPU cluster (each once, at its line, with the
 fix): SchedulerType other than backfill; a backfill window (bf_window) shorter than the
@@ -105,7 +113,8 @@ the usage is wrong.`,
   nodecheck lint --slurm-conf /etc/slurm/slurm.conf --gres-conf /etc/slurm/gres.conf
   nodecheck lint --format json | jq '.problems[] | select(.severity == "error")'
   nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover fabric.txt
-  ibnetdiscover | nodecheck lint --topology topology.conf --ibnetdiscover -`,
+  ibnetdiscover | nodecheck lint --topology topology.conf --ibnetdiscover -
+  nodecheck lint --topology /etc/slurm/topology.conf --lldp /shared/lldp --lldp-switch-map switches.map`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -127,6 +136,8 @@ the usage is wrong.`,
 	f.StringVar(&o.IBGUIDMap, "ib-guid-map", "", "file of \"GUID host\" lines naming adapters whose description has no host")
 	f.StringVar(&o.Config, "config", "", "nodecheck.toml whose budgets the hook limits in slurm.conf are checked against (default: the built-in budgets)")
 	f.DurationVar(&o.CheckpointWindow, "checkpoint-window", slurm.DefaultCheckpointWindow, "time a preempted GPU job needs to write a checkpoint; partitions whose GraceTime is shorter are reported")
+	f.StringVar(&o.LLDP, "lldp", "", "directory of LLDP captures (nodecheck topology capture --lldp, one a node) to check --topology against")
+	f.StringVar(&o.LLDPSwitchMap, "lldp-switch-map", "", "file of \"LLDP-NAME TOPOLOGY-NAME\" lines naming the switches LLDP reports")
 	f.StringVar(&o.IBHostRegexp, "ib-host-regexp", "", "regular expression finding the host in a node description (group \"host\", else the first group)")
 	return cmd
 }
@@ -188,7 +199,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		slurm.WithRepairs(cfg.Repair.Enabled, cfg.Repair.Reboot),
 	}
 	var topo *topologyInputs
-	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {
+	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" || o.LLDP != "" || o.LLDPSwitchMap != "" {
 		var err error
 		if topo, err = readTopologyInputs(ctx, o); err != nil {
 			fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)

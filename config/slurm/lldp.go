@@ -17,11 +17,11 @@ import (
 
 // LLDPNeighbor is the switch port one local port sees.
 type LLDPNeighbor struct {
-	Interface   string `json:"interface"`    // the local port ("ens1f0")
-	SysName     string `json:"sys_name"`     // the switch's system name ("leaf01"); empty when it sends none
-	ChassisID   string `json:"chassis_id"`   // the switch's chassis id ("mac 44:38:39:00:02:00")
-	PortID      string `json:"port_id"`      // the switch port ("ifname swp44")
-	PortDescr   string `json:"port_descr"`   // the switch port's description, when sent
+	Interface   string `json:"interface"`   // the local port ("ens1f0")
+	SysName     string `json:"sys_name"`    // the switch's system name ("leaf01"); empty when it sends none
+	ChassisID   string `json:"chassis_id"`  // the switch's chassis id ("mac 44:38:39:00:02:00")
+	PortID      string `json:"port_id"`     // the switch port ("ifname swp44")
+	PortDescr   string `json:"port_descr"`  // the switch port's description, when sent
 	Description string `json:"description"` // the switch's system description, when sent
 }
 
