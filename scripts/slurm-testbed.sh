@@ -29,6 +29,8 @@
 #                                              rebooted node (default: Slurm's, 60)
 #                    NODECHECK_TESTBED_EXTRA_CONF  a file whose lines are appended to slurm.conf
 #                                              (PreemptType, more partitions); later keys win
+#                    NODECHECK_TESTBED_TOPOLOGY  a file copied to topology.conf beside slurm.conf
+#                                              (with TopologyPlugin= in EXTRA_CONF)
 #                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
 #                                              every file the test bed writes is under it, nothing under /etc
 #                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
@@ -103,6 +105,7 @@ REBOOT=${NODECHECK_TESTBED_REBOOT:-0}
 RETURN_TO_SERVICE=${NODECHECK_TESTBED_RETURN_TO_SERVICE:-2}
 RESUME_TIMEOUT=${NODECHECK_TESTBED_RESUME_TIMEOUT:-}
 EXTRA_CONF=${NODECHECK_TESTBED_EXTRA_CONF:-}
+TOPOLOGY=${NODECHECK_TESTBED_TOPOLOGY:-}
 CLEAN_CACHE=0
 
 parse_flags() {
@@ -556,6 +559,7 @@ write_config() {
   install -m 0755 "$HERE/testbed/slurmd-reboot" "$DIR/bin/slurmd-reboot"
   write_boots
   write_slurm_conf "$host" "$topo" >"$CONF"
+  if [ -n "$TOPOLOGY" ]; then cp "$TOPOLOGY" "$DIR/etc/topology.conf"; fi
   : >"$DIR/etc/gres.conf"
   for n in $NODES; do
     # Character devices, as gres.conf requires: regular files are rejected, and then no GPU
