@@ -39,6 +39,10 @@ type Options struct {
 	SlurmBin string        // the directory of sbatch, squeue, scancel, sinfo ("/usr/bin" when empty)
 	Env      []string      // the Slurm clients' environment (SLURM_CONF ...); nil for this process's
 	Poll     time.Duration // how often to look (200 ms when zero)
+	// MemMB is --mem for both jobs; 0 leaves it out. SUSPEND needs it where memory is a
+	// consumable resource: a suspended job keeps its memory, and the preempting job must fit
+	// beside it.
+	MemMB int
 }
 
 // Measurement is what one preemption did to the test job.
@@ -119,7 +123,9 @@ func Measure(ctx context.Context, o Options) (Measurement, error) {
 	}
 	args = o.jobArgs(o.PreemptorPartition, o.PreemptorQOS, "nodecheck-preemptor")
 	m.Preempted = time.Now()
-	out, err = o.slurm(ctx, "sbatch", append(args, "--wrap", "sleep 1")...)
+	// Long enough that a suspended test job is seen suspended before gang scheduling
+	// resumes it.
+	out, err = o.slurm(ctx, "sbatch", append(args, "--wrap", "sleep 10")...)
 	if err != nil {
 		return m, err
 	}
@@ -181,6 +187,9 @@ func (o *Options) jobArgs(partition, qos, name string) []string {
 	a := []string{"--parsable", "-p", partition, "-w", o.Node, "--exclusive", "-N", "1", "-J", name, "-o", "/dev/null", "-t", "30"}
 	if qos != "" {
 		a = append(a, "-q", qos)
+	}
+	if o.MemMB > 0 {
+		a = append(a, "--mem", strconv.Itoa(o.MemMB))
 	}
 	if o.Reservation != "" {
 		a = append(a, "--reservation", o.Reservation)
@@ -295,6 +304,11 @@ func (o *Options) readEvents(m *Measurement) error {
 		t, err := parseUnix(ts)
 		if err != nil || t.Before(m.Preempted.Add(-time.Second)) {
 			continue
+		}
+		if t.After(m.Ended) {
+			// The application wrote this after its last sign of life (a busy node can
+			// delay the heartbeat): it was alive then.
+			m.Ended = t
 		}
 		if m.FirstSignal.IsZero() {
 			m.FirstSignal = t
