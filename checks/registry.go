@@ -56,6 +56,7 @@ var ordered = []Check{
 	dcgmHealth{},
 	ibFlaps{},
 	nodeInventory{},
+	scratchDisk{},
 	gresAffinity{},
 	dcgmDiag{},
 	validationAge{},

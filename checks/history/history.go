@@ -137,7 +137,8 @@ type XID struct {
 	TLast int64 `json:"tl"`
 	N     int   `json:"n"`
 	XID   int   `json:"x"`
-	// Loc is "GPC/TPC" for XID 13 lines that name them ("7/7"), else empty.
+	// Loc is "GPC/TPC" for XID 13 lines that name them ("7/7"), IntrInfo/ErrorStatus in hex
+	// for NVLink5 XIDs 144-150 ("25525c6/0"), else empty.
 	Loc string `json:"l,omitempty"`
 	Msg string `json:"m,omitempty"`
 }

@@ -181,7 +181,8 @@ func (h *History) gpuEntries(g GPU, r Rules) []Entry {
 		if x.Msg != "" {
 			e.Text += ": " + x.Msg
 		}
-		if reboot := slices.Contains(r.RebootXIDs, x.XID); reboot || slices.Contains(r.ResetXIDs, x.XID) {
+		if c := r.Class(x); c == XIDReset || c == XIDReboot {
+			reboot := c == XIDReboot
 			by, _ := h.stickyEnd(g, x, reboot)
 			e.InForce, e.EndedBy = by == "", by
 		}

@@ -168,7 +168,7 @@ func validateGPU(c *checker, i int, g *GPU) {
 		if x.TLast < x.T {
 			c.failf("%s: before its t", fieldAt(q, "tl"))
 		}
-		c.str(q, "l", x.Loc, 16)
+		c.str(q, "l", x.Loc, maxLocLen)
 		c.str(q, "m", x.Msg, maxMsgLen)
 	}
 	for j, s := range g.Samples {
