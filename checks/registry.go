@@ -58,6 +58,7 @@ var ordered = []Check{
 	nodeInventory{},
 	gresAffinity{},
 	dcgmDiag{},
+	siteChecks{},
 }
 
 // All returns every check in run order.
