@@ -48,6 +48,8 @@ var ordered = []Check{
 	gpuPowerLimit{},
 	gpuPersistence{},
 	ibPorts{},
+	fsMounts{},
+	fsUsage{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},

@@ -7,5 +7,6 @@ func DeclaredFacts() []FactDecl {
 	return []FactDecl{
 		InventoryFact,
 		NVLinkTopologyFact,
+		FilesystemsFact,
 	}
 }
