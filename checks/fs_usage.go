@@ -123,11 +123,12 @@ var sizeUnits = []struct {
 	{"T", 1 << 40}, {"G", 1 << 30}, {"M", 1 << 20}, {"K", 1 << 10}, {"k", 1 << 10}, {"B", 1},
 }
 
-// ParseSize parses a size with a unit, such as "10GiB", "512MB" or "1T" (units are powers of
-// 1024, as NHC's are; case as written in sizeUnits). "0" needs no unit; any other number does.
+// ParseSize parses a size with a unit, such as "10GiB", "512MB", "32g" or "1T": units are
+// powers of 1024 in any case, as NHC's are. "0" needs no unit; any other number does.
 func ParseSize(s string) (uint64, error) {
 	for _, u := range sizeUnits {
-		if num, ok := strings.CutSuffix(s, u.suffix); ok {
+		if len(s) > len(u.suffix) && strings.EqualFold(s[len(s)-len(u.suffix):], u.suffix) {
+			num := s[:len(s)-len(u.suffix)]
 			v, err := strconv.ParseFloat(num, 64)
 			if err != nil || v < 0 || math.IsNaN(v) || math.IsInf(v, 0) || v*float64(u.mult) > math.MaxUint64/2 {
 				return 0, fmt.Errorf("%q is not a size", s)

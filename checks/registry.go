@@ -50,6 +50,7 @@ var ordered = []Check{
 	ibPorts{},
 	fsMounts{},
 	fsUsage{},
+	memory{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},
