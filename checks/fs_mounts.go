@@ -190,11 +190,14 @@ func judgeMount(ms []node.Mount, w mountSpec) Detail {
 	return d
 }
 
-// matchPattern matches s as NHC's mcheck does: a pattern written /RE/ is a regular
+// matchPattern matches s as NHC's mcheck does: "!PATTERN" is its negation, a pattern written /RE/ is a regular
 // expression (unanchored), one with *, ? or [ a shell glob whose * also matches '/' (bash's
 // [[ == ]]), anything else the exact text. A regular expression that does not compile
 // matches nothing (ValidateSection refuses it first).
 func matchPattern(pat, s string) bool {
+	if rest, ok := strings.CutPrefix(pat, "!"); ok && rest != "" {
+		return !matchPattern(rest, s)
+	}
 	if isRegexPattern(pat) {
 		re, err := regexp.Compile(pat[1 : len(pat)-1])
 		return err == nil && re.MatchString(s)

@@ -51,6 +51,7 @@ var ordered = []Check{
 	fsMounts{},
 	fsUsage{},
 	memory{},
+	services{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},

@@ -8,5 +8,6 @@ func DeclaredFacts() []FactDecl {
 		InventoryFact,
 		NVLinkTopologyFact,
 		FilesystemsFact,
+		ProcessesFact,
 	}
 }
