@@ -131,7 +131,6 @@ func judgeServices(procs *node.Processes, want []string, units []unitState) Resu
 	return settleDetails(res, fmt.Sprintf("%s running", countNoun(len(res.Details), "service", "services")))
 }
 
-
 // judgeProcess looks for a process called name (NHC's check_ps_service: argv[0] matches
 // "*name"; or the kernel's name is name) owned by user (a glob; "" any).
 func judgeProcess(procs *node.Processes, name, user string) Detail {
