@@ -205,7 +205,7 @@ func judgeFSUsage(fsys node.Filesystems, limits []fsLimit) Result {
 			}
 		}
 	}
-	return settleDetails(res, fmt.Sprintf("%s within limits", countNoun(len(limits), "filesystem limit", "filesystem limits")))
+	return settleDetails(res, countNoun(len(limits), "filesystem limit", "filesystem limits")+" met")
 }
 
 func limitWord(l fsLimit) string {
