@@ -52,6 +52,7 @@ var ordered = []Check{
 	fsUsage{},
 	memory{},
 	services{},
+	interfaces{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},

@@ -117,7 +117,7 @@ func TestImportNHCTests(t *testing.T) {
 		{"* || HOSTNAME=\"$HOSTNAME_S\"", "skipped: shell expansion"},
 		{"* || export NHC_RM=slurm", "skipped: \"export\" is an NHC setting or a command"},
 		{"* || check_hw_cpuinfo 2 8 8", "skipped: check_hw_cpuinfo compares with fixed counts"},
-		{"* || check_hw_eth eth0", "skipped: check_hw_eth"},
+		{"* || check_hw_eth eth0", "interfaces.present = eth0"},
 	}
 	for _, tc := range tests {
 		got, _ := find(tc.raw)

@@ -36,7 +36,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -139,6 +139,11 @@ func translateLine(l Line) ([]Entry, string, error) {
 		return entry("memory", key, s), "", nil
 	case "check_ps_service":
 		return psService(args, entry)
+	case "check_hw_eth":
+		if len(args) != 1 || strings.ContainsAny(args[0], "/ \t") || args[0] == "" {
+			return nil, "", errors.New("check_hw_eth takes one device name")
+		}
+		return entry("interfaces", "present", args[0]), "", nil
 	case "check_ps_daemon":
 		if len(args) < 1 || len(args) > 2 {
 			return nil, "", errors.New("check_ps_daemon with ARGS matches the whole command line, which nodecheck does not record (it may hold secrets); keep it in NHC")
