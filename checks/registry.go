@@ -53,6 +53,7 @@ var ordered = []Check{
 	memory{},
 	services{},
 	interfaces{},
+	hostMemoryErrors{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},
