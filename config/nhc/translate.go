@@ -173,7 +173,7 @@ var noEquivalent = map[string]string{
 	"check_hw_ib":               "check_hw_ib: ib_ports checks every InfiniBand port (ACTIVE, LinkUp, at least min_rate_gbps) natively; set [checks.ib_ports] rather than translating one device at a time",
 	"check_hw_eth":              "check_hw_eth has no native nodecheck equivalent yet: keep it in NHC, run as a site check",
 	"check_hw_gm":               "Myrinet (check_hw_gm): not applicable to a GPU node",
-	"check_hw_mcelog":           "check_hw_mcelog has no native nodecheck equivalent yet: keep it in NHC, run as a site check",
+	"check_hw_mcelog":           "check_hw_mcelog asks mcelog for CPU and memory machine checks; host_memory_errors reads the kernel's EDAC memory error counts natively, but not CPU machine checks: keep the line in NHC",
 	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
 	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
 	"check_file_test":           "check_file_test has no native nodecheck equivalent: keep it in NHC, run as a site check (gres_devices already checks the GPU device files of gres.conf)",
