@@ -118,6 +118,7 @@ func TestImportNHCTests(t *testing.T) {
 		{"* || export NHC_RM=slurm", "skipped: \"export\" is an NHC setting or a command"},
 		{"* || check_hw_cpuinfo 2 8 8", "skipped: check_hw_cpuinfo compares with fixed counts"},
 		{"* || check_hw_eth eth0", "interfaces.present = eth0"},
+		{"* || check_ps_loadavg '' 64", "load_average.max_5m = 64"},
 	}
 	for _, tc := range tests {
 		got, _ := find(tc.raw)

@@ -16,6 +16,7 @@ type Entry struct {
 	Section string // check id: "fs_mounts"
 	Key     string // key in [checks.Section]: "mounts"
 	Value   string
+	Number  bool // Value is a whole number, written without quotes
 	From    Line
 }
 
@@ -139,6 +140,24 @@ func translateLine(l Line) ([]Entry, string, error) {
 		return entry("memory", key, s), "", nil
 	case "check_ps_service":
 		return psService(args, entry)
+	case "check_ps_loadavg":
+		if len(args) == 0 || len(args) > 3 {
+			return nil, "", errors.New("check_ps_loadavg takes up to three limits (1, 5, 15 minutes)")
+		}
+		var es []Entry
+		for i, a := range args {
+			if a == "" {
+				continue
+			}
+			n, err := strconv.ParseUint(a, 10, 31)
+			if err != nil || n == 0 {
+				return nil, "", fmt.Errorf("load limit %q: a whole number above 0", a)
+			}
+			e := entry("load_average", []string{"max_1m", "max_5m", "max_15m"}[i], a)
+			e[0].Number = true
+			es = append(es, e...)
+		}
+		return es, "", nil
 	case "check_hw_eth":
 		if len(args) != 1 || strings.ContainsAny(args[0], "/ \t") || args[0] == "" {
 			return nil, "", errors.New("check_hw_eth takes one device name")
@@ -186,7 +205,6 @@ var noEquivalent = map[string]string{
 	"check_ps_unauth_users":     "check_ps_unauth_users: job_leftovers judges processes against the job in the epilog; NHC's scheduler-wide user list has no equivalent",
 	"check_ps_userproc_lineage": "check_ps_userproc_lineage: no equivalent; keep it in NHC",
 	"check_ps_blacklist":        "check_ps_blacklist (a process that must not run) has no native equivalent: keep it in NHC",
-	"check_ps_loadavg":          "check_ps_loadavg has no native nodecheck equivalent yet: keep it in NHC",
 	"check_ps_kswapd":           "check_ps_kswapd has no native nodecheck equivalent: keep it in NHC",
 	"check_ps_cpu":              "check_ps_cpu has no native nodecheck equivalent: keep it in NHC",
 	"check_ps_mem":              "check_ps_mem has no native nodecheck equivalent: keep it in NHC",
@@ -424,7 +442,11 @@ func (t Translation) WriteTOML(w io.Writer, source string, total int, rest strin
 		for _, k := range keys {
 			es := byKey[k]
 			if !listKeys[sec+"."+k] {
-				fmt.Fprintf(&b, "%s = %s # %s: %s\n", k, tomlQuote(es[0].Value), es[0].From.Where(), oneLine(es[0].From.Raw))
+				v := tomlQuote(es[0].Value)
+				if es[0].Number {
+					v = es[0].Value
+				}
+				fmt.Fprintf(&b, "%s = %s # %s: %s\n", k, v, es[0].From.Where(), oneLine(es[0].From.Raw))
 				continue
 			}
 			fmt.Fprintf(&b, "%s = [\n", k)
