@@ -161,7 +161,7 @@ func judgeMount(ms []node.Mount, w mountSpec) Detail {
 	}
 	if !found {
 		d.Observed = "not mounted"
-		d.Message = fmt.Sprintf("%s is not mounted", w.Point)
+		d.Message = "not mounted"
 		failDetail(&d, faultMountMissing)
 		return d
 	}
@@ -172,20 +172,20 @@ func judgeMount(ms []node.Mount, w mountSpec) Detail {
 	d.Observed = fmt.Sprintf("%s %s %s %s", m.Point, access, m.Type, m.Source)
 	switch {
 	case w.Type != "" && !matchPattern(w.Type, m.Type):
-		d.Message = fmt.Sprintf("%s is %s, want %s", w.Point, m.Type, w.Type)
+		d.Message = fmt.Sprintf("type %s, want %s", m.Type, w.Type)
 		failDetail(&d, faultMountWrong)
 	case w.Source != "" && !matchPattern(w.Source, m.Source):
-		d.Message = fmt.Sprintf("%s is mounted from %s, want %s", w.Point, m.Source, w.Source)
+		d.Message = fmt.Sprintf("mounted from %s, want %s", m.Source, w.Source)
 		failDetail(&d, faultMountWrong)
 	case w.Access == "rw" && access == "ro":
-		d.Message = fmt.Sprintf("%s is mounted read-only, want read-write", w.Point)
+		d.Message = "mounted read-only, want read-write"
 		failDetail(&d, faultMountReadOnly)
 	case w.Access == "ro" && access == "rw":
-		d.Message = fmt.Sprintf("%s is mounted read-write, want read-only", w.Point)
+		d.Message = "mounted read-write, want read-only"
 		failDetail(&d, faultMountWrong)
 	default:
 		d.Status = StatusOK
-		d.Message = fmt.Sprintf("%s mounted %s (%s from %s)", w.Point, access, m.Type, m.Source)
+		d.Message = fmt.Sprintf("mounted %s (%s from %s)", access, m.Type, m.Source)
 	}
 	return d
 }
@@ -244,7 +244,7 @@ func globToRegexp(g string) string {
 }
 
 // settleDetails sets res's status to the worst of its details and its summary to the first
-// detail with that status, "(+N more)" for the others not ok; okSummary where all are ok.
+// detail with that status ("DEVICE: MESSAGE"), "(+N more)" for the others not ok; okSummary where all are ok.
 func settleDetails(res Result, okSummary string) Result {
 	res.Status = StatusOK
 	for _, d := range res.Details {
@@ -257,7 +257,7 @@ func settleDetails(res Result, okSummary string) Result {
 		return res
 	}
 	if res.Status == StatusSkip {
-		res.Summary = res.Details[0].Message
+		res.Summary = res.Details[0].Device + ": " + res.Details[0].Message
 		return res
 	}
 	n, named := 0, false
@@ -267,6 +267,9 @@ func settleDetails(res Result, okSummary string) Result {
 		}
 		if !named && d.Status == res.Status {
 			res.Summary, res.Subject, named = d.Message, d.Subject, true
+			if d.Device != "" {
+				res.Summary = d.Device + ": " + d.Message
+			}
 		} else {
 			n++
 		}

@@ -193,7 +193,7 @@ func judgeFSUsage(fsys node.Filesystems, limits []fsLimit) Result {
 		d := Detail{Device: l.Path, Expected: l.Kind + " " + limitWord(l) + " " + l.Text, Subject: Subject{Mount: l.Path}}
 		m, ok := node.MountOf(mounts, l.Path)
 		if !ok {
-			d.Message = fmt.Sprintf("%s lies on no mounted filesystem", l.Path)
+			d.Message = "lies on no mounted filesystem"
 			failDetail(&d, faultFSAbsent)
 			res.Details = append(res.Details, d)
 			continue
@@ -219,18 +219,18 @@ func limitWord(l fsLimit) string {
 func judgeFSLimit(d Detail, u node.FSUsage, l fsLimit) Detail {
 	on := ""
 	if u.Point != l.Path {
-		on = " (on " + u.Point + ")"
+		on = " on " + u.Point
 	}
 	switch {
 	case u.Pseudo:
-		d.Status, d.Message = StatusSkip, fmt.Sprintf("%s%s is a %s pseudo filesystem: no space to judge", l.Path, on, u.Type)
+		d.Status, d.Message = StatusSkip, fmt.Sprintf("%s pseudo filesystem%s: no space to judge", u.Type, on)
 		return d
 	case u.TimedOut:
-		d.Message = fmt.Sprintf("%s%s: statfs did not answer within %s (a hung %s server?)", l.Path, on, node.StatfsTimeout, u.Type)
+		d.Message = fmt.Sprintf("statfs%s did not answer within %s (a hung %s server?)", on, node.StatfsTimeout, u.Type)
 		failDetail(&d, faultFSHung)
 		return d
 	case u.Error != "":
-		d.Status, d.Message = StatusError, fmt.Sprintf("%s%s: %s", l.Path, on, u.Error)
+		d.Status, d.Message = StatusError, u.Error+on
 		return d
 	}
 	// df's arithmetic: used is size - free, and the share is of what users can reach
@@ -249,7 +249,7 @@ func judgeFSLimit(d Detail, u node.FSUsage, l fsLimit) Detail {
 	}
 	if whole == 0 {
 		d.Status = StatusSkip
-		d.Message = fmt.Sprintf("%s%s: %s reports no %s to compare (size 0)", l.Path, on, u.Type, unit)
+		d.Message = fmt.Sprintf("%s%s reports no %s to compare (size 0)", u.Type, on, unit)
 		return d
 	}
 	pct := dfPercent(have, whole, l.minimum())
@@ -263,12 +263,12 @@ func judgeFSLimit(d Detail, u node.FSUsage, l fsLimit) Detail {
 		bad = l.minimum() && have < l.Abs || !l.minimum() && have >= l.Abs
 	}
 	if bad {
-		d.Message = fmt.Sprintf("%s%s: %s %s, want %s %s", l.Path, on, l.Kind, strings.TrimPrefix(d.Observed, l.Kind+" "), limitWord(l), l.Text)
+		d.Message = fmt.Sprintf("%s%s, want %s %s", d.Observed, on, limitWord(l), l.Text)
 		failDetail(&d, faultFSFull)
 		return d
 	}
 	d.Status = StatusOK
-	d.Message = fmt.Sprintf("%s%s: %s", l.Path, on, d.Observed)
+	d.Message = d.Observed + on
 	return d
 }
 

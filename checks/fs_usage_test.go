@@ -106,12 +106,12 @@ func TestJudgeFSUsageMessages(t *testing.T) {
 	}
 	res := judgeFSUsage(fsys, ls)
 	want := []string{
-		"fail /home/user (on /home): used 21.7 TiB (68%), want at most 50%",
+		"fail /home/user: used 21.7 TiB (68%) on /home, want at most 50%",
 		"fail /scratch: statfs did not answer within 2s (a hung nfs4 server?)",
 		"ok /: free 18.8 GiB (62%)",
 	}
 	for i, d := range res.Details {
-		if got := string(d.Status) + " " + d.Message; got != want[i] {
+		if got := string(d.Status) + " " + d.Device + ": " + d.Message; got != want[i] {
 			t.Errorf("detail %d: got %q, want %q", i, got, want[i])
 		}
 	}

@@ -102,14 +102,14 @@ func judgeHostMemoryErrors(mcs []edacMC, warnCE int) Result {
 		d := Detail{Device: mc.Name, Observed: fmt.Sprintf("%d uncorrectable, %d correctable", ue, ce), Expected: "0 uncorrectable"}
 		switch {
 		case ue > 0:
-			d.Message = fmt.Sprintf("%s: %d uncorrectable memory errors since boot (%d correctable)", mc.Name, ue, ce)
+			d.Message = fmt.Sprintf("%d uncorrectable memory errors since boot (%d correctable)", ue, ce)
 			failDetail(&d, faultHostMemoryUE)
 		case warnCE > 0 && ce >= uint64(warnCE):
 			d.Status = StatusWarn
-			d.Message = fmt.Sprintf("%s: %d correctable memory errors since boot, warn_correctable = %d", mc.Name, ce, warnCE)
+			d.Message = fmt.Sprintf("%d correctable memory errors since boot, warn_correctable = %d", ce, warnCE)
 		default:
 			d.Status = StatusOK
-			d.Message = fmt.Sprintf("%s: no uncorrectable memory error, %d correctable", mc.Name, ce)
+			d.Message = fmt.Sprintf("no uncorrectable memory error, %d correctable", ce)
 		}
 		res.Details = append(res.Details, d)
 	}

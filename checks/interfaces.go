@@ -127,16 +127,16 @@ func judgeInterfaces(names []string, state map[string]string, present, up []stri
 	for _, p := range present {
 		d := Detail{Device: p, Expected: "present"}
 		if !anyMatch(names, p) {
-			d.Observed, d.Message = "absent", fmt.Sprintf("%s not detected in /proc/net/dev", p)
+			d.Observed, d.Message = "absent", "not detected in /proc/net/dev"
 			failDetail(&d, faultIfaceDown)
 		} else {
-			d.Status, d.Observed, d.Message = StatusOK, "present", fmt.Sprintf("%s present", p)
+			d.Status, d.Observed, d.Message = StatusOK, "present", "present"
 		}
 		res.Details = append(res.Details, d)
 	}
 	for _, u := range up {
 		if !anyMatch(names, u) {
-			d := Detail{Device: u, Expected: "up", Observed: "absent", Message: fmt.Sprintf("%s not detected in /proc/net/dev", u)}
+			d := Detail{Device: u, Expected: "up", Observed: "absent", Message: "not detected in /proc/net/dev"}
 			failDetail(&d, faultIfaceDown)
 			res.Details = append(res.Details, d)
 			continue
@@ -148,11 +148,11 @@ func judgeInterfaces(names []string, state map[string]string, present, up []stri
 			d := Detail{Device: n, Expected: "up", Observed: state[n]}
 			switch st := state[n]; st {
 			case "up":
-				d.Status, d.Message = StatusOK, n+" up"
+				d.Status, d.Message = StatusOK, "up"
 			case "":
-				d.Status, d.Message = StatusError, fmt.Sprintf("%s has no operstate in /sys/class/net", n)
+				d.Status, d.Message = StatusError, "no operstate in /sys/class/net"
 			default:
-				d.Message = fmt.Sprintf("%s is %s, want up", n, st)
+				d.Message = fmt.Sprintf("%s, want up", st)
 				failDetail(&d, faultIfaceDown)
 			}
 			res.Details = append(res.Details, d)

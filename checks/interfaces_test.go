@@ -27,13 +27,13 @@ func TestJudgeInterfaces(t *testing.T) {
 		summary     string
 	}{
 		{"check_hw_eth eth0", []string{"eth0"}, nil, StatusOK, "1 interface as listed"},
-		{"check_hw_eth eth1", []string{"eth1"}, nil, StatusFail, "eth1 not detected in /proc/net/dev"},
+		{"check_hw_eth eth1", []string{"eth1"}, nil, StatusFail, "eth1: not detected in /proc/net/dev"},
 		{"a glob present", []string{"veth*"}, nil, StatusOK, "1 interface as listed"},
 		{"up", nil, []string{"eth0"}, StatusOK, "1 interface as listed"},
-		{"down", nil, []string{"docker0"}, StatusFail, "docker0 is down, want up"},
-		{"a glob, one down", nil, []string{"*0"}, StatusFail, "docker0 is down, want up"},
-		{"a glob matching none", nil, []string{"ib*"}, StatusFail, "ib* not detected in /proc/net/dev"},
-		{"no operstate", nil, []string{"vethf345468", "lo"}, StatusFail, "lo is unknown, want up"},
+		{"down", nil, []string{"docker0"}, StatusFail, "docker0: down, want up"},
+		{"a glob, one down", nil, []string{"*0"}, StatusFail, "docker0: down, want up"},
+		{"a glob matching none", nil, []string{"ib*"}, StatusFail, "ib*: not detected in /proc/net/dev"},
+		{"no operstate", nil, []string{"vethf345468", "lo"}, StatusFail, "lo: unknown, want up"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -46,7 +46,7 @@ func TestJudgeInterfaces(t *testing.T) {
 		})
 	}
 	res := judgeInterfaces(names, map[string]string{}, nil, []string{"eth0"})
-	if res.Status != StatusError || res.Summary != "eth0 has no operstate in /sys/class/net" {
+	if res.Status != StatusError || res.Summary != "eth0: no operstate in /sys/class/net" {
 		t.Errorf("no operstate: got %s %q", res.Status, res.Summary)
 	}
 	if _, err := parseNetDev([]byte("h1\nh2\nno colon\n")); err == nil {

@@ -99,7 +99,7 @@ func judgeLoadAverage(load [3]float64, limits [3]int) Result {
 			continue
 		}
 		whole := int(load[i]) // NHC drops the fraction: ${LOADAVG[$i]//.*}
-		d := Detail{Device: fmt.Sprintf("%dm", minutes), Observed: strconv.FormatFloat(load[i], 'f', 2, 64), Expected: fmt.Sprintf("under %d", limits[i])}
+		d := Detail{Device: fmt.Sprintf("load %dm", minutes), Observed: strconv.FormatFloat(load[i], 'f', 2, 64), Expected: fmt.Sprintf("under %d", limits[i])}
 		if whole >= limits[i] {
 			d.Message = fmt.Sprintf("%d-minute load average too high: %d >= %d", minutes, whole, limits[i])
 			failDetail(&d, faultLoadHigh)

@@ -207,9 +207,9 @@ func judgeMemory(mi meminfo, set *memoryConfig) Result {
 		d.Observed = fmt.Sprintf("%d kB", have)
 		switch {
 		case err != nil:
-			d.Status, d.Message = StatusError, fmt.Sprintf("%s = %q: %v", k.key, k.text, err)
+			d.Status, d.Message = StatusError, fmt.Sprintf("%q: %v", k.text, err)
 		case !k.isRange && have < r.min:
-			d.Message = fmt.Sprintf("%s: %d kB free, want at least %s", k.key, have, k.text)
+			d.Message = fmt.Sprintf("%d kB free, want at least %s", have, k.text)
 			failDetail(&d, faultMemoryFree)
 		case k.isRange:
 			fudge := r.fudge
@@ -218,16 +218,16 @@ func judgeMemory(mi meminfo, set *memoryConfig) Result {
 			}
 			switch {
 			case have+fudge < r.min:
-				d.Message = fmt.Sprintf("%s: %d kB, below the minimum of %s", k.key, have, k.text)
+				d.Message = fmt.Sprintf("%d kB, below the minimum of %s", have, k.text)
 				failDetail(&d, faultMemorySize)
 			case have > r.max+fudge:
-				d.Message = fmt.Sprintf("%s: %d kB, above the maximum of %s", k.key, have, k.text)
+				d.Message = fmt.Sprintf("%d kB, above the maximum of %s", have, k.text)
 				failDetail(&d, faultMemorySize)
 			default:
-				d.Status, d.Message = StatusOK, fmt.Sprintf("%s: %d kB, within %s", k.key, have, k.text)
+				d.Status, d.Message = StatusOK, fmt.Sprintf("%d kB, within %s", have, k.text)
 			}
 		default:
-			d.Status, d.Message = StatusOK, fmt.Sprintf("%s: %d kB free, at least %s", k.key, have, k.text)
+			d.Status, d.Message = StatusOK, fmt.Sprintf("%d kB free, at least %s", have, k.text)
 		}
 		res.Details = append(res.Details, d)
 	}

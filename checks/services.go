@@ -117,13 +117,13 @@ func judgeServices(procs *node.Processes, want []string, units []unitState) Resu
 		d := Detail{Device: u.Unit, Expected: "active", Observed: u.State, Subject: Subject{Service: u.Unit}}
 		switch {
 		case u.Err != nil && errors.Is(u.Err, fs.ErrNotExist):
-			d.Status, d.Message = StatusError, fmt.Sprintf("unit %s: systemctl is not there to ask", u.Unit)
+			d.Status, d.Message = StatusError, "unit: systemctl is not there to ask"
 		case u.Err != nil:
-			d.Status, d.Message = StatusError, fmt.Sprintf("unit %s: %v", u.Unit, u.Err)
+			d.Status, d.Message = StatusError, fmt.Sprintf("unit: %v", u.Err)
 		case u.State == "active":
-			d.Status, d.Message = StatusOK, fmt.Sprintf("unit %s active", u.Unit)
+			d.Status, d.Message = StatusOK, "unit active"
 		default:
-			d.Message = fmt.Sprintf("unit %s is %s, want active", u.Unit, cmp.Or(u.State, "unknown"))
+			d.Message = fmt.Sprintf("unit %s, want active", cmp.Or(u.State, "unknown"))
 			failDetail(&d, faultServiceDown)
 		}
 		res.Details = append(res.Details, d)
@@ -146,17 +146,17 @@ func judgeProcess(procs *node.Processes, name, user string) Detail {
 			continue
 		}
 		d.Status, d.Observed = StatusOK, fmt.Sprintf("pid %d as %s", p.PID, owner)
-		d.Message = fmt.Sprintf("%s running as %s (pid %d)", name, owner, p.PID)
+		d.Message = fmt.Sprintf("running as %s (pid %d)", owner, p.PID)
 		return d
 	}
 	if len(other) > 0 {
 		d.Observed = "running as " + other[0]
-		d.Message = fmt.Sprintf("%s runs as %s, not as %s", name, other[0], user)
+		d.Message = fmt.Sprintf("runs as %s, not as %s", other[0], user)
 	} else {
 		d.Observed = "not running"
-		d.Message = fmt.Sprintf("%s is not running", name)
+		d.Message = "not running"
 		if user != "" {
-			d.Message = fmt.Sprintf("%s (as %s) is not running", name, user)
+			d.Message = fmt.Sprintf("not running (as %s)", user)
 		}
 	}
 	failDetail(&d, faultServiceDown)

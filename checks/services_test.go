@@ -33,22 +33,22 @@ func TestJudgeProcessNHC(t *testing.T) {
 		want             Status
 		msg              string
 	}{
-		{"check_ps_service sshd", "sshd", "", StatusOK, "sshd running as root (pid 1351)"},
-		{"check_ps_service httpd", "httpd", "", StatusFail, "httpd is not running"},
-		{"check_ps_service -u root sshd", "sshd", "root", StatusOK, "sshd running as root (pid 1351)"},
-		{"check_ps_service -u root httpd", "httpd", "root", StatusFail, "httpd (as root) is not running"},
-		{"check_ps_service -u bob sshd", "sshd", "bob", StatusFail, "sshd runs as root, not as bob"},
-		{"check_ps_service -u '!root' ntpd", "ntpd", "!root", StatusOK, "ntpd running as ntp (pid 1373)"},
-		{"check_ps_service -u '!root' sshd", "sshd", "!root", StatusFail, "sshd runs as root, not as !root"},
-		{"check_ps_service -d rpc.statd -r nfslock", "rpc.statd", "", StatusOK, "rpc.statd running as rpcuser (pid 1251)"},
-		{"check_ps_service -d munged -c munge", "munged", "", StatusFail, "munged is not running"},
-		{"check_ps_daemon sshd root", "sshd", "root", StatusOK, "sshd running as root (pid 1351)"},
-		{"check_ps_daemon ntpd ntp", "ntpd", "ntp", StatusOK, "ntpd running as ntp (pid 1373)"},
-		{"check_ps_daemon trqauthd root", "trqauthd", "root", StatusOK, "trqauthd running as root (pid 1431)"},
-		{"check_ps_daemon rsyslogd root", "rsyslogd", "root", StatusOK, "rsyslogd running as root (pid 1448)"},
-		{"check_ps_daemon pbs_server", "pbs_server", "", StatusFail, "pbs_server is not running"},
+		{"check_ps_service sshd", "sshd", "", StatusOK, "running as root (pid 1351)"},
+		{"check_ps_service httpd", "httpd", "", StatusFail, "not running"},
+		{"check_ps_service -u root sshd", "sshd", "root", StatusOK, "running as root (pid 1351)"},
+		{"check_ps_service -u root httpd", "httpd", "root", StatusFail, "not running (as root)"},
+		{"check_ps_service -u bob sshd", "sshd", "bob", StatusFail, "runs as root, not as bob"},
+		{"check_ps_service -u '!root' ntpd", "ntpd", "!root", StatusOK, "running as ntp (pid 1373)"},
+		{"check_ps_service -u '!root' sshd", "sshd", "!root", StatusFail, "runs as root, not as !root"},
+		{"check_ps_service -d rpc.statd -r nfslock", "rpc.statd", "", StatusOK, "running as rpcuser (pid 1251)"},
+		{"check_ps_service -d munged -c munge", "munged", "", StatusFail, "not running"},
+		{"check_ps_daemon sshd root", "sshd", "root", StatusOK, "running as root (pid 1351)"},
+		{"check_ps_daemon ntpd ntp", "ntpd", "ntp", StatusOK, "running as ntp (pid 1373)"},
+		{"check_ps_daemon trqauthd root", "trqauthd", "root", StatusOK, "running as root (pid 1431)"},
+		{"check_ps_daemon rsyslogd root", "rsyslogd", "root", StatusOK, "running as root (pid 1448)"},
+		{"check_ps_daemon pbs_server", "pbs_server", "", StatusFail, "not running"},
 		// Not NHC's: the argv[0] glob is "*NAME", so a longer name does not match a shorter.
-		{"a prefix is not the daemon", "rpc", "", StatusFail, "rpc is not running"},
+		{"a prefix is not the daemon", "rpc", "", StatusFail, "not running"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -83,13 +83,13 @@ func TestJudgeServicesUnits(t *testing.T) {
 		{Unit: "x", Err: fmt.Errorf("run: %w", errors.New("killed"))},
 	}
 	res := judgeServices(&node.Processes{}, nil, units)
-	want := []string{"ok unit slurmd active", "fail unit munge is failed, want active", "fail unit nvidia-persistenced is inactive, want active", "error unit x: run: killed"}
+	want := []string{"ok slurmd: unit active", "fail munge: unit failed, want active", "fail nvidia-persistenced: unit inactive, want active", "error x: unit: run: killed"}
 	for i, d := range res.Details {
-		if got := string(d.Status) + " " + d.Message; got != want[i] {
+		if got := string(d.Status) + " " + d.Device + ": " + d.Message; got != want[i] {
 			t.Errorf("%d: got %q, want %q", i, got, want[i])
 		}
 	}
-	if res.Status != StatusFail || res.Summary != "unit munge is failed, want active (+2 more)" {
+	if res.Status != StatusFail || res.Summary != "munge: unit failed, want active (+2 more)" {
 		t.Errorf("got %s %q", res.Status, res.Summary)
 	}
 	assertRemedies(t, res)
