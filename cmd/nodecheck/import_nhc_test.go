@@ -23,7 +23,7 @@ func TestImportNHC(t *testing.T) {
 			t.Errorf("stderr lacks %q:\n%s", want, stderr)
 		}
 	}
-	for _, want := range []string{`mem_free = "1MiB" # nhc.conf:55: * || check_hw_mem_free 1mb`, `"munged munge", # nodecheck's default`, `[[site_check]]`, rest} {
+	for _, want := range []string{`mem_free = "1MiB" # nhc.conf:55: * || check_hw_mem_free 1mb`, `# nodecheck's default, replaced: processes = ["sshd root", "munged munge", "slurmd root"]`, "interfaces]\npresent = []\n", "swap = \"\"\n", `[[site_check]]`, rest} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output lacks %q:\n%s", want, out)
 		}

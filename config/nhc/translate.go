@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"io"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -410,58 +409,73 @@ func nhcLimit(s string, inodes bool) (string, error) {
 	return s, nil
 }
 
-// WriteTOML writes the entries as nodecheck.toml sections, each value followed by the line
-// it came from, then the lines not translated as comments. source names the input.
-// When rest is not "", the lines not translated are to be kept in NHC's file rest, and a
-// [[site_check]] running NHC on it is written too.
-//
-// A list written replaces the built-in list of its key, so defaults gives those built-in
-// lists ("services.processes": nodecheck's default daemons): they are written first, and a
-// translated value already among them is not written twice.
+// importKey is one key the import writes: every key of the generic checks that an NHC
+// line can set, so that the checks do what nhc.conf says and nothing more.
+type importKey struct {
+	sec, key string
+	kind     byte // 'l' a list of strings, 's' a string, 'n' a whole number
+}
+
+// importKeys are written in this order, each section whole.
+var importKeys = []importKey{
+	{"fs_mounts", "mounts", 'l'},
+	{"fs_usage", "limits", 'l'},
+	{"memory", "physmem", 's'}, {"memory", "swap", 's'}, {"memory", "total_mem", 's'},
+	{"memory", "mem_free", 's'}, {"memory", "physmem_free", 's'}, {"memory", "swap_free", 's'},
+	{"services", "processes", 'l'},
+	{"interfaces", "present", 'l'},
+	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
+}
+
+// WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
+// NHC line can set (importKeys), as nhc.conf sets it (an empty list, "" or 0 where it sets
+// none), each value followed by the line it came from; then the lines not translated as
+// comments. So the generic checks judge what NHC judged, no more: a key written replaces
+// nodecheck's built-in default, which defaults gives ("services.processes": the default
+// daemons) so that a comment can say what an admin may want to add back. source names the
+// input; when rest is not "", the lines not translated are to be kept in NHC's file rest,
+// and a [[site_check]] running NHC on it is written too.
 func (t Translation) WriteTOML(w io.Writer, source string, total int, rest string, defaults map[string][]string) error {
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
-	var order []string
-	bySection := map[string][]Entry{}
+	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
+	byKey := map[string][]Entry{}
 	for _, e := range t.Entries {
-		if _, ok := bySection[e.Section]; !ok {
-			order = append(order, e.Section)
-		}
-		bySection[e.Section] = append(bySection[e.Section], e)
+		byKey[e.Section+"."+e.Key] = append(byKey[e.Section+"."+e.Key], e)
 	}
-	for _, sec := range order {
-		fmt.Fprintf(&b, "\n[checks.%s]\n", sec)
-		var keys []string
-		byKey := map[string][]Entry{}
-		for _, e := range bySection[sec] {
-			if _, ok := byKey[e.Key]; !ok {
-				keys = append(keys, e.Key)
-			}
-			byKey[e.Key] = append(byKey[e.Key], e)
+	sec := ""
+	for _, k := range importKeys {
+		if k.sec != sec {
+			sec = k.sec
+			fmt.Fprintf(&b, "\n[checks.%s]\n", sec)
 		}
-		for _, k := range keys {
-			es := byKey[k]
-			if !listKeys[sec+"."+k] {
-				v := tomlQuote(es[0].Value)
-				if es[0].Number {
-					v = es[0].Value
-				}
-				fmt.Fprintf(&b, "%s = %s # %s: %s\n", k, v, es[0].From.Where(), oneLine(es[0].From.Raw))
-				continue
+		es := byKey[k.sec+"."+k.key]
+		if def := defaults[k.sec+"."+k.key]; len(def) > 0 {
+			quoted := make([]string, len(def))
+			for i, d := range def {
+				quoted[i] = tomlQuote(d)
 			}
-			fmt.Fprintf(&b, "%s = [\n", k)
-			def := defaults[sec+"."+k]
-			for _, d := range def {
-				fmt.Fprintf(&b, "  %s, # nodecheck's default\n", tomlQuote(d))
-			}
+			fmt.Fprintf(&b, "# nodecheck's default, replaced: %s = [%s]\n", k.key, strings.Join(quoted, ", "))
+		}
+		switch {
+		case k.kind == 'l' && len(es) == 0:
+			fmt.Fprintf(&b, "%s = []\n", k.key)
+		case k.kind == 'l':
+			fmt.Fprintf(&b, "%s = [\n", k.key)
 			for _, e := range es {
-				if slices.Contains(def, e.Value) {
-					fmt.Fprintf(&b, "  # %s (nodecheck's default too): %s\n", e.From.Where(), oneLine(e.From.Raw))
-					continue
-				}
 				fmt.Fprintf(&b, "  %s, # %s: %s\n", tomlQuote(e.Value), e.From.Where(), oneLine(e.From.Raw))
 			}
 			b.WriteString("]\n")
+		case len(es) == 0 && k.kind == 'n':
+			fmt.Fprintf(&b, "%s = 0\n", k.key)
+		case len(es) == 0:
+			fmt.Fprintf(&b, "%s = \"\"\n", k.key)
+		default:
+			v := tomlQuote(es[0].Value)
+			if es[0].Number {
+				v = es[0].Value
+			}
+			fmt.Fprintf(&b, "%s = %s # %s: %s\n", k.key, v, es[0].From.Where(), oneLine(es[0].From.Raw))
 		}
 	}
 	if rest != "" && len(t.Skipped) > 0 {
