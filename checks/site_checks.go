@@ -42,7 +42,7 @@ type siteChecksConfig struct {
 }
 
 func (siteChecks) Section() config.Section {
-	return &siteChecksConfig{config.CheckCommon{Enabled: true, Timeout: 30 * time.Second,
+	return &siteChecksConfig{config.CheckCommon{Enabled: true, Timeout: 3 * time.Second,
 		Modes: []string{"health", "manual"}}}
 }
 
@@ -50,7 +50,7 @@ func (siteChecks) Section() config.Section {
 // killing a process group is immediate, but node.Exec then waits up to its WaitDelay (1 s)
 // for pipes that an escaped grandchild holds. The command's error then reaches the judge
 // before the runner's deadline turns the whole check into a timeout.
-const siteKillMargin = 1500 * time.Millisecond
+const siteKillMargin = 1100 * time.Millisecond
 
 // siteLineLimit bounds the summary and each message taken from a site check's output.
 const siteLineLimit = 160
@@ -80,6 +80,7 @@ func (siteChecks) Run(ctx context.Context, env *Env) Result {
 			outs[i].Skipped = fmt.Sprintf("does not run in %s mode (modes = %v)", env.Mode, modes)
 			continue
 		}
+		outs[i].Timeout = sc.EffectiveTimeout(env.Config)
 		wg.Add(1)
 		go func(o *siteOutcome) {
 			defer wg.Done()
@@ -90,9 +91,12 @@ func (siteChecks) Run(ctx context.Context, env *Env) Result {
 	return judgeSiteChecks(outs)
 }
 
-// runSiteCheck runs o.Check under its timeout, cut to end siteKillMargin before ctx does.
+// runSiteCheck runs o.Check under o.Timeout (its own, or the section's), cut to end
+// siteKillMargin before ctx does.
 func runSiteCheck(ctx context.Context, f node.Facts, o *siteOutcome) {
-	o.Timeout = o.Check.EffectiveTimeout()
+	if o.Timeout <= 0 {
+		o.Timeout = 3 * time.Second // a config made in code, without the section
+	}
 	if dl, ok := ctx.Deadline(); ok {
 		left := time.Until(dl) - siteKillMargin
 		if left <= 0 {

@@ -21,8 +21,8 @@ type SiteCheck struct {
 	Args    []string `toml:"args"`
 	// Modes lists the modes it runs in; empty means those of [checks.site_checks].
 	Modes []string `toml:"modes"`
-	// Timeout bounds one run; zero means DefaultSiteCheckTimeout, cut to what is left of
-	// [checks.site_checks]'s timeout and of the run's budget.
+	// Timeout bounds one run; zero means [checks.site_checks]'s timeout. Either is cut to
+	// what is left of that check's time and of the run's budget.
 	Timeout time.Duration `toml:"timeout"`
 	// User is the account it runs as (name or numeric uid); empty means nodecheck's own
 	// (root under Slurm).
@@ -31,11 +31,6 @@ type SiteCheck struct {
 	// "service". A JSON line of its output may name another for one device.
 	Remedy string `toml:"remedy"`
 }
-
-// DefaultSiteCheckTimeout is a site check's timeout where it sets none: NHC's own default
-// timeout is 30 s for all of its checks together, and a single site script that needs more
-// than 10 s is better said so in its entry.
-const DefaultSiteCheckTimeout = 10 * time.Second
 
 // SiteChecksID is the id of the check that runs the [[site_check]] entries, whose section
 // bounds their modes and timeouts.
@@ -58,12 +53,15 @@ func (sc SiteCheck) EffectiveModes(c *Config) []string {
 	return nil
 }
 
-// EffectiveTimeout is sc's timeout, DefaultSiteCheckTimeout where it sets none.
-func (sc SiteCheck) EffectiveTimeout() time.Duration {
+// EffectiveTimeout is sc's timeout, or else that of the site_checks section.
+func (sc SiteCheck) EffectiveTimeout(c *Config) time.Duration {
 	if sc.Timeout > 0 {
 		return sc.Timeout
 	}
-	return DefaultSiteCheckTimeout
+	if s := c.Checks.Get(SiteChecksID); s != nil {
+		return s.Common().Timeout
+	}
+	return 0
 }
 
 // validateSiteChecks checks each [[site_check]]: a unique name, an absolute command, modes
@@ -104,7 +102,7 @@ func (c *Config) validateSiteChecks() []tomlKeyError {
 		if sc.Remedy != "" && !slices.Contains(siteCheckRemedies, sc.Remedy) {
 			add("remedy", " = %q: use %s%s", sc.Remedy, tomlOrList(siteCheckRemedies), tomlDidYouMean(sc.Remedy, siteCheckRemedies))
 		}
-		cc := CheckCommon{Enabled: true, Timeout: sc.EffectiveTimeout(), Modes: sc.Modes}
+		cc := CheckCommon{Enabled: true, Timeout: sc.EffectiveTimeout(c), Modes: sc.Modes}
 		if len(sc.Modes) > 0 {
 			for _, e := range cc.validateCommon(p, c.Budget) {
 				if e.path[len(e.path)-1] != "timeout" || sc.Timeout > 0 {

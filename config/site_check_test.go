@@ -67,11 +67,11 @@ func TestSiteCheckEffective(t *testing.T) {
 	if got := sc.EffectiveModes(c); strings.Join(got, ",") != "health,manual" {
 		t.Errorf("modes %v, want the section's", got)
 	}
-	if sc.EffectiveTimeout() != DefaultSiteCheckTimeout {
-		t.Errorf("timeout %s, want the default", sc.EffectiveTimeout())
+	if sc.EffectiveTimeout(c) != 30*time.Second {
+		t.Errorf("timeout %s, want the section's", sc.EffectiveTimeout(c))
 	}
 	sc.Modes, sc.Timeout = []string{"health"}, time.Second
-	if got := sc.EffectiveModes(c); strings.Join(got, ",") != "health" || sc.EffectiveTimeout() != time.Second {
-		t.Errorf("own modes and timeout not kept: %v %s", got, sc.EffectiveTimeout())
+	if got := sc.EffectiveModes(c); strings.Join(got, ",") != "health" || sc.EffectiveTimeout(c) != time.Second {
+		t.Errorf("own modes and timeout not kept: %v %s", got, sc.EffectiveTimeout(c))
 	}
 }

@@ -480,6 +480,7 @@ func (t Translation) WriteTOML(w io.Writer, source string, total int, rest strin
 	}
 	if rest != "" && len(t.Skipped) > 0 {
 		fmt.Fprintf(&b, "\n# The %d lines not translated, kept in NHC: it runs them and reports by exit status\n# (MARK_OFFLINE=0: nodecheck drains, not NHC; -t 25: NHC ends itself before the 28 s).\n", len(t.Skipped))
+		b.WriteString("[checks.site_checks]\ntimeout = \"28s\" # the default 3 s bounds every site check: NHC needs more\n")
 		fmt.Fprintf(&b, "[[site_check]]\nname = \"nhc\"\ncommand = \"/usr/sbin/nhc\"\nargs = [\"-c\", %s, \"-t\", \"25\", \"MARK_OFFLINE=0\"]\nmodes = [\"health\"]\ntimeout = \"28s\"\nremedy = \"admin\"\n", tomlQuote(rest))
 	}
 	if len(t.Notes) > 0 {
