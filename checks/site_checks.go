@@ -104,7 +104,7 @@ func runSiteCheck(ctx context.Context, f node.Facts, o *siteOutcome) {
 			o.Err = fmt.Errorf("not run: %w", context.DeadlineExceeded)
 			return
 		}
-		o.Timeout = min(o.Timeout, left)
+		o.Timeout = min(o.Timeout, left).Truncate(time.Millisecond)
 	}
 	cctx, cancel := context.WithTimeout(ctx, o.Timeout)
 	defer cancel()

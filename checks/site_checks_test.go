@@ -293,3 +293,52 @@ func TestSiteChecksRecordReplay(t *testing.T) {
 		t.Errorf("the hang did not replay as a hang:\n%s", summary(replayed))
 	}
 }
+
+// TestSiteChecksWithinBudget: a site check whose own timeout is longer than what the run has
+// left is killed before the run's budget ends, and reported as hung (error), not as the
+// runner's timeout of the whole check.
+func TestSiteChecksWithinBudget(t *testing.T) {
+	live, err := node.NewLive(node.DefaultPaths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := config.Default(Schema())
+	cfg.SiteChecks = []config.SiteCheck{{Name: "hang", Command: siteBin(t, "sleep-forever"), Timeout: time.Minute}}
+	env := &Env{Facts: live, Config: cfg, Mode: config.ModeHealth}
+	start := time.Now()
+	rep := Run(context.Background(), env, []Check{siteChecks{}}, RunOptions{Budget: 2 * time.Second})
+	took := time.Since(start)
+	res := rep.Results[0]
+	if took > 2*time.Second+500*time.Millisecond {
+		t.Errorf("took %s with a 2s budget", took)
+	}
+	if res.Status != StatusError || !strings.HasPrefix(res.Summary, "hang: hung: killed with its process group after") {
+		t.Errorf("got %s %q, want the hang as an error", res.Status, res.Summary)
+	}
+}
+
+// FuzzJudgeSiteCheck: whatever a site check prints and however it exits, the judge answers
+// without panicking, says ok only for exit 0, fail only for exit 1, and keeps its summary to
+// one printable line.
+func FuzzJudgeSiteCheck(f *testing.F) {
+	f.Add(0, "ok\n")
+	f.Add(1, "bad\n{\"device\":\"gpu0\",\"status\":\"fail\",\"remedy\":\"reset_gpu\"}\n")
+	f.Add(2, "meh\n{\"device\":\"x\",\"status\":\"warn\"} trailing\n")
+	f.Add(137, "\x00\xff")
+	f.Add(1, "{\"device\":\"\",\"status\":\"fail\"}\n{")
+	f.Fuzz(func(t *testing.T, code int, out string) {
+		o := siteOutcome{Check: config.SiteCheck{Name: "s"}, Timeout: time.Second, Res: node.CmdResult{ExitCode: code, Stdout: out}}
+		ds := judgeSiteCheck(o)
+		d := ds[0]
+		switch {
+		case d.Status == StatusOK && code != 0, d.Status == StatusFail && code != 1, d.Status == StatusWarn && code != 2:
+			t.Fatalf("exit %d judged %s", code, d.Status)
+		case strings.ContainsAny(d.Message, "\n\r\x00"):
+			t.Fatalf("message %q is not one line", d.Message)
+		}
+		res := judgeSiteChecks([]siteOutcome{o})
+		if res.Status != d.Status {
+			t.Fatalf("result %s, detail %s", res.Status, d.Status)
+		}
+	})
+}
