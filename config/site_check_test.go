@@ -75,3 +75,25 @@ func TestSiteCheckEffective(t *testing.T) {
 		t.Errorf("own modes and timeout not kept: %v %s", got, sc.EffectiveTimeout(c))
 	}
 }
+
+// TestSiteCheckEncodeRoundTrip: config show writes the site checks, and reading its output
+// back gives the same config.
+func TestSiteCheckEncodeRoundTrip(t *testing.T) {
+	in := "[[site_check]]\nname = \"nhc\"\ncommand = \"/usr/sbin/nhc\"\nargs = [\"-c\", \"/etc/nhc/rest.conf\"]\ntimeout = \"20s\"\nuser = \"root\"\n"
+	cfg, err := ParseConfig([]byte(in), "in.toml", siteSchema())
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	if err := cfg.Encode(&b); err != nil {
+		t.Fatal(err)
+	}
+	back, err := ParseConfig([]byte(b.String()), "out.toml", siteSchema())
+	if err != nil {
+		t.Fatalf("%v\n%s", err, b.String())
+	}
+	if len(back.SiteChecks) != 1 || back.SiteChecks[0].Name != "nhc" || back.SiteChecks[0].Timeout != 20*time.Second ||
+		strings.Join(back.SiteChecks[0].Args, " ") != "-c /etc/nhc/rest.conf" || back.SiteChecks[0].User != "root" {
+		t.Errorf("read back %+v from:\n%s", back.SiteChecks, b.String())
+	}
+}
