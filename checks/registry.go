@@ -55,6 +55,7 @@ var ordered = []Check{
 	interfaces{},
 	hostMemoryErrors{},
 	loadAverage{},
+	kernelLogPatterns{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},

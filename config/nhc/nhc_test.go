@@ -115,10 +115,12 @@ func TestImportNHCTests(t *testing.T) {
 		{"* || check_ps_daemon ntpd ntp", "services.processes = ntpd ntp"},
 		{"n00[0-9][0-9] || check_hw_physmem 32gb 32gb 5%", "skipped: target \"n00[0-9][0-9]\" is not every node"},
 		{"* || HOSTNAME=\"$HOSTNAME_S\"", "skipped: shell expansion"},
+		{"* || check_cmd_dmesg -M 'msg' -m '!/x/'", "skipped: option -M of check_cmd_dmesg"},
 		{"* || export NHC_RM=slurm", "skipped: \"export\" is an NHC setting or a command"},
 		{"* || check_hw_cpuinfo 2 8 8", "skipped: check_hw_cpuinfo compares with fixed counts"},
 		{"* || check_hw_eth eth0", "interfaces.present = eth0"},
 		{"* || check_ps_loadavg '' 64", "load_average.max_5m = 64"},
+		{"* || check_cmd_dmesg -m '!/Out of memory/'", "kernel_log.patterns = !/Out of memory/"},
 	}
 	for _, tc := range tests {
 		got, _ := find(tc.raw)

@@ -36,7 +36,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -155,6 +155,34 @@ func translateLine(l Line) ([]Entry, string, error) {
 			e := entry("load_average", []string{"max_1m", "max_5m", "max_15m"}[i], a)
 			e[0].Number = true
 			es = append(es, e...)
+		}
+		return es, "", nil
+	case "check_cmd_dmesg":
+		opts, rest, err := getopt(args, "M:e:m:r:t:")
+		if err != nil {
+			return nil, "", err
+		}
+		if len(rest) > 0 {
+			return nil, "", errors.New("check_cmd_dmesg takes options only")
+		}
+		var es []Entry
+		for _, o := range opts {
+			if o.name != 'm' {
+				return nil, "", fmt.Errorf("option -%c of check_cmd_dmesg has no equivalent in kernel_log: keep the line in NHC", o.name)
+			}
+			p := strings.TrimPrefix(o.val, "!")
+			if p == "" {
+				return nil, "", errors.New("an empty pattern")
+			}
+			if len(p) > 2 && p[0] == '/' && p[len(p)-1] == '/' {
+				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
+					return nil, "", fmt.Errorf("pattern %q: %v", o.val, err)
+				}
+			}
+			es = append(es, entry("kernel_log", "patterns", o.val)...)
+		}
+		if len(es) == 0 {
+			return nil, "", errors.New("check_cmd_dmesg without -m checks nothing nodecheck can translate")
 		}
 		return es, "", nil
 	case "check_hw_eth":
@@ -425,6 +453,7 @@ var importKeys = []importKey{
 	{"services", "processes", 'l'},
 	{"interfaces", "present", 'l'},
 	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
+	{"kernel_log", "patterns", 'l'},
 }
 
 // WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
