@@ -287,3 +287,16 @@ func (dcgmDiag) Explain() Explanation {
 		},
 	}
 }
+
+// JudgeDCGMDiagOutput judges the stdout of `dcgmi diag -r LEVEL -j` as dcgm_diag does, for
+// `nodecheck validate`: each failing test is a detail on its GPU (by DCGM's GPU id), its
+// status and remedy from DCGM's severity. An output that cannot be read is an error result.
+func JudgeDCGMDiagOutput(stdout []byte, level int) Result {
+	rep, err := dcgm.ParseDiag(stdout)
+	if err != nil {
+		return Result{Status: StatusError, Summary: fmt.Sprintf("cannot read dcgmi diag -r %d: %s", level, err), Err: err}
+	}
+	res := judgeDCGMDiag(rep, level, dcgmGPUs{}, nil)
+	settleRemedy(&res)
+	return res
+}

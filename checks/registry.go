@@ -66,6 +66,7 @@ var ordered = []Check{
 	nodeInventory{},
 	gresAffinity{},
 	dcgmDiag{},
+	validationAge{},
 	siteChecks{},
 }
 

@@ -1,78 +1,163 @@
 package checks
 
-// NVIDIA's XID catalog as xid_errors reads it: each XID's Resolution Buckets, and the fault
-// (and so the remedy) an XID that fails the node gets. The history's XID rules take their
-// remedies from here too (remedyForXID).
+// What xid_errors does with each XID, derived from NVIDIA's XID catalog (the data in
+// checks/xidcatalog): the built-in fail_xids, warn_xids and ignore_xids, the XIDs judged by
+// their message (XID 154 and the NVLink5 XIDs 144-150), and the fault (so the remedy) of an
+// XID that fails. The history's XID rules take their remedies from here too (remedyForXID).
 
 import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/nodecheck/nodecheck/checks/history"
+	"github.com/nodecheck/nodecheck/checks/xidcatalog"
 )
 
-// xidBuckets is an XID's two Resolution Buckets in NVIDIA's XID catalog (Ampere and later,
-// srcXIDCatalog), spelled as the catalog spells them.
-type xidBuckets struct {
-	immediate, investigatory string
+// xidCat is the catalog; nil when the embedded data does not parse (xid_errors then says
+// so: TestXIDCatalogEveryXID holds that it parses).
+func xidCat() *xidcatalog.Catalog {
+	c, err := xidcatalog.Load()
+	if err != nil {
+		return nil
+	}
+	return c
 }
 
-// xidCatalog lists the XIDs the catalog marks as used on A100, H100, B100 or GB200, grouped
-// by their buckets. XIDs 1 to 161 it does not list here are the catalog's "Unused" ones,
-// whose action is CONTACT_SUPPORT; 162 and later have no bucket in the catalog.
-var xidCatalog = []struct {
-	xidBuckets
-	xids []int
-}{
-	{xidBuckets{"RESET_GPU", "CONTACT_SUPPORT"}, []int{46, 62, 64, 109, 140, 143, 158}},
-	{xidBuckets{"RESET_GPU", "INVESTIGATE_SW"}, []int{110, 119, 120}},
-	{xidBuckets{"RESET_GPU", "INVESTIGATE_LINK_SI"}, []int{136}},
-	{xidBuckets{"RESET_GPU", "INVESTIGATE_SW_USER"}, []int{155}},
-	{xidBuckets{"RESET_GPU", "IGNORE (sympathetic)"}, []int{95}},
-	{xidBuckets{"RESET_GPU", "IGNORE"}, []int{156}},
-	{xidBuckets{"WORKFLOW_XID_48", "WORKFLOW_XID_48"}, []int{48}},
-	{xidBuckets{"WORKFLOW_NVLINK_ERR", "CONTACT_SUPPORT"}, []int{74}},
-	{xidBuckets{"WORKFLOW_NVLINK5_ERR", "WORKFLOW_NVLINK5_ERR"}, []int{144, 145, 146, 147, 148, 149, 150}},
-	{xidBuckets{"RESTART_BM", "CONTACT_SUPPORT"}, []int{79}},
-	{xidBuckets{"RESTART_VM", "CONTACT_SUPPORT"}, []int{151}},
-	{xidBuckets{"XID_154", "N/A"}, []int{154}},
-	{xidBuckets{"CHECK_MECHANICALS", "CONTACT_SUPPORT"}, []int{54}},
-	{xidBuckets{"UPDATE_SWFW", "UPDATE_SWFW"}, []int{78}},
-	{xidBuckets{"CONTACT_SUPPORT", ""}, []int{142}},
-	{xidBuckets{"CHECK_UVM", "SYMPATHETIC_REPORT_SOLO"}, []int{159}},
-	{xidBuckets{"RESTART_APP", "CONTACT_SUPPORT"}, []int{8, 39, 40, 41, 68, 70, 71, 72, 75, 76, 77, 82, 83, 84, 85, 86, 88, 89,
-		96, 97, 98, 99, 100, 101, 102, 103, 104, 105, 126, 127, 128, 129, 130, 131, 132, 133, 134, 135, 139}},
-	{xidBuckets{"RESTART_APP", "CHECK_APP/CUDA"}, []int{11, 25, 32, 69, 80}},
-	{xidBuckets{"RESTART_APP", "WORKFLOW_XID_13"}, []int{13}},
-	{xidBuckets{"RESTART_APP", "WORKFLOW_XID_31"}, []int{31}},
-	{xidBuckets{"RESTART_APP", "INVESTIGATE_SW"}, []int{60}},
-	{xidBuckets{"RESTART_APP", "IGNORE (sympathetic)"}, []int{94}},
-	{xidBuckets{"WORKFLOW_XID_45", "RESTART_FM"}, []int{45}}, // "Solo: RESTART_FM; not solo: follow the other XID"
-	{xidBuckets{"IGNORE", "CONTACT_SUPPORT"}, []int{14, 38, 43, 44, 67, 92, 93, 121, 141, 152, 153, 157}},
-	{xidBuckets{"IGNORE", "CHECK_APP/CUDA"}, []int{37}},
-	{xidBuckets{"IGNORE", "INVESTIGATE_SW"}, []int{66, 160, 161}},
-	{xidBuckets{"IGNORE", "XID_137_FLOW"}, []int{108, 137}},
-	{xidBuckets{"IGNORE", "IGNORE"}, []int{63, 106, 107}},
+// xidBucketsOf is xid's catalog row; ok is false for an XID the catalog does not list.
+func xidBucketsOf(xid int) (xidcatalog.Entry, bool) {
+	c := xidCat()
+	if c == nil {
+		return xidcatalog.Entry{}, false
+	}
+	return c.Lookup(xid)
 }
 
-// xidLastBucketed is the highest XID the catalog gives buckets to.
-const xidLastBucketed = 161
+// The catalog's Immediate Actions, grouped by what nodecheck does with them by default.
+var (
+	// xidFailActions fail the node: the GPU, the node or a person must act before the next job.
+	xidFailActions = []string{"RESET_GPU", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "RESTART_BM", "RESTART_VM",
+		"CONTACT_SUPPORT", "CHECK_MECHANICALS", "UPDATE_SWFW"}
+	// xidDecodedActions say to read the message: XID 154 names its recovery action, and the
+	// NVLink5 XIDs decode by IntrInfo and Error Status.
+	xidDecodedActions = []string{"XID_154", "WORKFLOW_NVLINK5_ERR"}
+)
 
-// xidBucketsOf is xid's buckets in the catalog; ok is false for an XID the catalog gives
-// none (162 and later, or one newer than this table).
-func xidBucketsOf(xid int) (xidBuckets, bool) {
-	for _, g := range xidCatalog {
-		if slices.Contains(g.xids, xid) {
-			return g.xidBuckets, true
+// xidCatalogStatus is an XID's built-in verdict by the catalog: StatusFail for the
+// xidFailActions; StatusSkip (ignored) for IGNORE whose investigatory action is IGNORE too
+// (nothing to do, nothing to look into); "" for the XIDs judged by their message; StatusWarn
+// for the rest: RESTART_APP, WORKFLOW_XID_45, CHECK_UVM, IGNORE with something to look into,
+// and XIDs with no bucket or not in the catalog.
+func xidCatalogStatus(e xidcatalog.Entry) Status {
+	switch {
+	case slices.Contains(xidFailActions, e.Immediate):
+		return StatusFail
+	case slices.Contains(xidDecodedActions, e.Immediate):
+		return ""
+	case e.Immediate == "IGNORE" && strings.HasPrefix(e.Investigatory, "IGNORE"):
+		return StatusSkip
+	}
+	return StatusWarn
+}
+
+// xidDefaults lists the catalog's XIDs whose built-in verdict is st.
+func xidDefaults(st Status) []int {
+	c := xidCat()
+	if c == nil {
+		return nil
+	}
+	var out []int
+	for _, e := range c.Entries {
+		if e.Immediate != "" && xidCatalogStatus(e) == st {
+			out = append(out, e.XID)
 		}
 	}
-	if xid >= 1 && xid <= xidLastBucketed {
-		return xidBuckets{"CONTACT_SUPPORT", "N/A; Unused"}, true
-	}
-	return xidBuckets{}, false
+	return out
 }
 
-// xidFault is the fault of an XID that fails the node (fail_xids, or history's rules);
-// message, the driver's text after the number, matters only for XID 154, which names the
+// defaultFailXIDs are the XIDs NVIDIA's catalog resolves with an immediate action on the GPU,
+// the node or by a person: RESET_GPU (and the workflows of 48 and 74, which reset), RESTART_BM,
+// RESTART_VM, CONTACT_SUPPORT (the unused XIDs among them), CHECK_MECHANICALS, UPDATE_SWFW.
+func defaultFailXIDs() []int { return xidDefaults(StatusFail) }
+
+// defaultWarnXIDs are the XIDs the catalog asks no node action for but that are worth a
+// look: RESTART_APP, WORKFLOW_XID_45, CHECK_UVM, and IGNORE with an investigatory action.
+func defaultWarnXIDs() []int { return xidDefaults(StatusWarn) }
+
+// defaultIgnoreXIDs are the XIDs the catalog marks IGNORE in both buckets (63 row remapping
+// event, which gpu_memory_errors judges from NVML's remap counts; 106 and 107 SMBPBI test
+// messages).
+func defaultIgnoreXIDs() []int { return xidDefaults(StatusSkip) }
+
+// defaultRebootXIDs are the fail_xids only a reboot ends: RESTART_BM and RESTART_VM.
+func defaultRebootXIDs() []int {
+	var out []int
+	for _, x := range defaultFailXIDs() {
+		if e, _ := xidBucketsOf(x); e.Immediate == "RESTART_BM" || e.Immediate == "RESTART_VM" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// xidDecoded reports whether the catalog resolves xid by its message.
+func xidDecoded(xid int) bool {
+	e, ok := xidBucketsOf(xid)
+	return ok && xidCatalogStatus(e) == ""
+}
+
+// xidMessageClass judges an XID the catalog resolves by its message (xidDecoded): XID 154
+// by the recovery action it changed to, an NVLink5 XID by its decode-sheet row. loc is the
+// history's IntrInfo/ErrorStatus of an NVLink5 record ("25525c6/0"), read when the message
+// was cut before them.
+func xidMessageClass(xid int, msg, loc string) history.XIDClass {
+	if xid == 154 {
+		return xid154Class(msg)
+	}
+	if r, ok := nvlink5Row(xid, msg, loc); ok {
+		if r.Resolution == "RESET_GPU" {
+			return history.XIDReset
+		}
+		return history.XIDWarn
+	}
+	// No row decodes it: the driver's own word decides.
+	if ev, ok := xidcatalog.ParseNVLink(msg); ok && ev.Fatal || !ok && strings.Contains(" "+msg+" ", " Fatal ") {
+		return history.XIDReset
+	}
+	return history.XIDWarn
+}
+
+// nvlink5Row is the decode sheet's row of an NVLink5 XID message; ok is false when the
+// message (or loc) gives no IntrInfo and Error Status or no row matches them.
+func nvlink5Row(xid int, msg, loc string) (xidcatalog.NVLinkRule, bool) {
+	c := xidCat()
+	ev, ok := xidcatalog.ParseNVLink(msg)
+	if ii, es, found := strings.Cut(loc, "/"); found {
+		// The history read the pair from the whole line; its message may be cut inside them.
+		if l, lok := xidcatalog.ParseNVLink("(0x" + ii + " 0x" + es + ")"); lok {
+			ev.IntrInfo, ev.ErrorStatus, ok = l.IntrInfo, l.ErrorStatus, true
+		}
+	}
+	if c == nil || !ok {
+		return xidcatalog.NVLinkRule{}, false
+	}
+	rs := c.Decode(xid, ev)
+	if len(rs) == 0 {
+		return xidcatalog.NVLinkRule{}, false
+	}
+	return rs[0], true
+}
+
+// xidMessageStatus is the verdict of a decoded XID's event: fail for a reset or a reboot.
+func xidMessageStatus(xid int, msg string) Status {
+	if xidMessageClass(xid, msg, "") == history.XIDWarn {
+		return StatusWarn
+	}
+	return StatusFail
+}
+
+// xidFault is the fault of an XID that fails the node (fail_xids, its message, or history's
+// rules); message, the driver's text after the number, matters for XID 154, which names the
 // recovery action itself. The rule, in order:
 //
 //	154                                  -> the action its message names
@@ -83,15 +168,19 @@ func xidBucketsOf(xid int) (xidBuckets, bool) {
 //	no immediate node action (IGNORE, RESTART_APP, WORKFLOW_XID_45): the investigatory
 //	bucket: CONTACT_SUPPORT -> service; software (INVESTIGATE_SW*, CHECK_APP/CUDA,
 //	WORKFLOW_XID_13/31, XID_137_FLOW, RESTART_FM) -> admin; IGNORE -> reset_gpu
-//	not in the catalog                   -> reset_gpu
+//	no bucket, or not in the catalog     -> reset_gpu
 func xidFault(xid int, message string) fault {
 	b, ok := xidBucketsOf(xid)
-	if !ok {
+	if !ok || b.Immediate == "" {
 		return faultXIDResetSoon
 	}
-	switch b.immediate {
+	switch b.Immediate {
 	case "XID_154":
-		return xid154Fault(message)
+		if xid154Class(message) == history.XIDReboot {
+			return faultXID154Reboot
+		}
+		// Reset, drain, or None where a site fails every XID 154: a reset is the cheapest.
+		return faultXID154Reset
 	case "RESET_GPU", "WORKFLOW_XID_48", "WORKFLOW_NVLINK_ERR", "WORKFLOW_NVLINK5_ERR":
 		return faultXIDReset
 	case "RESTART_BM", "RESTART_VM":
@@ -102,30 +191,33 @@ func xidFault(xid int, message string) fault {
 		return faultXIDSoftware
 	}
 	switch {
-	case b.investigatory == "CONTACT_SUPPORT":
+	case b.Investigatory == "CONTACT_SUPPORT":
 		return faultXIDSupport
-	case strings.HasPrefix(b.investigatory, "IGNORE"):
+	case strings.HasPrefix(b.Investigatory, "IGNORE"):
 		return faultXIDResetSoon
 	}
 	return faultXIDSoftware
 }
 
-// xid154Fault reads the action XID 154 names: "GPU recovery action changed from 0x0 (None)
+// xid154Class reads the action XID 154 names: "GPU recovery action changed from 0x0 (None)
 // to 0x2 (Node Reboot Required)", the catalog's values being None, Drain P2P, Drain and
-// Reset, GPU Reset Required and Node Reboot Required. The action it changed to counts; a
-// message that names none nodecheck knows gets a reboot, which clears any of them.
-func xid154Fault(message string) fault {
+// Reset, GPU Reset Required and Node Reboot Required. The action it changed to counts: None
+// (the GPU recovered) warns; a message that names none nodecheck knows needs a reboot, which
+// clears any of them.
+func xid154Class(message string) history.XIDClass {
 	m := strings.ToLower(message)
 	if i := strings.LastIndex(m, " to "); i >= 0 {
 		m = m[i:]
 	}
 	switch {
 	case strings.Contains(m, "reboot"):
-		return faultXID154Reboot
-	case strings.Contains(m, "reset"), strings.Contains(m, "drain"), strings.Contains(m, "none"):
-		return faultXID154Reset
+		return history.XIDReboot
+	case strings.Contains(m, "reset"), strings.Contains(m, "drain"):
+		return history.XIDReset
+	case strings.Contains(m, "none"):
+		return history.XIDWarn
 	}
-	return faultXID154Reboot
+	return history.XIDReboot
 }
 
 // remedyForXID is the remedy of an XID that fails the node (xidFault), for xid_errors and
@@ -133,17 +225,11 @@ func xid154Fault(message string) fault {
 // application XID that repeats).
 func remedyForXID(xid int, message string) Remedy { return remedyOf(xidFault(xid, message)) }
 
-// xidDefaultsByRemedy groups the built-in fail_xids by remedy, for explain: "reset_gpu: 48,
-// 62, ...; reboot: 79; ...; 154: the action its message names".
+// xidDefaultsByRemedy groups the built-in fail_xids by remedy, for explain: "reset_gpu: 46,
+// 48, ...; reboot: 79, 151; ...; 154, 144-150: by their message".
 func xidDefaultsByRemedy() string {
 	by := map[Remedy][]string{}
-	var own []string
 	for _, x := range defaultFailXIDs() {
-		b, _ := xidBucketsOf(x)
-		if b.immediate == "XID_154" {
-			own = append(own, strconv.Itoa(x))
-			continue
-		}
 		r := remedyForXID(x, "")
 		by[r] = append(by[r], strconv.Itoa(x))
 	}
@@ -153,8 +239,21 @@ func xidDefaultsByRemedy() string {
 			parts = append(parts, string(r)+": "+strings.Join(by[r], ", "))
 		}
 	}
-	if len(own) > 0 {
-		parts = append(parts, strings.Join(own, ", ")+": the action its message names")
-	}
 	return strings.Join(parts, "; ")
+}
+
+// xidsWithAction lists, for explain, the catalog's XIDs whose Immediate Action is one of
+// actions; the unused XIDs (the catalog describes dozens) are left out.
+func xidsWithAction(actions ...string) string {
+	c := xidCat()
+	if c == nil {
+		return "the catalog did not load"
+	}
+	var out []string
+	for _, e := range c.Entries {
+		if slices.Contains(actions, e.Immediate) && !e.Unused() {
+			out = append(out, strconv.Itoa(e.XID))
+		}
+	}
+	return strings.Join(out, ", ")
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/nodecheck/nodecheck/checks/history"
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/checks/xidcatalog"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/text"
 )
@@ -54,7 +55,7 @@ func (xidErrors) judgementRemedy(j history.Judgement) Remedy {
 func (xidErrors) ID() string { return idXIDErrors }
 
 func (xidErrors) Description() string {
-	return "no NVIDIA XID in the kernel log since boot that needs a GPU reset or reboot (fail_xids); other XIDs warn"
+	return "no NVIDIA XID in the kernel log since boot that NVIDIA's XID catalog resolves with a node action (fail_xids; 144-150 and 154 by their message); other XIDs warn"
 }
 
 // GPUFields implements gpuFactsUser: the GPUs' bus ids, to name the GPU of each XID, and
@@ -73,7 +74,8 @@ type xidErrorsConfig struct {
 	config.CheckCommon
 	// Dmesg is util-linux dmesg, run as "dmesg --kernel --nopager".
 	Dmesg string `toml:"dmesg"`
-	// FailXIDs are the XIDs that fail the node (the GPU needs a reset or the node a reboot).
+	// FailXIDs are the XIDs that fail the node (the GPU needs a reset, the node a reboot, or
+	// a person must act); by default those NVIDIA's catalog resolves so (xid_catalog.go).
 	FailXIDs []int `toml:"fail_xids"`
 	// WarnXIDs are XIDs that only warn; an XID in no list warns too. Listed for the reader,
 	// and so that a [[group]] can move an XID from fail_xids here.
@@ -93,24 +95,6 @@ type xidErrorsConfig struct {
 	RepeatWindow        time.Duration `toml:"repeat_window"`
 }
 
-// defaultFailXIDs are the XIDs NVIDIA's XID catalog resolves with a GPU reset or a node
-// reboot (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html, "Resolution
-// Bucket (Immediate Action)" RESET_GPU / RESTART_BM, and the dynamic page retirement page
-// https://docs.nvidia.com/deploy/dynamic-page-retirement/visibility.html for 48, 63, 64):
-// 48 double-bit ECC error, 61 and 62 internal micro-controller halt, 63 and 64 ECC page
-// retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus,
-// 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120
-// GSP RPC timeout and GSP error, 140 unrecovered ECC error, 154 GPU recovery action changed
-// (reset or reboot required).
-func defaultFailXIDs() []int {
-	return []int{48, 61, 62, 63, 64, 74, 79, 92, 94, 95, 119, 120, 140, 154}
-}
-
-// defaultWarnXIDs are XIDs an application usually causes (the same catalog: RESTART_APP):
-// 13 graphics engine exception, 31 GPU memory page fault, 43 GPU stopped processing, 45
-// preemptive cleanup after an earlier error, 68 video processor exception.
-func defaultWarnXIDs() []int { return []int{13, 31, 43, 45, 68} }
-
 // Section runs the check in health and manual modes only: the kernel log is the node's,
 // not a job's.
 func (xidErrors) Section() config.Section {
@@ -120,7 +104,8 @@ func (xidErrors) Section() config.Section {
 		Dmesg:        "/usr/bin/dmesg",
 		FailXIDs:     defaultFailXIDs(),
 		WarnXIDs:     defaultWarnXIDs(),
-		RebootXIDs:   slices.Clone(r.RebootXIDs),
+		IgnoreXIDs:   defaultIgnoreXIDs(),
+		RebootXIDs:   defaultRebootXIDs(),
 		RecentWindow: r.RecentXIDs,
 		// history.DefaultRules' three repeat rules, in order, and their common window.
 		RepeatXID13SameUnit: r.Repeats[0].Count, RepeatXID31: r.Repeats[1].Count, RepeatAny: r.Repeats[2].Count,
@@ -130,7 +115,8 @@ func (xidErrors) Section() config.Section {
 
 // rules puts the section onto the history's defaults: the fail_xids are the sticky XIDs
 // (those in reboot_xids only a reboot ends), warn_xids the application XIDs, ignore_xids
-// ignored, with the repeat counts and windows of the section.
+// ignored, the XIDs the catalog resolves by their message (154, 144-150) and no list holds
+// decoded per record, with the repeat counts and windows of the section.
 func (xe *xidErrorsConfig) rules(r history.Rules) history.Rules {
 	r.ResetXIDs, r.RebootXIDs, r.AppXIDs, r.IgnoreXIDs = nil, nil, nil, nil
 	v := xe.xidVerdicts()
@@ -147,6 +133,12 @@ func (xe *xidErrorsConfig) rules(r history.Rules) history.Rules {
 		case StatusSkip:
 			r.IgnoreXIDs = append(r.IgnoreXIDs, x)
 		}
+	}
+	r.Decode = func(xid int, msg, loc string) history.XIDClass {
+		if !xidDecoded(xid) {
+			return history.XIDWarn
+		}
+		return xidMessageClass(xid, msg, loc)
 	}
 	r.RecentXIDs = xe.RecentWindow
 	r.Repeats = slices.Clone(r.Repeats)
@@ -176,13 +168,14 @@ func (xe *xidErrorsConfig) lists() []xidList {
 	return []xidList{
 		{"fail_xids", xe.FailXIDs, StatusFail, !same(xe.FailXIDs, defaultFailXIDs())},
 		{"warn_xids", xe.WarnXIDs, StatusWarn, !same(xe.WarnXIDs, defaultWarnXIDs())},
-		{"ignore_xids", xe.IgnoreXIDs, StatusSkip, len(xe.IgnoreXIDs) > 0},
+		{"ignore_xids", xe.IgnoreXIDs, StatusSkip, !same(xe.IgnoreXIDs, defaultIgnoreXIDs())},
 	}
 }
 
 // xidVerdicts maps each listed XID to its status: StatusFail, StatusWarn, or StatusSkip for
-// an ignored one; an XID not in the map warns. A list the admin set wins over one left at
-// its built-in default; ValidateSection refuses an XID in two lists the admin set.
+// an ignored one; an XID not in the map warns, or is judged by its message (xidStatus). A
+// list the admin set wins over one left at its built-in default; ValidateSection refuses an
+// XID in two lists the admin set.
 func (xe *xidErrorsConfig) xidVerdicts() map[int]Status {
 	out := map[int]Status{}
 	for _, adminFirst := range []bool{true, false} {
@@ -249,6 +242,18 @@ func (xe *xidErrorsConfig) ValidateSection() []config.Problem {
 	return errs
 }
 
+// xidStatus is the verdict of one XID event: its list's, else by its message for an XID the
+// catalog resolves by its message (154, 144-150), else a warning.
+func xidStatus(verdicts map[int]Status, xid int, msg string) Status {
+	if st, ok := verdicts[xid]; ok {
+		return st
+	}
+	if xidDecoded(xid) {
+		return xidMessageStatus(xid, msg)
+	}
+	return StatusWarn
+}
+
 // nvmlNoLibrary is GPUInventory.Init on a node without the NVIDIA driver's libnvidia-ml.
 const nvmlNoLibrary = "ERROR_LIBRARY_NOT_FOUND"
 
@@ -263,6 +268,9 @@ type xidCount struct {
 
 func (xidErrors) Run(ctx context.Context, env *Env) Result {
 	cfg := settings[*xidErrorsConfig](env.Config, idXIDErrors)
+	if _, err := xidcatalog.Load(); err != nil {
+		return Result{Status: StatusError, Summary: "the built-in XID catalog does not parse: " + text.OneLine(err.Error(), 160) + " (a damaged build: reinstall nodecheck)", Err: err}
+	}
 	inv, invErr := env.Facts.GPUs(ctx)
 	if invErr == nil && inv.Init == nvmlNoLibrary {
 		return Result{Status: StatusSkip, Summary: "no NVIDIA driver here (NVML " + nvmlNoLibrary + "): no XIDs to read"}
@@ -380,17 +388,15 @@ func readKernelLog(ctx context.Context, env *Env, dmesg string) (node.CmdResult,
 func judgeXIDs(xids []history.XIDLine, cut string, verdicts map[int]Status, gpus map[string]node.GPU) Result {
 	var counts []xidCount
 	for _, ev := range xids {
-		if verdicts[ev.XID] == StatusSkip {
+		st := xidStatus(verdicts, ev.XID, ev.Message)
+		if st == StatusSkip {
 			continue
 		}
-		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID })
+		// One row per GPU, XID and verdict: an NVLink5 XID may be fatal once and not the next time.
+		i := slices.IndexFunc(counts, func(c xidCount) bool { return c.bus == ev.Bus && c.xid == ev.XID && c.status == st })
 		if i >= 0 {
 			counts[i].n++
 			continue
-		}
-		st := StatusWarn
-		if verdicts[ev.XID] == StatusFail {
-			st = StatusFail
 		}
 		counts = append(counts, xidCount{bus: ev.Bus, xid: ev.XID, n: 1, message: ev.Message, status: st})
 	}
@@ -478,15 +484,15 @@ func (xidErrors) Faults() Faults {
 	return Faults{
 		note: func() string { return "The built-in fail_xids by remedy: " + xidDefaultsByRemedy() + "." },
 		own: []remedyRow{
-			{faultXIDReset, "an XID the catalog resolves with RESET_GPU, or with a workflow that says a reset clears it (48, 74, 144-150)", RemedyResetGPU, srcXIDCatalog},
-			{faultXIDResetSoon, "an XID the catalog asks no immediate node action for, failed by fail_xids or repeats: 63 (row remap: the driver says \"reset gpu to activate\"), 94 (\"reset the GPU when convenient\"), IGNORE/IGNORE ones, and XIDs the catalog does not list", RemedyResetGPU,
+			{faultXIDReset, "an XID the catalog resolves with RESET_GPU, or with a workflow that says a reset clears it (48, 74; 144-150 whose decode-sheet row says RESET_GPU)", RemedyResetGPU, srcXIDCatalog + " (and its XID 144-150 Decode sheet)"},
+			{faultXIDResetSoon, "an XID the catalog asks no immediate node action for, failed by a site's fail_xids or by repeats: 63 (row remap: the driver says \"reset gpu to activate\"), 94 (\"reset the GPU when convenient\"), IGNORE/IGNORE ones, and XIDs the catalog gives no bucket (162 and later) or does not list", RemedyResetGPU,
 				srcXIDCatalog + " (trigger conditions of 63, 64, 94); the cheapest remedy that clears the GPU's state, repeated repairs escalate"},
-			{faultXIDReboot, "an XID the catalog resolves with RESTART_BM or RESTART_VM (79 fallen off the bus)", RemedyReboot, srcXIDCatalog},
-			{faultXIDSupport, "an XID whose action is CONTACT_SUPPORT or CHECK_MECHANICALS (61, 54, the unused ones), or one with no immediate node action whose investigatory action is CONTACT_SUPPORT (92, 43, 68)", RemedyService,
+			{faultXIDReboot, "an XID the catalog resolves with RESTART_BM or RESTART_VM (79 fallen off the bus, 151 key rotation error)", RemedyReboot, srcXIDCatalog},
+			{faultXIDSupport, "an XID whose action is CONTACT_SUPPORT or CHECK_MECHANICALS (the catalog's unused XIDs such as 61, 142 NVENC3 error, 54 auxiliary power), or one with no immediate node action whose investigatory action is CONTACT_SUPPORT, failed by a site's fail_xids or by repeats (92, 43, 68)", RemedyService,
 				srcXIDCatalog + ", and its Investigatory Action column"},
-			{faultXIDSoftware, "an XID whose action is UPDATE_SWFW, or one with no immediate node action whose investigatory action is software (13, 31: WORKFLOW_XID_13/31, CHECK_APP/CUDA, INVESTIGATE_SW; 45: RESTART_FM)", RemedyAdmin,
+			{faultXIDSoftware, "an XID whose action is UPDATE_SWFW (78 vGPU start error), or one with no immediate node action whose investigatory action is software, failed by a site's fail_xids or by repeats (13, 31: WORKFLOW_XID_13/31, CHECK_APP/CUDA, INVESTIGATE_SW; 45: RESTART_FM; 159: CHECK_UVM)", RemedyAdmin,
 				srcXIDCatalog + ", and its Investigatory Action column"},
-			{faultXID154Reset, "XID 154 saying GPU Reset Required, Drain and Reset, Drain P2P, or None", RemedyResetGPU,
+			{faultXID154Reset, "XID 154 saying GPU Reset Required, Drain and Reset or Drain P2P (None only warns, unless a site lists 154 in fail_xids)", RemedyResetGPU,
 				"XID 154 \"summarizes the recovery action required for other Xids\" (" + srcXIDCatalog + ")"},
 			{faultXID154Reboot, "XID 154 saying Node Reboot Required, or an action nodecheck cannot read", RemedyReboot,
 				"XID 154 (" + srcXIDCatalog + "); a reboot also clears any action nodecheck could not read"},
@@ -503,16 +509,16 @@ func (xidErrors) Explain() Explanation {
 			"NVML, where available: the GPUs' UUIDs, serials and bus ids, to name the GPU of each XID (a replaced GPU in the same slot is a new GPU).",
 		},
 		Passes: "No XID holds on any GPU of this boot: none in fail_xids since the GPU's last reset or the last clear, and none repeating beyond its rule.",
-		Warns:  "An XID not in fail_xids was seen within recent_window (24 h): by default the application-caused ones (13 graphics engine exception, 31 memory page fault, 43 GPU stopped processing, 45 preemptive cleanup, 68 video processor exception) and any XID in no list. Also when the kernel log is longer than what is read (8 MiB), and when the history file was unusable and a fresh one started.",
-		Fails:  "An XID in fail_xids is in force on a GPU: those NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors) resolves with a GPU reset or a reboot: 48 double-bit ECC, 61 and 62 micro-controller halt, 63 and 64 page retirement or row remapping pending or failed, 74 NVLink error, 79 GPU fallen off the bus, 92 high single-bit ECC rate, 94 and 95 contained and uncontained ECC error, 119 and 120 GSP timeout and error, 140 unrecovered ECC, 154 recovery action changed. It stays in force (sticky) until the GPU is reset (a reset recorded by a repair, a driver reload in the kernel log, or the GPU's volatile counters restarting), the node reboots (a new boot id), or an admin runs nodecheck history clear --gpu BUS; those in reboot_xids (79) only by a reboot or a clear. Or an XID repeats on one GPU beyond a repeat rule (NVSentinel's health-events-analyzer): XID 13 on the same GPC/TPC repeat_xid13_same_unit times (2), XID 31 repeat_xid31 times (2), any XID but 31 and 45 repeat_any times (5), within repeat_window (24 h), lines close together counting as one burst. The summary names the GPU (bus id, UUID, serial), the XID, when, and what clears it. Without a history (a replay without --state-dir) the kernel log since boot is judged alone: an XID in fail_xids fails until the next boot.",
+		Warns:  "An XID not in fail_xids was seen within recent_window (24 h): by default those NVIDIA's XID catalog asks no node action for but something to look into (RESTART_APP: 13 graphics engine exception, 31 memory page fault, 94 contained ECC error, ...; IGNORE with an investigatory action: 43 GPU stopped processing, 92 high single-bit ECC rate, ...; WORKFLOW_XID_45; CHECK_UVM), an NVLink5 XID (144-150) whose row of the catalog's decode sheet is not RESET_GPU, XID 154 changing to None, and any XID in no list (162 and later have no bucket in the catalog). The catalog's IGNORE/IGNORE XIDs (63 row remapping event, judged by gpu_memory_errors from NVML; 106 and 107 SMBPBI test messages) are ignore_xids. Also when the kernel log is longer than what is read (8 MiB), and when the history file was unusable and a fresh one started.",
+		Fails:  "An XID in fail_xids is in force on a GPU: by default those whose Immediate Action in NVIDIA's XID catalog (docs.nvidia.com/deploy/xid-errors, kept in nodecheck as checks/xidcatalog) is a node action: RESET_GPU (" + xidsWithAction("RESET_GPU") + ") and the workflows of 48 (double-bit ECC) and 74 (NVLink error), RESTART_BM or RESTART_VM (" + xidsWithAction("RESTART_BM", "RESTART_VM") + "), CONTACT_SUPPORT (the unused XIDs, " + xidsWithAction("CONTACT_SUPPORT") + "), CHECK_MECHANICALS (" + xidsWithAction("CHECK_MECHANICALS") + "), UPDATE_SWFW (" + xidsWithAction("UPDATE_SWFW") + "). Also, by their message: an NVLink5 XID (144-150) whose IntrInfo and Error Status decode to RESET_GPU in the catalog's decode sheet (the driver's Fatal where no row matches), and XID 154 naming a reset, drain or reboot. It stays in force (sticky) until the GPU is reset (a reset recorded by a repair, a driver reload in the kernel log, or the GPU's volatile counters restarting), the node reboots (a new boot id), or an admin runs nodecheck history clear --gpu BUS; those in reboot_xids (79, 151) and XID 154 naming a reboot only by a reboot or a clear. Or an XID repeats on one GPU beyond a repeat rule (NVSentinel's health-events-analyzer): XID 13 on the same GPC/TPC repeat_xid13_same_unit times (2), XID 31 repeat_xid31 times (2), any XID but 31 and 45 repeat_any times (5), within repeat_window (24 h), lines close together counting as one burst. The summary names the GPU (bus id, UUID, serial), the XID, when, and what clears it. Without a history (a replay without --state-dir) the kernel log since boot is judged alone: an XID in fail_xids fails until the next boot.",
 		Skips:  "NVML finds no NVIDIA driver library (ERROR_LIBRARY_NOT_FOUND): a node without NVIDIA GPUs. Or, replaying a snapshot, dmesg's output was not recorded.",
 		Errors: "dmesg is missing, or cannot read the kernel log (kernel.dmesg_restrict=1 and not root: \"Operation not permitted\"); or a state directory is configured but cannot be used (not root-owned, writable by others, a symlink) and the kernel log since boot shows nothing that fails: an XID that holds until a reset may have left the log.",
 		Keys: map[string]string{
 			"dmesg":                  "util-linux dmesg, run as \"dmesg --kernel --nopager\", which prints kernel times (\"[  123.456789] ...\"). Absolute path.",
-			"fail_xids":              "XIDs that fail the node, until a GPU reset, a reboot or a clear.",
-			"warn_xids":              "XIDs that only warn (and fail through the repeat rules); an XID in no list warns too.",
-			"ignore_xids":            "XIDs never reported. A list you set takes its XIDs out of the lists left at their built-in values: ignore_xids = [13, 43] alone ignores 13 and 43, which the built-in warn_xids holds. Two lists you set may not share an XID.",
-			"reboot_xids":            "The fail_xids only a reboot (or a clear) ends: a GPU reset cannot reach a GPU that fell off the bus.",
+			"fail_xids":              "XIDs that fail the node, until a GPU reset, a reboot or a clear. Built in: the catalog's XIDs with a node action (see Fails). An NVLink5 XID (144-150) or 154 listed here fails whatever its message says.",
+			"warn_xids":              "XIDs that only warn (and fail through the repeat rules); an XID in no list warns too, but for 144-150 and 154, which no list holds by default: their message decides.",
+			"ignore_xids":            "XIDs never reported; built in: 63, 106, 107 (IGNORE in both of the catalog's buckets). A list you set takes its XIDs out of the lists left at their built-in values: ignore_xids = [13, 43] alone ignores 13 and 43, which the built-in warn_xids holds, and replaces the built-in ignore_xids. Two lists you set may not share an XID.",
+			"reboot_xids":            "The fail_xids only a reboot (or a clear) ends; built in: the catalog's RESTART_BM and RESTART_VM XIDs (79: a GPU reset cannot reach a GPU that fell off the bus; 151 key rotation error).",
 			"recent_window":          "How long an XID that does not fail warns after it was seen.",
 			"repeat_xid13_same_unit": "Bursts of XID 13 on one GPC/TPC within repeat_window that fail the GPU (NVSentinel RepeatedXID13OnSameGPCAndTPC, bursts 15 s apart); 0 turns the rule off.",
 			"repeat_xid31":           "Bursts of XID 31 on one GPU within repeat_window that fail it (NVSentinel RepeatedXID31OnSameGPU, bursts 3 min apart); 0 turns it off.",
@@ -521,7 +527,7 @@ func (xidErrors) Explain() Explanation {
 		},
 		Fix: []string{
 			"nodecheck history --gpu BUS: which XIDs, when, which are in force and what would clear them; dmesg -T | grep -i xid for what happened just before (an application's XID 13 or 31 before a 43 or 45 is the application's).",
-			"Look the XID up in NVIDIA's catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html) for its immediate action: RESET_GPU (nvidia-smi -r -i N on an idle GPU) or RESTART_BM (reboot the node).",
+			"Look the XID up in NVIDIA's catalog (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html; docs/xid-catalog.md says what nodecheck does with each) for its immediate action: RESET_GPU (nvidia-smi -r -i N on an idle GPU), RESTART_BM (reboot the node), CONTACT_SUPPORT (a vendor case); for 144-150 its row of the decode sheet by the IntrInfo and Error Status in the message.",
 			"Repeated ECC (48, 63, 64, 92, 94, 95), fallen-off-the-bus (79) or NVLink (74) XIDs on the same GPU after a reset point at the hardware: run field diagnostics (dcgmi diag -r 3) and have the board replaced.",
 			"A reset or reboot ends a sticky XID by itself; after another fix, nodecheck history clear --gpu BUS --reason \"...\" (logged, and kept in the history as who, when and why). Then run nodecheck run --check xid_errors.",
 		},

@@ -138,10 +138,13 @@ func TestXIDErrors(t *testing.T) {
 			"XID 13 on gpu 0 (0000:19:00.0) (3 times): pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruc..."},
 		{"capture: XID 45 and its cause (open-gpu-kernel-modules #1150)", log(xidLog(t, "open-gpu-1150.log")), false, nil, h100NVML(), nil, StatusWarn,
 			"XID 45 on gpu 0000:dc:00: pid=1818990, name=python3, Ch 00000001 caused by previous Xid 149 (+1 more)"},
-		{"capture: XID 149 not in a list warns, 94 fails (gpud #1174)", log(xidLog(t, "gpud-pr1174.log")), false, nil, h100NVML(), nil, StatusFail,
-			"XID 94 on gpu 4 (0000:9b:00.0): pid=1234, name=python3, Contained ECC error (+2 more)"},
-		{"capture: row remapping pending (ml-engineering)", log(xidLog(t, "ml-engineering.log")), false, nil, node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, nil, StatusFail,
-			"XID 63 on gpu 0000:10:1c: pid=1896, Row Remapper: New row marked for remapping, reset gpu to activate."},
+		// The catalog's decode sheet: 149 NETIR_INT (IntrInfo 0x000fe406, status 0) is link
+		// fatal, RESET_GPU; 145 RLW_RXPIPE status 0x8 is IGNORE; 94 is RESTART_APP.
+		{"capture: XID 149 decodes fatal, 145 and 94 warn (gpud #1174)", log(xidLog(t, "gpud-pr1174.log")), false, nil, h100NVML(), nil, StatusFail,
+			"XID 149 on gpu 0019:01:00: NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000) (+2 more)"},
+		// 63 is IGNORE in both buckets (gpu_memory_errors judges the pending remap from NVML).
+		{"capture: row remapping event ignored (ml-engineering)", log(xidLog(t, "ml-engineering.log")), false, nil, node.GPUInventory{Init: "ERROR_DRIVER_NOT_LOADED"}, nil, StatusOK,
+			"no NVIDIA XID in the kernel log since boot"},
 		{"ignored XID", log(app), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.IgnoreXIDs = []int{13}; c.WarnXIDs = nil }, StatusOK,
 			"no NVIDIA XID in the kernel log since boot"},
 		{"XID moved to warn", log(fell), false, nil, h100NVML(), func(c *xidErrorsConfig) { c.FailXIDs = []int{48} }, StatusWarn,
@@ -195,12 +198,13 @@ func TestXIDErrorsDetails(t *testing.T) {
 	f := &execFacts{fakeFacts: &fakeFacts{gpus: h100NVML()}, cmds: map[string]node.CmdResult{
 		dmesgCmd: {Stdout: xidLog(t, "gpud-pr46.log")}}}
 	got := xidErrors{}.Run(context.Background(), gpuEnv(f, "gpu-h100-01", nil))
+	// 109 (context switch timeout) is RESET_GPU in the catalog: it fails first.
 	want := []Detail{
+		{Device: "gpu 6 (0000:cb:00.0)", Status: StatusFail, Observed: "XID 109", Expected: "no XID", Remedy: RemedyResetGPU,
+			Message: "XID 109 on gpu 6 (0000:cb:00.0): pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005",
+			Subject: subjectGPU(6, "0000:cb:00.0")},
 		{Device: "gpu 6 (0000:cb:00.0)", Status: StatusWarn, Observed: "XID 13", Expected: "no XID",
 			Message: "XID 13 on gpu 6 (0000:cb:00.0) (3 times): pid='<unknown>', name=<unknown>, Graphics SM Warp Exception on (GPC 7, TPC 7, SM 0): Illegal Instruc...",
-			Subject: subjectGPU(6, "0000:cb:00.0")},
-		{Device: "gpu 6 (0000:cb:00.0)", Status: StatusWarn, Observed: "XID 109", Expected: "no XID",
-			Message: "XID 109 on gpu 6 (0000:cb:00.0): pid=1797828, name=pt_main_thread, Ch 00000008, errorString CTX SWITCH TIMEOUT, Info 0x58005",
 			Subject: subjectGPU(6, "0000:cb:00.0")},
 	}
 	if diff := cmp.Diff(want, got.Details); diff != "" {
@@ -248,7 +252,7 @@ func TestXIDErrorsConfig(t *testing.T) {
 
 // TestJudgeXIDs feeds the judge literal XID lines.
 func TestJudgeXIDs(t *testing.T) {
-	verdicts := (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs(), IgnoreXIDs: []int{109}}).xidVerdicts()
+	verdicts := (&xidErrorsConfig{FailXIDs: defaultFailXIDs(), WarnXIDs: defaultWarnXIDs(), IgnoreXIDs: append(defaultIgnoreXIDs(), 109)}).xidVerdicts()
 	gpus := map[string]node.GPU{"0000:9b:00": {Index: 4, PCIBusID: "00000000:9B:00.0"}}
 	x := func(bus string, xid int, msg string) history.XIDLine {
 		return history.XIDLine{Bus: bus, XID: xid, Message: msg}
@@ -265,8 +269,17 @@ func TestJudgeXIDs(t *testing.T) {
 			"XID 79 on gpu 4 (0000:9b:00.0): GPU has fallen off the bus."},
 		{"warn XID twice, GPU unknown to NVML", []history.XIDLine{x("0000:19:00", 13, "x"), x("0000:19:00", 13, "y")}, "", StatusWarn,
 			"XID 13 on gpu 0000:19:00 (2 times): x"},
-		{"XID in no list warns", []history.XIDLine{x("0000:19:00", 149, "NETIR")}, "", StatusWarn, "XID 149 on gpu 0000:19:00: NETIR"},
+		{"XID in no list warns", []history.XIDLine{x("0000:19:00", 170, "x")}, "", StatusWarn, "XID 170 on gpu 0000:19:00: x"},
+		{"NVLink5 XID without IntrInfo or severity warns", []history.XIDLine{x("0000:19:00", 149, "NETIR")}, "", StatusWarn, "XID 149 on gpu 0000:19:00: NETIR"},
+		{"NVLink5 XID fatal and not, one row each", []history.XIDLine{x("0000:9b:00", 149, "NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x00000001)"),
+			x("0000:9b:00", 149, "NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000)")}, "", StatusFail,
+			"XID 149 on gpu 4 (0000:9b:00.0): NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000) (+1 more)"},
+		{"XID 154 to None warns", []history.XIDLine{x("0000:9b:00", 154, "GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)")}, "", StatusWarn,
+			"XID 154 on gpu 4 (0000:9b:00.0): GPU recovery action changed from 0x1 (GPU Reset Required) to 0x0 (None)"},
+		{"XID 154 to reset fails", []history.XIDLine{x("0000:9b:00", 154, "GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)")}, "", StatusFail,
+			"XID 154 on gpu 4 (0000:9b:00.0): GPU recovery action changed from 0x0 (None) to 0x1 (GPU Reset Required)"},
 		{"ignored XID", []history.XIDLine{x("0000:19:00", 109, "CTX SWITCH TIMEOUT")}, "", StatusOK, "no NVIDIA XID in the kernel log since boot"},
+		{"built-in ignored XID (SMBPBI test message)", []history.XIDLine{x("0000:19:00", 106, "x")}, "", StatusOK, "no NVIDIA XID in the kernel log since boot"},
 		{"log cut", nil, "the kernel log was cut at 64 KiB, later XIDs not read", StatusWarn, "no NVIDIA XID in what was read; the kernel log was cut at 64 KiB, later XIDs not read"},
 		{"log cut, fail XID read still fails", []history.XIDLine{x("0000:9b:00", 79, "GPU has fallen off the bus.")}, "only the kernel log's newest 8191 KiB were read (it is longer), earlier XIDs not read", StatusFail,
 			"XID 79 on gpu 4 (0000:9b:00.0): GPU has fallen off the bus.; only the kernel log's newest 8191 KiB were read (it is longer), earlier XIDs not read"},

@@ -40,6 +40,8 @@ type Config struct {
 	Drain  DrainConfig  `toml:"drain"`
 	Repair RepairConfig `toml:"repair"`
 	State  StateConfig  `toml:"state"`
+	// Validate is [validate]: `nodecheck validate`'s tools, level budgets, floors and expiry.
+	Validation ValidateConfig `toml:"validate"`
 	// Checks holds one section per check, in its schema's order (see Schema).
 	Checks Checks  `toml:"checks,omitempty"`
 	Groups []Group `toml:"group"`
@@ -84,12 +86,13 @@ func DefaultBudget() Budget {
 // their checks' defaults (checks.Schema() for nodecheck's checks).
 func Default(schema Schema) *Config {
 	return &Config{
-		Budget: DefaultBudget(),
-		Log:    LogConfig{Level: "info"},
-		Drain:  defaultDrain(),
-		Repair: defaultRepair(),
-		State:  defaultState(),
-		Checks: newChecks(schema),
+		Budget:     DefaultBudget(),
+		Log:        LogConfig{Level: "info"},
+		Drain:      defaultDrain(),
+		Repair:     defaultRepair(),
+		State:      defaultState(),
+		Validation: defaultValidate(),
+		Checks:     newChecks(schema),
 	}
 }
 

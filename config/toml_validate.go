@@ -47,6 +47,7 @@ func (c *Config) validate() []tomlKeyError {
 
 	errs = append(errs, c.validateDrain()...)
 	errs = append(errs, c.validateRepair()...)
+	errs = append(errs, c.validateValidate()...)
 
 	base := validateChecks(c.Checks, c.Budget, []string{"checks"})
 	errs = append(errs, base...)

@@ -40,6 +40,8 @@ func fillEvery(v reflect.Value, n *int) {
 		v.SetInt(int64(*n) * 1_000_003)
 	case reflect.Bool:
 		v.SetBool(true)
+	case reflect.Float64:
+		v.SetFloat(float64(*n) + 0.25)
 	default:
 		panic("fillEvery: a " + v.Kind().String() + " field: teach the codec tests about it")
 	}

@@ -40,6 +40,8 @@
 //	 "clears":[{"target":"gpu","key":"GPU-5f3c0a4e-...","bus":"0000:9b:00.0","who":"root","at":1764590500,"reason":"RMA done"}],
 //	 "repairs":[{"target":"gpu","key":"GPU-5f3c0a4e-...","action":"reset_gpu","fault":"xid_sticky: XID 48",
 //	             "started":1764590000,"finished":1764590030,"outcome":"ok"}],
+//	 "validations":[{"level":"quick","started":1764590600,"duration":312,"verdict":"passed",
+//	                 "model":"NVIDIA H100 80GB HBM3","figures":[{"n":"nccl_busbw","v":476.53,"f":390,"ok":true}]}],
 //	 "syslog_mark":{"t":1764570006,"n":12}}
 //
 // A sample's c holds, in order, the volatile correctable ECC count, NVLink CRC (flit + data),

@@ -24,6 +24,8 @@ type History struct {
 	// Repairs is the repair record: what was tried on a GPU or the node, when,
 	// and how it ended.
 	Repairs []Repair `json:"repairs,omitempty"`
+	// Validations are the node's validations (`nodecheck validate`), oldest first.
+	Validations []Validation `json:"validations,omitempty"`
 	// SyslogMark is how far the syslog's carrier lines were merged (they carry a wall time
 	// of whole seconds, not a kernel time).
 	SyslogMark Mark `json:"syslog_mark,omitzero"`
@@ -135,7 +137,8 @@ type XID struct {
 	TLast int64 `json:"tl"`
 	N     int   `json:"n"`
 	XID   int   `json:"x"`
-	// Loc is "GPC/TPC" for XID 13 lines that name them ("7/7"), else empty.
+	// Loc is "GPC/TPC" for XID 13 lines that name them ("7/7"), IntrInfo/ErrorStatus in hex
+	// for NVLink5 XIDs 144-150 ("25525c6/0"), else empty.
 	Loc string `json:"l,omitempty"`
 	Msg string `json:"m,omitempty"`
 }
@@ -334,6 +337,7 @@ type Limits struct {
 	Boots          int
 	Clears         int
 	Repairs        int
+	Validations    int
 	GPUs           int
 	Ports          int
 	KeptAside      int
@@ -359,10 +363,12 @@ func DefaultLimits() Limits {
 		Boots:         8,
 		Clears:        16,
 		// Issue 15's escalation counts 5 repairs in 7 days per node or GPU.
-		Repairs:   32,
-		GPUs:      64,
-		Ports:     64,
-		KeptAside: 3,
+		Repairs: 32,
+		// A week of daily quick validations, and the last that passed however old.
+		Validations: 8,
+		GPUs:        64,
+		Ports:       64,
+		KeptAside:   3,
 		// The finest repeat rule's burst gap (NVSentinel's XID 13 rule, 15 s): coarser rules
 		// merge records again when they count.
 		CollapseGap: 15 * time.Second,

@@ -103,7 +103,7 @@ func (h *History) judgeGPUXIDs(now time.Time, g GPU, r Rules) []Judgement {
 	}
 	since := h.clearedAt(g)
 	for _, rule := range r.Repeats {
-		if j, xid, ok := judgeRepeat(now, g, rule, r.IgnoreXIDs, since); ok {
+		if j, xid, ok := judgeRepeat(now, g, rule, r, since); ok {
 			out = append(out, j)
 			failing[xid] = true
 		}
@@ -113,8 +113,7 @@ func (h *History) judgeGPUXIDs(now time.Time, g GPU, r Rules) []Judgement {
 	for _, x := range g.XIDs {
 		// A reset- or reboot-class XID fails while in force and is resolved once ended: it
 		// does not warn after its reset or reboot (the repeat rules still count it).
-		sticky := slices.Contains(r.ResetXIDs, x.XID) || slices.Contains(r.RebootXIDs, x.XID)
-		if x.TLast >= cut && x.TLast > since && !failing[x.XID] && !sticky && !slices.Contains(r.IgnoreXIDs, x.XID) {
+		if c := r.Class(x); x.TLast >= cut && x.TLast > since && !failing[x.XID] && c == XIDWarn {
 			recent = append(recent, x)
 		}
 	}
@@ -140,8 +139,9 @@ func (h *History) judgeGPUXIDs(now time.Time, g GPU, r Rules) []Judgement {
 func (h *History) inForce(g GPU, r Rules) []XID {
 	var out []XID
 	for _, x := range g.XIDs {
-		reboot := slices.Contains(r.RebootXIDs, x.XID)
-		if !reboot && !slices.Contains(r.ResetXIDs, x.XID) || slices.Contains(r.IgnoreXIDs, x.XID) {
+		c := r.Class(x)
+		reboot := c == XIDReboot
+		if c != XIDReset && !reboot {
 			continue
 		}
 		if by, _ := h.stickyEnd(g, x, reboot); by == "" {
@@ -155,7 +155,7 @@ func (h *History) inForce(g GPU, r Rules) []XID {
 func judgeSticky(g GPU, xs []XID, r Rules) Judgement {
 	x := xs[0]
 	until, clear := "a GPU reset, a driver reload or a reboot", "a GPU reset, a driver reload or a reboot (new boot id)"
-	if slices.ContainsFunc(xs, func(y XID) bool { return slices.Contains(r.RebootXIDs, y.XID) }) {
+	if slices.ContainsFunc(xs, func(y XID) bool { return r.Class(y) == XIDReboot }) {
 		until, clear = "a reboot", "a reboot (new boot id)"
 	}
 	cmd := "`nodecheck history clear --gpu " + g.Bus + "`"
@@ -233,7 +233,7 @@ func (h *History) clearedKeyAt(key string) int64 {
 
 // judgeRepeat applies one repeat rule to g: bursts of the rule's XIDs within its window,
 // since the last clear. It returns the failing XID.
-func judgeRepeat(now time.Time, g GPU, rule RepeatRule, ignore []int, since int64) (Judgement, int, bool) {
+func judgeRepeat(now time.Time, g GPU, rule RepeatRule, r Rules, since int64) (Judgement, int, bool) {
 	if rule.Count <= 0 {
 		return Judgement{}, 0, false
 	}
@@ -241,7 +241,7 @@ func judgeRepeat(now time.Time, g GPU, rule RepeatRule, ignore []int, since int6
 	var xs []XID
 	for _, x := range g.XIDs {
 		in := slices.Contains(rule.XIDs, x.XID) || len(rule.XIDs) == 0 && !slices.Contains(rule.Except, x.XID)
-		if in && !slices.Contains(ignore, x.XID) && x.TLast >= cut && x.TLast > since && (!rule.SameLoc || x.Loc != "") {
+		if in && r.Class(x) != XIDIgnore && x.TLast >= cut && x.TLast > since && (!rule.SameLoc || x.Loc != "") {
 			xs = append(xs, x)
 		}
 	}

@@ -121,10 +121,44 @@ func ParseXIDLine(line string) (XIDLine, bool) {
 	if us, _, ok := KernelTime(line[:i]); ok {
 		ev.KernelUS = us
 	}
-	if x == 13 {
+	switch {
+	case x == 13:
 		ev.Loc = gpcTPC(msg)
+	case x >= 144 && x <= 150:
+		ev.Loc = nvlinkWords(msg)
 	}
 	return ev, true
+}
+
+// nvlinkWords reads the IntrInfo and Error Status of an NVLink5 XID (144 to 150) message,
+// "NETIR_LINK_EVT  Fatal   XC0 i0 Link 09 (0x025525c6 0x00000000 ...)", as "25525c6/0":
+// the pair NVIDIA's catalog decodes the XID by, so that lines of one XID that decode
+// differently are kept apart, and the pair stays when the message is cut. Empty when absent.
+func nvlinkWords(msg string) string {
+	_, after, ok := strings.Cut(msg, "(0x")
+	if !ok {
+		return ""
+	}
+	w := strings.Fields(after)
+	if len(w) < 2 {
+		return ""
+	}
+	ii, es := w[0], strings.TrimSuffix(strings.TrimPrefix(w[1], "0x"), ")")
+	if !hexWord(ii) || !hexWord(es) {
+		return ""
+	}
+	return trimZeros(ii) + "/" + trimZeros(es)
+}
+
+func hexWord(s string) bool {
+	return s != "" && len(s) <= 8 && strings.Trim(strings.ToLower(s), "0123456789abcdef") == ""
+}
+
+func trimZeros(s string) string {
+	if t := strings.TrimLeft(strings.ToLower(s), "0"); t != "" {
+		return t
+	}
+	return "0"
 }
 
 // gpcTPC reads "(GPC 7, TPC 7, SM 0)" from an XID 13 message as "7/7"; empty when absent.

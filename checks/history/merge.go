@@ -205,7 +205,7 @@ func (h *History) mergeXIDs(lines []XIDLine, b *Boot, ts int64, lim Limits, rep 
 		if l.KernelUS > 0 && b.Time > 0 {
 			wall = b.Time + l.KernelUS/1e6
 		}
-		loc := clip(l.Loc, 16)
+		loc := clip(l.Loc, maxLocLen)
 		rep.NewXIDs++
 		if i := lastXID(g.XIDs, b.N, l.XID, loc); i >= 0 && g.XIDs[i].near(l.KernelUS, wall, gap) {
 			x := &g.XIDs[i]

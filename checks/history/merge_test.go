@@ -85,6 +85,24 @@ func TestMergeCollapsesBursts(t *testing.T) {
 	}
 }
 
+// TestMergeKeepsNVLink5KindsApart: NVLink5 lines of one XID in one burst are one record
+// per IntrInfo/ErrorStatus, since NVIDIA's catalog decodes them apart (a non-fatal BER event
+// and a link-fatal NETIR_INT). Lines: gpud's captures (the BER line a gpud user supplied),
+// kernel times invented.
+func TestMergeKeepsNVLink5KindsApart(t *testing.T) {
+	log := "[  100.000000] NVRM: Xid (PCI:0018:01:00): 149, NETIR_BER_EVENT Nonfatal XC0 i0 Link 03 (0x00086226 0x00000001 0x00000000 0x00000000 0x00000000 0x00000000)\n" +
+		"[  100.000100] NVRM: Xid (PCI:0018:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n" +
+		"[  100.000200] NVRM: Xid (PCI:0018:01:00): 149, NETIR Fatal XC0 i0 Link -1 (0x000fe406 0x00000000 0x00000000 0x00000000 0x00000000 0x00000000)\n"
+	h := New("n")
+	h.Merge(t0.Add(time.Hour), run(t0.Add(time.Hour), "b", t0, log), DefaultLimits())
+	if len(h.GPUs) != 1 || len(h.GPUs[0].XIDs) != 2 {
+		t.Fatalf("%+v", h.GPUs)
+	}
+	if a, b := h.GPUs[0].XIDs[0], h.GPUs[0].XIDs[1]; a.Loc != "86226/1" || a.N != 1 || b.Loc != "fe406/0" || b.N != 2 {
+		t.Errorf("records %+v, %+v", a, b)
+	}
+}
+
 func TestMergeIdentity(t *testing.T) {
 	lim := DefaultLimits()
 	moved := h100

@@ -55,7 +55,8 @@ type XIDLine struct {
 	XID int
 	// KernelUS is the line's kernel time in µs since boot; 0 when the line had none.
 	KernelUS int64
-	// Loc is "GPC/TPC" when an XID 13 line names them, else empty.
+	// Loc is "GPC/TPC" when an XID 13 line names them, IntrInfo/ErrorStatus in hex for an
+	// NVLink5 XID (144-150), else empty.
 	Loc string
 	// Message is the text after the XID number.
 	Message string

@@ -57,6 +57,7 @@ func (h *History) prune(now time.Time, lim Limits) {
 	h.Clears = keepNewest(h.Clears, lim.Clears)
 	h.Repairs = dropOld(h.Repairs, func(r Repair) bool { return old(r.Started) && r.Outcome != OutcomePending }, false)
 	h.Repairs = keepNewest(h.Repairs, lim.Repairs)
+	h.pruneValidations(lim.Validations)
 	if len(h.Boots) > 0 {
 		last := h.Boots[len(h.Boots)-1]
 		h.Boots = slices.DeleteFunc(h.Boots[:len(h.Boots)-1], func(b Boot) bool { return old(b.LastSeen) })
@@ -171,6 +172,7 @@ func (lim Limits) halved() Limits {
 	// GPUs and Ports are not halved: a node's devices are what the history is about, and
 	// their number is bounded by the hardware.
 	lim.Boots, lim.Clears, lim.Repairs = h(lim.Boots), h(lim.Clears), h(lim.Repairs)
+	lim.Validations = h(lim.Validations)
 	lim.MaxAge = max(lim.MaxAge/2, time.Hour)
 	return lim
 }

@@ -1,6 +1,9 @@
 package history
 
-import "time"
+import (
+	"slices"
+	"time"
+)
 
 // Rules are the thresholds the judges use. DefaultRules gives each its source; a site
 // overrides any of them (the integration maps nodecheck.toml onto this struct).
@@ -17,6 +20,10 @@ type Rules struct {
 	AppXIDs []int
 	// IgnoreXIDs are never judged (still kept and shown in the timeline).
 	IgnoreXIDs []int
+	// Decode classes an XID in none of the four lists by its record: NVIDIA's catalog
+	// resolves the NVLink5 XIDs (144-150) and XID 154 by what their message says, so one
+	// number may need a reset or nothing. nil: such an XID warns.
+	Decode func(xid int, msg, loc string) XIDClass
 	// Repeats fail a GPU on which an XID comes back too often.
 	Repeats []RepeatRule
 	// RecentXIDs is how long any XID not otherwise failing warns after it was seen.
@@ -38,6 +45,32 @@ type Rules struct {
 	FlapFail   int
 	// FlapSticky keeps a port that failed for flapping failed until reboot or clear.
 	FlapSticky bool
+}
+
+// XIDClass is what an XID record is to the judges.
+type XIDClass int
+
+// The classes of XID records.
+const (
+	XIDWarn   XIDClass = iota // warns while recent, fails only on repeats
+	XIDReset                  // fails until a GPU reset, a driver reload, a reboot or a clear
+	XIDReboot                 // fails until a reboot or a clear
+	XIDIgnore                 // never judged
+)
+
+// Class is x's class: by the lists (ignore first), then by Decode.
+func (r Rules) Class(x XID) XIDClass {
+	switch {
+	case slices.Contains(r.IgnoreXIDs, x.XID):
+		return XIDIgnore
+	case slices.Contains(r.RebootXIDs, x.XID):
+		return XIDReboot
+	case slices.Contains(r.ResetXIDs, x.XID):
+		return XIDReset
+	case slices.Contains(r.AppXIDs, x.XID) || r.Decode == nil:
+		return XIDWarn
+	}
+	return r.Decode(x.XID, x.Msg, x.Loc)
 }
 
 // RepeatRule fails a GPU on which an XID came back Count times within Window. Lines closer
@@ -69,16 +102,13 @@ type RateRule struct {
 func DefaultRules() Rules {
 	const day = 24 * time.Hour
 	return Rules{
-		// The XIDs NVIDIA's XID catalog resolves with RESET_GPU or RESTART_BM
-		// (https://docs.nvidia.com/deploy/xid-errors/analyzing-xid-catalog.html), as
-		// config's fail_xids: 48, 61, 62, 63, 64, 74, 92, 94, 95, 119, 120, 140, 154 are
-		// cleared by a GPU reset; 79 (fallen off the bus) needs the node rebooted, since a
-		// reset cannot reach a GPU that is off the bus.
+		// The XID lists here are the package's own small defaults, which its tests
+		// judge by. nodecheck never judges by them: the xid_errors check replaces all four
+		// and sets Decode, from NVIDIA's XID catalog (checks/xid_catalog.go) and the
+		// site's [checks.xid_errors] lists (HistoryRules).
 		ResetXIDs:  []int{48, 61, 62, 63, 64, 74, 92, 94, 95, 119, 120, 140, 154},
 		RebootXIDs: []int{79},
-		// The catalog's RESTART_APP XIDs the issue names: 13 graphics engine exception, 31
-		// memory page fault, 43 GPU stopped processing, 45 preemptive cleanup.
-		AppXIDs: []int{13, 31, 43, 45},
+		AppXIDs:    []int{13, 31, 43, 45},
 		// NVSentinel's health-events-analyzer repeat rules
 		// (distros/kubernetes/nvsentinel/charts/health-events-analyzer/values.yaml at
 		// 09dfc8f9060a99ad1881887154a9440270de8fd3).

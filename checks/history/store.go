@@ -238,6 +238,7 @@ const (
 	maxIDLen     = 64
 	maxNameLen   = 96
 	maxMsgLen    = 80
+	maxLocLen    = 17 // "7/7" of XID 13, "25525c6/0" of an NVLink5 XID (two 8-digit words at most)
 	maxSrcLen    = 32
 	maxNetdevLen = 15 // IFNAMSIZ less the NUL
 	maxWhoLen    = 64

@@ -30,7 +30,7 @@ type Timeline struct {
 	Boot  string           `json:"boot,omitempty"`
 	GPUs  []DeviceTimeline `json:"gpus"`
 	Ports []DeviceTimeline `json:"ports"`
-	// NodeEntries are boots, driver loads, clears of everything and node repairs.
+	// NodeEntries are boots, driver loads, clears of everything, node repairs and validations.
 	NodeEntries []Entry `json:"node_entries"`
 	// Findings are the node's own judgements that are not ok: the clock (JudgeClock).
 	Findings []Judgement `json:"findings,omitempty"`
@@ -53,8 +53,8 @@ type DeviceTimeline struct {
 // Entry is one line of a timeline.
 type Entry struct {
 	Time time.Time `json:"time"`
-	// Kind is "xid", "reset", "repair", "clear", "counters", "state", "link", "boot" or
-	// "driver_load".
+	// Kind is "xid", "reset", "repair", "clear", "counters", "state", "link", "boot",
+	// "driver_load" or "validation".
 	Kind string `json:"kind"`
 	Text string `json:"text"`
 	// InForce marks a reset- or reboot-class XID that still holds; EndedBy says what ended
@@ -181,7 +181,8 @@ func (h *History) gpuEntries(g GPU, r Rules) []Entry {
 		if x.Msg != "" {
 			e.Text += ": " + x.Msg
 		}
-		if reboot := slices.Contains(r.RebootXIDs, x.XID); reboot || slices.Contains(r.ResetXIDs, x.XID) {
+		if c := r.Class(x); c == XIDReset || c == XIDReboot {
+			reboot := c == XIDReboot
 			by, _ := h.stickyEnd(g, x, reboot)
 			e.InForce, e.EndedBy = by == "", by
 		}
@@ -289,7 +290,29 @@ func (h *History) nodeEntries() []Entry {
 			es = append(es, repairEntry(rp))
 		}
 	}
+	for _, v := range h.Validations {
+		es = append(es, validationEntry(v))
+	}
 	return es
+}
+
+// validationEntry is "validation quick passed in 312s", with the figures below their floor.
+func validationEntry(v Validation) Entry {
+	text := fmt.Sprintf("validation %s %s in %ds", v.Level, v.Verdict, v.Duration)
+	var low []string
+	for _, f := range v.Figures {
+		if !f.OK {
+			dev := ""
+			if f.Device != "" {
+				dev = " " + f.Device
+			}
+			low = append(low, fmt.Sprintf("%s%s %g below floor %g", f.Name, dev, f.Value, f.Floor))
+		}
+	}
+	if len(low) > 0 {
+		text += ": " + strings.Join(low, ", ")
+	}
+	return Entry{Time: unix(v.Started), Kind: "validation", Text: text}
 }
 
 func clearEntry(c Clear) Entry {

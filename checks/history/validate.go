@@ -127,6 +127,9 @@ func validate(h *History) error {
 		c.when(l, "started", r.Started, false)
 		c.when(l, "finished", r.Finished, true)
 	}
+	for i, v := range h.Validations {
+		validateValidation(&c, loc{list: "validations", i: i}, v)
+	}
 	c.when(top, "syslog_mark.t", h.SyslogMark.T, true)
 	c.in(top, "syslog_mark.n", int64(h.SyslogMark.N), 0, 1<<30)
 	c.when(top, "clock.found", h.Clock.Found, true)
@@ -165,7 +168,7 @@ func validateGPU(c *checker, i int, g *GPU) {
 		if x.TLast < x.T {
 			c.failf("%s: before its t", fieldAt(q, "tl"))
 		}
-		c.str(q, "l", x.Loc, 16)
+		c.str(q, "l", x.Loc, maxLocLen)
 		c.str(q, "m", x.Msg, maxMsgLen)
 	}
 	for j, s := range g.Samples {

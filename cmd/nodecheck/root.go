@@ -102,6 +102,7 @@ The admin's guide is /usr/share/doc/nodecheck/README.md; the manual by topic sta
 	root.AddCommand(newTopologyCmd(g))
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newDrillCmd(g))
+	root.AddCommand(newValidateCmd(g))
 	return root
 }
 
