@@ -142,7 +142,7 @@ func (fsMounts) Run(ctx context.Context, env *Env) Result {
 }
 
 // judgeFSMounts judges each wanted mount against the visible mounts.
-func judgeFSMounts(ms []node.Mount, want []mountSpec) Result {
+func judgeFSMounts(ms []node.MountEntry, want []mountSpec) Result {
 	var res Result
 	for _, w := range want {
 		res.Details = append(res.Details, judgeMount(ms, w))
@@ -150,9 +150,9 @@ func judgeFSMounts(ms []node.Mount, want []mountSpec) Result {
 	return settleDetails(res, fmt.Sprintf("%s mounted as listed", countNoun(len(want), "filesystem", "filesystems")))
 }
 
-func judgeMount(ms []node.Mount, w mountSpec) Detail {
+func judgeMount(ms []node.MountEntry, w mountSpec) Detail {
 	d := Detail{Device: w.Point, Expected: w.String(), Subject: Subject{Mount: w.Point}}
-	var m node.Mount
+	var m node.MountEntry
 	found := false
 	for _, x := range ms {
 		if x.Point == w.Point {

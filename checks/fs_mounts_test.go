@@ -9,7 +9,7 @@ import (
 )
 
 // nhcTestMounts is the mount table of NHC's test/test_lbnl_fs.nhc (testdata/nhc/SOURCE).
-func nhcTestMounts(t *testing.T) []node.Mount {
+func nhcTestMounts(t *testing.T) []node.MountEntry {
 	t.Helper()
 	f, err := os.Open("testdata/nhc/test_lbnl_fs.mounts")
 	if err != nil {

@@ -184,9 +184,9 @@ func (fsUsage) Run(ctx context.Context, env *Env) Result {
 
 // judgeFSUsage judges each limit against the filesystem its path lies on.
 func judgeFSUsage(fsys node.Filesystems, limits []fsLimit) Result {
-	mounts := make([]node.Mount, len(fsys.Mounts))
+	mounts := make([]node.MountEntry, len(fsys.Mounts))
 	for i, u := range fsys.Mounts {
-		mounts[i] = u.Mount
+		mounts[i] = u.MountEntry
 	}
 	var res Result
 	for _, l := range limits {

@@ -21,7 +21,7 @@ func nhcTestFilesystems(t *testing.T) node.Filesystems {
 	}
 	var out node.Filesystems
 	for _, m := range ms {
-		u := node.FSUsage{Mount: m}
+		u := node.FSUsage{MountEntry: m}
 		if d, ok := dfs[m.Point]; ok {
 			u.SizeBytes, u.FreeBytes, u.AvailBytes = d.size*1024, (d.size-d.used)*1024, d.avail*1024
 			u.Inodes, u.InodesFree = d.inodes, d.inodes-d.iused
@@ -95,7 +95,7 @@ func TestJudgeFSUsageNHC(t *testing.T) {
 
 func TestJudgeFSUsageMessages(t *testing.T) {
 	fsys := nhcTestFilesystems(t)
-	fsys.Mounts = append(fsys.Mounts, node.FSUsage{Mount: node.Mount{Point: "/scratch", Type: "nfs4", Source: "s:/x"}, TimedOut: true, Error: "statfs did not answer within 2s"})
+	fsys.Mounts = append(fsys.Mounts, node.FSUsage{MountEntry: node.MountEntry{Point: "/scratch", Type: "nfs4", Source: "s:/x"}, TimedOut: true, Error: "statfs did not answer within 2s"})
 	var ls []fsLimit
 	for _, s := range []string{"/home/user used 50%", "/scratch free 1%", "/ free 1G"} {
 		l, err := parseFSLimit(s)

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Mount is one line of /proc/mounts (proc(5)): what is mounted where, how.
-type Mount struct {
+// MountEntry is one line of /proc/mounts (proc(5)): what is mounted where, how.
+type MountEntry struct {
 	Source  string   `json:"source"`  // fs_spec: "/dev/sda1", "server:/export", "tmpfs"
 	Point   string   `json:"point"`   // fs_file, octal escapes undone: "/mnt/my disk"
 	Type    string   `json:"type"`    // fs_vfstype: "ext4", "nfs4"
@@ -23,13 +23,13 @@ type Mount struct {
 
 // ReadOnly reports whether the mount's options say ro. The kernel always writes rw or ro
 // first, so a mount that says neither is taken as read-write, as mount(8) prints it.
-func (m Mount) ReadOnly() bool { return slices.Contains(m.Options, "ro") }
+func (m MountEntry) ReadOnly() bool { return slices.Contains(m.Options, "ro") }
 
 // ParseMounts parses /proc/mounts (or /proc/self/mounts, /etc/mtab): six fields per line,
 // the mount point's space, tab, newline and backslash written as octal escapes (\040). A
 // line with fewer than four fields is an error naming it.
-func ParseMounts(r io.Reader) ([]Mount, error) {
-	var out []Mount
+func ParseMounts(r io.Reader) ([]MountEntry, error) {
+	var out []MountEntry
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	n := 0
@@ -42,7 +42,7 @@ func ParseMounts(r io.Reader) ([]Mount, error) {
 		if len(f) < 4 {
 			return nil, fmt.Errorf("mounts:%d: %d fields, want at least 4 (source, mount point, type, options)", n, len(f))
 		}
-		out = append(out, Mount{Source: unescapeMount(f[0]), Point: unescapeMount(f[1]), Type: f[2],
+		out = append(out, MountEntry{Source: unescapeMount(f[0]), Point: unescapeMount(f[1]), Type: f[2],
 			Options: strings.Split(f[3], ",")})
 	}
 	if err := sc.Err(); err != nil {
@@ -74,12 +74,12 @@ func unescapeMount(s string) string {
 
 // VisibleMounts keeps, for each mount point, the last mount of it: the one a path there
 // reaches, the others being mounted over. The order of first appearance is kept.
-func VisibleMounts(ms []Mount) []Mount {
+func VisibleMounts(ms []MountEntry) []MountEntry {
 	last := map[string]int{}
 	for i, m := range ms {
 		last[m.Point] = i
 	}
-	var out []Mount
+	var out []MountEntry
 	for i, m := range ms {
 		if last[m.Point] == i {
 			out = append(out, m)
@@ -90,8 +90,8 @@ func VisibleMounts(ms []Mount) []Mount {
 
 // MountOf is the mount a path lies on: the visible mount with the longest mount point that
 // is the path or a directory above it; false when none is (no "/" in ms).
-func MountOf(ms []Mount, path string) (Mount, bool) {
-	best, ok := Mount{}, false
+func MountOf(ms []MountEntry, path string) (MountEntry, bool) {
+	best, ok := MountEntry{}, false
 	for _, m := range VisibleMounts(ms) {
 		if m.Point == path || m.Point == "/" || strings.HasPrefix(path, strings.TrimSuffix(m.Point, "/")+"/") {
 			if !ok || len(m.Point) > len(best.Point) {
@@ -104,7 +104,7 @@ func MountOf(ms []Mount, path string) (Mount, bool) {
 
 // FSUsage is the space and inodes of one mounted filesystem (statfs(2)), in bytes.
 type FSUsage struct {
-	Mount
+	MountEntry
 	SizeBytes  uint64 `json:"size_bytes"`  // f_blocks * f_frsize
 	AvailBytes uint64 `json:"avail_bytes"` // f_bavail * f_frsize: what a user who is not root may still write
 	FreeBytes  uint64 `json:"free_bytes"`  // f_bfree * f_frsize: root's reserve included
@@ -164,7 +164,7 @@ var pseudoFS = []string{"autofs", "binfmt_misc", "bpf", "cgroup", "cgroup2", "co
 // IsPseudoFS reports whether typ is a kernel pseudo file system (pseudoFS).
 func IsPseudoFS(typ string) bool { return slices.Contains(pseudoFS, typ) }
 
-func statfsAll(ctx context.Context, ms []Mount, host func(string) string) Filesystems {
+func statfsAll(ctx context.Context, ms []MountEntry, host func(string) string) Filesystems {
 	list := VisibleMounts(ms)
 	out := Filesystems{Mounts: make([]FSUsage, len(list))}
 	type answer struct {
@@ -176,11 +176,11 @@ func statfsAll(ctx context.Context, ms []Mount, host func(string) string) Filesy
 	asked := 0
 	for i, m := range list {
 		if IsPseudoFS(m.Type) {
-			out.Mounts[i] = FSUsage{Mount: m, Pseudo: true}
+			out.Mounts[i] = FSUsage{MountEntry: m, Pseudo: true}
 			continue
 		}
 		asked++
-		out.Mounts[i] = FSUsage{Mount: m, TimedOut: true, Error: "statfs did not answer within " + StatfsTimeout.String()}
+		out.Mounts[i] = FSUsage{MountEntry: m, TimedOut: true, Error: "statfs did not answer within " + StatfsTimeout.String()}
 		go func() {
 			var st syscall.Statfs_t
 			err := syscall.Statfs(host(m.Point), &st)

@@ -22,7 +22,7 @@ func TestParseMounts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []Mount{
+	want := []MountEntry{
 		{Source: "/dev/sda1", Point: "/", Type: "ext4", Options: []string{"rw", "relatime", "errors=remount-ro", "data=ordered"}},
 		{Source: "proc", Point: "/proc", Type: "proc", Options: []string{"rw", "nosuid", "nodev", "noexec", "relatime"}},
 		{Source: "192.168.1.1:/srv/test", Point: "/mnt/nfs/test", Type: "nfs4", Options: []string{"rw", "vers=4.0", "hard", "proto=tcp"}},
@@ -46,7 +46,7 @@ func TestParseMounts(t *testing.T) {
 }
 
 func TestVisibleMounts(t *testing.T) {
-	ms := []Mount{{Point: "/", Source: "a"}, {Point: "/home", Source: "old"}, {Point: "/tmp"}, {Point: "/home", Source: "new"}}
+	ms := []MountEntry{{Point: "/", Source: "a"}, {Point: "/home", Source: "old"}, {Point: "/tmp"}, {Point: "/home", Source: "new"}}
 	got := VisibleMounts(ms)
 	if len(got) != 3 || got[2].Source != "new" {
 		t.Errorf("got %+v", got)
