@@ -83,6 +83,10 @@ type gresWant struct {
 	file  string
 	where string // gres.conf:LINE
 	minor int    // -1: no minor expected from the name
+	// blockOK is true for a GRES other than gpu (a Name=nvme scratch disk): slurmd takes
+	// block devices as well as character devices (src/interfaces/gres.c: S_ISBLK is
+	// DEV_TYPE_BLOCK).
+	blockOK bool
 }
 
 // devAnswer is what the node says of one device file.
@@ -115,7 +119,8 @@ func gresWants(ng slurm.NodeGres) []gresWant {
 				continue
 			}
 			seen[f] = true
-			wants = append(wants, gresWant{file: f, where: l.Pos.String(), minor: nvidiaMinorFromName(f)})
+			wants = append(wants, gresWant{file: f, where: l.Pos.String(), minor: nvidiaMinorFromName(f),
+				blockOK: !strings.EqualFold(l.Name, "gpu") && nvidiaMinorFromName(f) < 0})
 			if strings.EqualFold(l.Name, "gpu") && nvidiaMinorFromName(f) >= 0 {
 				gpuFiles = true
 			}
@@ -144,7 +149,7 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 	res := Result{Status: StatusOK}
 	var bad []Detail
 	for i, w := range wants {
-		d := judgeDevice(w.file, w.minor, found[i].dn, found[i].err)
+		d := judgeDevice(w.file, w.minor, w.blockOK, found[i].dn, found[i].err)
 		if d.Status == StatusFail {
 			d.Remedy = remedyOf(gresFault(w, found[i].dn))
 		}
@@ -173,7 +178,14 @@ func judgeGresDevices(wants []gresWant, found []devAnswer, confErrs []Detail) Re
 		res.Summary, res.Subject = first.Device+" "+first.Message+moreSuffix(len(bad)-1), first.Subject
 		return res
 	}
-	res.Summary = fmt.Sprintf("%d device files from gres.conf present as character devices (%s)", len(wants), slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
+	kind := "character devices"
+	for _, d := range res.Details {
+		if strings.HasPrefix(d.Observed, "block") {
+			kind = "character or block devices"
+			break
+		}
+	}
+	res.Summary = fmt.Sprintf("%d device files from gres.conf present as %s (%s)", len(wants), kind, slurm.CompressHostlist(filesOf(wants, func(w gresWant) string { return w.file })))
 	return res
 }
 
@@ -201,8 +213,9 @@ func problemConcerns(p slurm.Problem, node string) bool {
 	return err != nil || hl.Contains(node)
 }
 
-// judgeDevice judges one device file by what stat said of it (dn, or err where it failed).
-func judgeDevice(file string, wantMinor int, dn node.DevNode, err error) Detail {
+// judgeDevice judges one device file by what stat said of it (dn, or err where it failed);
+// a block device passes where blockOK (a disk GRES).
+func judgeDevice(file string, wantMinor int, blockOK bool, dn node.DevNode, err error) Detail {
 	d := Detail{Device: file, Status: StatusOK, Expected: "char device", Subject: Subject{File: file}}
 	if wantMinor >= 0 {
 		d.Expected = fmt.Sprintf("char %d:%d", nvidiaMajor, wantMinor)
@@ -212,6 +225,10 @@ func judgeDevice(file string, wantMinor int, dn node.DevNode, err error) Detail 
 		d.Status, d.Message = StatusError, "cannot stat: "+err.Error()
 	case dn.Missing:
 		d.Status, d.Message, d.Observed = StatusFail, "missing", "missing"
+	case blockOK && dn.Type == "block":
+		d.Expected = "char or block device"
+		d.Observed = fmt.Sprintf("block %d:%d", dn.Major, dn.Minor)
+		d.Message = "present (block device)"
 	case dn.Type != "char":
 		d.Status, d.Observed = StatusFail, dn.Type
 		d.Message = fmt.Sprintf("is a %s, not a character device", typeName(dn.Type))
@@ -314,7 +331,7 @@ func (gresDevices) Explain() Explanation {
 			"gres.conf: the File= and MultipleFiles= device paths of the lines for this node, and AutoDetect.",
 			"Each of those device files (stat only): its type and its major and minor numbers.",
 		},
-		Passes: "Every device file gres.conf lists for this node exists as a character device: /dev/nvidiaN as char 195:N, and /dev/nvidiactl, which every NVIDIA GPU needs and which is checked whenever GPU files are listed, as char 195:255. Other files (MIG capabilities under /dev/nvidia-caps) need only be character devices.",
+		Passes: "Every device file gres.conf lists for this node exists as a character device: /dev/nvidiaN as char 195:N, and /dev/nvidiactl, which every NVIDIA GPU needs and which is checked whenever GPU files are listed, as char 195:255. Other files (MIG capabilities under /dev/nvidia-caps) need only be character devices; the files of a GRES other than gpu (a Name=nvme scratch disk) may also be block devices, as slurmd takes them.",
 		Fails:  "A listed device file is missing, is not a character device (a regular file left by a copy, a directory), or has another major or minor number than its name promises. Slurm would give jobs a GPU device that is not there, or the wrong GPU.",
 		Skips:  "There is no gres.conf, gres.conf has no File= entry for this node, or it uses AutoDetect for this node so that there are no File= entries to check (gpu_count still compares the GPU counts).",
 		Errors: "slurm.conf cannot be found, gres.conf cannot be read, a gres.conf line that Slurm would refuse may concern this node, or a device file cannot be examined.",

@@ -64,6 +64,7 @@ var ordered = []Check{
 	dcgmHealth{},
 	ibFlaps{},
 	nodeInventory{},
+	scratchDisk{},
 	gresAffinity{},
 	dcgmDiag{},
 	validationAge{},

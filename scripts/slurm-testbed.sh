@@ -27,6 +27,10 @@
 #   --return-to-service N  NODECHECK_TESTBED_RETURN_TO_SERVICE  ReturnToService (default 2)
 #   --resume-timeout S  NODECHECK_TESTBED_RESUME_TIMEOUT  ResumeTimeout: how long Slurm waits for a
 #                                              rebooted node (default: Slurm's, 60)
+#                    NODECHECK_TESTBED_EXTRA_CONF  a file whose lines are appended to slurm.conf
+#                                              (PreemptType, more partitions); later keys win
+#                    NODECHECK_TESTBED_TOPOLOGY  a file copied to topology.conf beside slurm.conf
+#                                              (with TopologyPlugin= in EXTRA_CONF)
 #                    NODECHECK_TESTBED_DIR     scratch directory (default /tmp/nodecheck-testbed);
 #                                              every file the test bed writes is under it, nothing under /etc
 #                    NODECHECK_TESTBED_PORT    slurmctld's port (default 16817); node i listens on
@@ -100,6 +104,8 @@ HEALTH_INTERVAL=${NODECHECK_TESTBED_HEALTH_INTERVAL:-}
 REBOOT=${NODECHECK_TESTBED_REBOOT:-0}
 RETURN_TO_SERVICE=${NODECHECK_TESTBED_RETURN_TO_SERVICE:-2}
 RESUME_TIMEOUT=${NODECHECK_TESTBED_RESUME_TIMEOUT:-}
+EXTRA_CONF=${NODECHECK_TESTBED_EXTRA_CONF:-}
+TOPOLOGY=${NODECHECK_TESTBED_TOPOLOGY:-}
 CLEAN_CACHE=0
 
 parse_flags() {
@@ -533,6 +539,8 @@ write_slurm_conf() {
     echo "NodeName=$n NodeHostname=$host NodeAddr=127.0.0.1 Port=$((PORT + i)) $topo RealMemory=1000 Gres=gpu:2 State=UNKNOWN"
   done
   echo "PartitionName=debug Nodes=ALL Default=YES MaxTime=INFINITE State=UP"
+  # More lines a test asks for (preemption, partitions): appended as they are.
+  if [ -n "$EXTRA_CONF" ]; then cat "$EXTRA_CONF"; fi
 }
 
 write_config() {
@@ -551,6 +559,7 @@ write_config() {
   install -m 0755 "$HERE/testbed/slurmd-reboot" "$DIR/bin/slurmd-reboot"
   write_boots
   write_slurm_conf "$host" "$topo" >"$CONF"
+  if [ -n "$TOPOLOGY" ]; then cp "$TOPOLOGY" "$DIR/etc/topology.conf"; fi
   : >"$DIR/etc/gres.conf"
   for n in $NODES; do
     # Character devices, as gres.conf requires: regular files are rejected, and then no GPU
@@ -589,7 +598,8 @@ wait_idle() {
   local deadline=$((SECONDS + $1)) states="" want f polls=0
   want=$(echo $NODES | wc -w)
   while [ $SECONDS -lt $deadline ]; do
-    states=$(SLURM_CONF=$CONF in_bed /usr/bin/sinfo -h -N -o '%t' 2>/dev/null | sort | uniq -c | tr -s ' \n' '  ' || true)
+    # A node in several partitions (NODECHECK_TESTBED_EXTRA_CONF) is listed once a partition.
+    states=$(SLURM_CONF=$CONF in_bed /usr/bin/sinfo -h -N -o '%N %t' 2>/dev/null | sort -u | awk '{print $2}' | sort | uniq -c | tr -s ' \n' '  ' || true)
     if [ "$states" = " $want idle " ]; then return 0; fi
     if [ $((polls % 5)) = 0 ]; then
       for f in "$DIR"/run/*.child; do

@@ -7,6 +7,7 @@ func DeclaredFacts() []FactDecl {
 	return []FactDecl{
 		InventoryFact,
 		NVLinkTopologyFact,
+		MountsFact,
 		FilesystemsFact,
 		ProcessesFact,
 	}

@@ -42,7 +42,7 @@ func ParseMounts(r io.Reader) ([]MountEntry, error) {
 		if len(f) < 4 {
 			return nil, fmt.Errorf("mounts:%d: %d fields, want at least 4 (source, mount point, type, options)", n, len(f))
 		}
-		out = append(out, MountEntry{Source: unescapeMount(f[0]), Point: unescapeMount(f[1]), Type: f[2],
+		out = append(out, MountEntry{Source: unescapeProcMounts(f[0]), Point: unescapeProcMounts(f[1]), Type: f[2],
 			Options: strings.Split(f[3], ",")})
 	}
 	if err := sc.Err(); err != nil {
@@ -51,10 +51,10 @@ func ParseMounts(r io.Reader) ([]MountEntry, error) {
 	return out, nil
 }
 
-// unescapeMount undoes the kernel's octal escapes of a mount field (seq_file's mangle_path:
+// unescapeProcMounts undoes the kernel's octal escapes of a mount field (seq_file's mangle_path:
 // space, tab, newline and backslash as \ooo). A backslash not followed by three octal digits
 // is kept as it is.
-func unescapeMount(s string) string {
+func unescapeProcMounts(s string) string {
 	if !strings.Contains(s, `\`) {
 		return s
 	}

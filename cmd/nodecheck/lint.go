@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/spf13/cobra"
@@ -24,7 +25,10 @@ import (
 type lintOptions struct {
 	SlurmConf string // --slurm-conf; empty: found as Slurm does (FindSlurmConf)
 	GresConf  string // --gres-conf; empty: gres.conf beside slurm.conf, if there is one
-	Format    string // --format: text or json
+	// CgroupConf is --cgroup-conf; empty: cgroup.conf beside slurm.conf (none there is
+	// Slurm's defaults: devices not constrained).
+	CgroupConf string
+	Format     string // --format: text or json
 
 	// Topology is --topology: topology.conf to check; IBNetDiscover is --ibnetdiscover, a
 	// capture to check it against ("-" for Stdin); IBGUIDMap and IBHostRegexp are
@@ -33,6 +37,10 @@ type lintOptions struct {
 	IBNetDiscover string
 	IBGUIDMap     string
 	IBHostRegexp  string
+	// LLDP is --lldp, a directory of LLDP captures (one a node) to check --topology against
+	// instead of an ibnetdiscover capture; LLDPSwitchMap is --lldp-switch-map.
+	LLDP          string
+	LLDPSwitchMap string
 
 	// Config is --config: the nodecheck.toml whose budgets slurm.conf's hook limits are held
 	// against; empty: nodecheck's built-in budgets. CheckpointWindow is --checkpoint-window,
@@ -63,7 +71,10 @@ func newLintCmd() *cobra.Command {
 slurm.conf defines, as slurmd and slurmctld will: GPU counts that differ (nodes then register
 with fewer GPUs, go INVAL, and jobs stay PENDING), types in one file and not the other,
 duplicate device files, Cores=/CPUs= beyond the node's cores, gres.conf lines that match no node,
-GRES missing from GresTypes, unknown keys and broken hostlists. Each problem names the file
+GRES missing from GresTypes, unknown keys and broken hostlists. With cgroup.conf (beside
+slurm.conf, or --cgroup-conf) it warns where GPU nodes can run several jobs at once
+(partitions without OverSubscribe=EXCLUSIVE) while jobs are not fenced to their GPUs
+(ConstrainDevices=yes, TaskPlugin=task/cgroup, ProctrackType=proctrack/cgroup). Each problem names the file
 and line, the nodes (as one hostlist), and what to change.
 
 slurm.conf is found as Slurm finds it (--slurm-conf, SLURM_CONF, slurmd's configless cache,
@@ -77,6 +88,10 @@ switch other than the one its adapters are cabled to is named, with where it is 
 where to move it. Adapters are named to nodes by their node description ("gpu001 mlx5_0"),
 or by --ib-guid-map / --ib-host-regexp where sites describe them otherwise. Without a
 slurm.conf (none found and none given) --topology still runs, on topology.conf's names.
+On RoCE and other Ethernet fabrics, --lldp DIR (the nodes' LLDP captures, see "nodecheck
+topology capture --lldp") stands for --ibnetdiscover: each node's ports are named to it by
+their capture, the leaves by their LLDP system name (mapped by --lldp-switch-map), and
+nodes topology.conf puts under another leaf are named the same way.
 
 It also reports the scheduling pitfalls of a GPU cluster (each once, at its line, with the
 fix): SchedulerType other than backfill; a backfill window (bf_window) shorter than the
@@ -98,7 +113,8 @@ the usage is wrong.`,
   nodecheck lint --slurm-conf /etc/slurm/slurm.conf --gres-conf /etc/slurm/gres.conf
   nodecheck lint --format json | jq '.problems[] | select(.severity == "error")'
   nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover fabric.txt
-  ibnetdiscover | nodecheck lint --topology topology.conf --ibnetdiscover -`,
+  ibnetdiscover | nodecheck lint --topology topology.conf --ibnetdiscover -
+  nodecheck lint --topology /etc/slurm/topology.conf --lldp /shared/lldp --lldp-switch-map switches.map`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
@@ -113,12 +129,15 @@ the usage is wrong.`,
 	f := cmd.Flags()
 	f.StringVar(&o.SlurmConf, "slurm-conf", "", "slurm.conf to read (default: as Slurm finds it)")
 	f.StringVar(&o.GresConf, "gres-conf", "", "gres.conf to read (default: gres.conf beside slurm.conf)")
+	f.StringVar(&o.CgroupConf, "cgroup-conf", "", "cgroup.conf to read (default: cgroup.conf beside slurm.conf)")
 	f.StringVar(&o.Format, "format", "text", "output format: text or json")
 	f.StringVar(&o.Topology, "topology", "", "topology.conf to check")
 	f.StringVar(&o.IBNetDiscover, "ibnetdiscover", "", "ibnetdiscover output to check --topology against (- for standard input)")
 	f.StringVar(&o.IBGUIDMap, "ib-guid-map", "", "file of \"GUID host\" lines naming adapters whose description has no host")
 	f.StringVar(&o.Config, "config", "", "nodecheck.toml whose budgets the hook limits in slurm.conf are checked against (default: the built-in budgets)")
 	f.DurationVar(&o.CheckpointWindow, "checkpoint-window", slurm.DefaultCheckpointWindow, "time a preempted GPU job needs to write a checkpoint; partitions whose GraceTime is shorter are reported")
+	f.StringVar(&o.LLDP, "lldp", "", "directory of LLDP captures (nodecheck topology capture --lldp, one a node) to check --topology against")
+	f.StringVar(&o.LLDPSwitchMap, "lldp-switch-map", "", "file of \"LLDP-NAME TOPOLOGY-NAME\" lines naming the switches LLDP reports")
 	f.StringVar(&o.IBHostRegexp, "ib-host-regexp", "", "regular expression finding the host in a node description (group \"host\", else the first group)")
 	return cmd
 }
@@ -180,7 +199,7 @@ func runLint(ctx context.Context, stdout, stderr io.Writer, o lintOptions) int {
 		slurm.WithRepairs(cfg.Repair.Enabled, cfg.Repair.Reboot),
 	}
 	var topo *topologyInputs
-	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" {
+	if o.Topology != "" || o.IBNetDiscover != "" || o.IBGUIDMap != "" || o.IBHostRegexp != "" || o.LLDP != "" || o.LLDPSwitchMap != "" {
 		var err error
 		if topo, err = readTopologyInputs(ctx, o); err != nil {
 			fmt.Fprintf(stderr, "nodecheck lint: %v\n", err)
@@ -253,5 +272,18 @@ func lintSlurm(path string, o lintOptions, stderr io.Writer) (slurm.Report, *slu
 		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", gresPath, err)
 		return slurm.Report{}, nil, exitCannotRun
 	}
-	return slurm.Lint(sc, gc, o.lint...), sc, exitHealthy
+	cgPath := o.CgroupConf
+	if cgPath == "" {
+		cgPath = filepath.Join(filepath.Dir(path), "cgroup.conf")
+	}
+	cg, err := slurm.LoadCgroupConf(cgPath, o.ReadFile)
+	switch {
+	case err != nil && o.CgroupConf == "" && errors.Is(err, fs.ErrNotExist):
+		cg = nil // Slurm's defaults: ConstrainDevices=no
+	case err != nil:
+		fmt.Fprintf(stderr, "nodecheck lint: %s: %v\n", cgPath, err)
+		return slurm.Report{}, nil, exitCannotRun
+	}
+	opts := append(slices.Clip(o.lint), slurm.WithCgroupConf(cg, cgPath))
+	return slurm.Lint(sc, gc, opts...), sc, exitHealthy
 }

@@ -25,7 +25,11 @@ type topologyInputs struct {
 func readTopologyInputs(ctx context.Context, o lintOptions) (*topologyInputs, error) {
 	switch {
 	case o.Topology == "":
-		return nil, errors.New("--ibnetdiscover, --ib-guid-map and --ib-host-regexp need --topology")
+		return nil, errors.New("--ibnetdiscover, --lldp, --ib-guid-map and --ib-host-regexp need --topology")
+	case o.LLDP != "" && o.IBNetDiscover != "":
+		return nil, errors.New("--lldp and --ibnetdiscover: give one fabric")
+	case o.LLDPSwitchMap != "" && o.LLDP == "":
+		return nil, errors.New("--lldp-switch-map needs --lldp")
 	case o.IBNetDiscover == "" && (o.IBGUIDMap != "" || o.IBHostRegexp != ""):
 		return nil, errors.New("--ib-guid-map and --ib-host-regexp need --ibnetdiscover")
 	}
@@ -64,6 +68,14 @@ func readTopologyInputs(ctx context.Context, o lintOptions) (*topologyInputs, er
 		if err != nil {
 			return nil, err
 		}
+	}
+	if o.LLDP != "" {
+		m, err := readLLDPDir(o.LLDP, o.LLDPSwitchMap, o.ReadFile)
+		if err != nil {
+			return nil, err
+		}
+		t.input.Fabric, t.input.Naming = m.Fabric(o.LLDP)
+		return t, nil
 	}
 	if o.IBNetDiscover == "" {
 		return t, nil

@@ -103,6 +103,7 @@ The admin's guide is /usr/share/doc/nodecheck/README.md; the manual by topic sta
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newDrillCmd(g))
 	root.AddCommand(newValidateCmd(g))
+	root.AddCommand(newPreemptWindowCmd(g))
 	return root
 }
 

@@ -43,9 +43,11 @@ func newTopologyCmd(g *globals) *cobra.Command {
 		Short: "Work with the InfiniBand fabric topology.conf describes",
 	}
 	o := captureOptions{Program: "/usr/sbin/ibnetdiscover", Timeout: 2 * time.Minute}
+	lo := lldpOptions{LLDPCli: "/usr/sbin/lldpcli", LLDPTool: "/usr/sbin/lldptool", Timeout: 10 * time.Second, Sys: "/sys"}
+	var lldp bool
 	capture := &cobra.Command{
 		Use:   "capture [--out FILE]",
-		Short: "Save the fabric as ibnetdiscover shows it, for nodecheck lint --ibnetdiscover",
+		Short: "Save the fabric as ibnetdiscover shows it (or this node's LLDP neighbours), for nodecheck lint",
 		Long: `capture runs ibnetdiscover (infiniband-diags, on any node of the fabric; root or a user
 with access to /dev/infiniband/umad*) without a shell, with a deadline, keeps its output
 up to 512 MiB, checks that it is ibnetdiscover output, and saves it to --out (written
@@ -53,16 +55,35 @@ whole or not at all) or prints it. Then:
 
   nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover FILE
 
+With --lldp (RoCE and other Ethernet fabrics, where there is no ibnetdiscover) it records
+this node's LLDP neighbours instead: the switch (system name, chassis id) and switch port
+each of its RDMA-capable Ethernet ports (and each --interface) is cabled to, from lldpd
+(lldpcli -f json show neighbors), or from lldpad's lldptool where lldpcli is not installed,
+and says which it used. Save one file a node in one directory, then:
+
+  nodecheck lint --topology /etc/slurm/topology.conf --lldp DIR
+
 Exit codes: 0 saved, 2 ibnetdiscover is missing, failed, ran past --timeout, printed too
 much or something that is not a fabric, or the file could not be written.`,
 		Example: `  nodecheck topology capture --out /var/tmp/fabric.txt
   nodecheck topology capture --ca mlx5_0 --port 1 --timeout 5m --out fabric.txt
-  nodecheck topology capture | nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover -`,
+  nodecheck topology capture | nodecheck lint --topology /etc/slurm/topology.conf --ibnetdiscover -
+  nodecheck topology capture --lldp --out /shared/lldp/$(hostname -s).json`,
 		Args:          cobra.NoArgs,
 		SilenceUsage:  true,
 		SilenceErrors: true,
 		RunE: func(cmd *cobra.Command, _ []string) error {
 			g.watch.Listen() // a signal cancels the context, which kills ibnetdiscover rather than leaving it running
+			if lldp {
+				lo.Out = o.Out
+				if cmd.Flags().Changed("timeout") {
+					lo.Timeout = o.Timeout
+				}
+				if code := captureLLDP(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), lo); code != exitHealthy {
+					return exitError{code}
+				}
+				return nil
+			}
 			if code := captureTopology(cmd.Context(), cmd.OutOrStdout(), cmd.ErrOrStderr(), o); code != exitHealthy {
 				return exitError{code}
 			}
@@ -76,7 +97,13 @@ much or something that is not a fabric, or the file could not be written.`,
 	f.StringVar(&o.CA, "ca", "", "local adapter to discover from (ibnetdiscover -C), e.g. mlx5_0")
 	f.IntVar(&o.Port, "port", 0, "port of --ca to discover from (ibnetdiscover -P)")
 	f.BoolVar(&o.Ports, "ports", false, "save the ports report (ibnetdiscover -p) instead of the topology file")
-	cmd.AddCommand(capture)
+	f.BoolVar(&lldp, "lldp", false, "record this node's LLDP neighbours (RoCE/Ethernet) instead of running ibnetdiscover")
+	f.StringVar(&lo.LLDPCli, "lldpcli-path", lo.LLDPCli, "lldpcli to ask lldpd with (an absolute path)")
+	f.StringVar(&lo.LLDPTool, "lldptool-path", lo.LLDPTool, "lldptool to ask lldpad with where lldpcli is not installed")
+	f.StringVar(&lo.Socket, "lldpd-socket", "", "lldpd's control socket (lldpcli -u); default: lldpd's own")
+	f.StringSliceVar(&lo.Ifaces, "interface", nil, "with --lldp, a port to record besides the RDMA-capable Ethernet ones (repeat or comma-separate)")
+	f.StringVar(&lo.Host, "host", "", "with --lldp, the host name recorded (default: this machine's short name)")
+	cmd.AddCommand(capture, newTopologyGenerateCmd())
 	return cmd
 }
 

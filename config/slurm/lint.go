@@ -117,6 +117,10 @@ func Lint(sc *SlurmConf, gc *GresConf, opts ...LintOption) Report {
 		}
 		r.Problems = append(r.Problems, gc.Problems...)
 	}
+	if cg := l.opts.cgroup; cg != nil {
+		l.rankFile(cg.Path)
+		r.Problems = append(r.Problems, cg.Problems...)
+	}
 	l.expandNodes()
 	l.checkSlurmLines()
 	l.checkPartitions()
@@ -129,6 +133,7 @@ func Lint(sc *SlurmConf, gc *GresConf, opts ...LintOption) Report {
 		l.checkPitfalls()
 	}
 	l.checkHooks()
+	l.checkIsolation()
 	l.checkHealthRuns()
 	l.checkRepairs()
 	for _, g := range l.groups {

@@ -51,6 +51,11 @@ type lintOptions struct {
 	// noPitfalls leaves the scheduling pitfalls out: tests of the other rules use it, and
 	// test the pitfalls on the same files on their own.
 	noPitfalls bool
+	// isolation, cgroup and cgroupPath are WithCgroupConf's: checkIsolation runs only when
+	// the caller has looked for cgroup.conf.
+	isolation  bool
+	cgroup     *CgroupConf
+	cgroupPath string
 }
 
 // withoutPitfalls is the test-only option that sets noPitfalls.

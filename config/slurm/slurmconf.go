@@ -28,9 +28,12 @@ type NodeLine struct {
 	CoresPerSocket  int    // CoresPerSocket
 	ThreadsPerCore  int    // ThreadsPerCore
 	RealMemory      uint64 // RealMemory, in MiB
-	State           string // State, as written (CLOUD, FUTURE, UNKNOWN, ...)
-	Gres            []GresSpec
-	Features        []string // Feature or Features, split at commas
+	// TmpDisk is TmpDisk, in MB as slurmd counts them (MiB: f_blocks × f_frsize / 2^20 of
+	// TmpFS); slurmctld sets a node that registers with less INVAL ("Low TmpDisk").
+	TmpDisk  uint64
+	State    string // State, as written (CLOUD, FUTURE, UNKNOWN, ...)
+	Gres     []GresSpec
+	Features []string // Feature or Features, split at commas
 
 	// Set maps each key given for these nodes (in Slurm's spelling: "CPUs", "Gres", ...) to
 	// where its value was written: this line, or the NodeName=DEFAULT line it came from.
@@ -125,13 +128,17 @@ type PartitionLine struct {
 	// a higher tier preempt jobs of a lower one.
 	PriorityTier int
 	Priority     int // Priority=, the older key that also sets PriorityTier (and wins over it)
+	// OverSubscribe is OverSubscribe= (or the older Shared=) as written: NO, YES, FORCE or
+	// EXCLUSIVE, with an optional :count; empty when not set (Slurm's default NO, which still
+	// lets jobs share a node's free cores and GPUs under select/cons_tres).
+	OverSubscribe string
 	// MaxTime and DefaultTime are MaxTime= and DefaultTime=, whole minutes (ParseSlurmTime);
 	// UnlimitedTime for UNLIMITED, and zero when not set (Slurm's defaults: MaxTime
 	// UNLIMITED, DefaultTime MaxTime).
 	MaxTime     time.Duration
 	DefaultTime time.Duration
-	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime and
-	// DefaultTime given for this partition to where: this line, or the PartitionName=DEFAULT
+	// Set maps each of Nodes, PreemptMode, GraceTime, PriorityTier, Priority, MaxTime,
+	// DefaultTime and OverSubscribe given for this partition to where: this line, or the PartitionName=DEFAULT
 	// line it came from.
 	Set map[string]Pos
 }
@@ -486,6 +493,13 @@ func (p *slurmParser) nodeField(n *NodeLine, f confField, pos Pos, nodeName stri
 			return
 		}
 		n.RealMemory = v
+	case "TmpDisk":
+		v, err := strconv.ParseUint(f.Value, 10, 32)
+		if err != nil {
+			p.problem(SeverityError, pos, nodes, "TmpDisk=%s is not a whole number of MB from 0 to 4294967295", f.Value)
+			return
+		}
+		n.TmpDisk = v
 	case "State":
 		n.State = f.Value
 	case "Gres":
@@ -523,6 +537,8 @@ func mergeNodeDefault(own *NodeLine, d NodeLine) {
 			own.ThreadsPerCore = d.ThreadsPerCore
 		case "RealMemory":
 			own.RealMemory = d.RealMemory
+		case "TmpDisk":
+			own.TmpDisk = d.TmpDisk
 		case "State":
 			own.State = d.State
 		case "Gres":
@@ -548,6 +564,9 @@ func (p *slurmParser) partitionLine(l confLine) {
 		case "preemptmode":
 			part.PreemptMode = f.Value
 			part.Set["PreemptMode"] = l.Pos
+		case "oversubscribe", "shared":
+			part.OverSubscribe = f.Value
+			part.Set["OverSubscribe"] = l.Pos
 		case "prioritytier", "priority":
 			n, err := strconv.ParseUint(f.Value, 10, 16)
 			if err != nil {
@@ -619,6 +638,8 @@ func mergePartitionDefault(own *PartitionLine, d PartitionLine) {
 			own.Nodes, own.AllNodes = d.Nodes, d.AllNodes
 		case "PreemptMode":
 			own.PreemptMode = d.PreemptMode
+		case "OverSubscribe":
+			own.OverSubscribe = d.OverSubscribe
 		case "GraceTime":
 			own.GraceTime = d.GraceTime
 		case "PriorityTier":

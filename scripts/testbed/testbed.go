@@ -77,6 +77,12 @@ type Options struct {
 	// ResumeTimeout is slurm.conf's ResumeTimeout, how long Slurm waits for a rebooted node
 	// (whole seconds; 0: Slurm's default, 60 s).
 	ResumeTimeout time.Duration
+	// ExtraConf is appended to the bed's slurm.conf (PreemptType, more partitions); empty
+	// for none.
+	ExtraConf string
+	// Topology is written to topology.conf beside slurm.conf before Slurm starts; empty for
+	// none.
+	Topology string
 }
 
 // Bed is a running scripts/slurm-testbed.sh.
@@ -304,6 +310,22 @@ func Start(t *testing.T, opts Options) *Bed {
 		b.Env = append(b.Env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval))
 	}
 	b.Env = append(b.Env, rebootEnv(opts)...)
+	if opts.ExtraConf != "" {
+		extra := filepath.Join(tmp, "extra.conf")
+		if err := os.WriteFile(extra, []byte(opts.ExtraConf), 0o644); err != nil {
+			unlock()
+			t.Fatal(err)
+		}
+		b.Env = append(b.Env, "NODECHECK_TESTBED_EXTRA_CONF="+extra)
+	}
+	if opts.Topology != "" {
+		topo := filepath.Join(tmp, "topology.conf")
+		if err := os.WriteFile(topo, []byte(opts.Topology), 0o644); err != nil {
+			unlock()
+			t.Fatal(err)
+		}
+		b.Env = append(b.Env, "NODECHECK_TESTBED_TOPOLOGY="+topo)
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // apt-get or the root, in CI
 	defer cancel()
 	started := time.Now()

@@ -1,0 +1,347 @@
+// Package preempt measures a preemption window on a real Slurm: how long a preempted job's
+// application has between the first signal Slurm sends it and its end (requeue, cancel or
+// suspension), against the window the site requires. It submits its own two test jobs, on a
+// node the admin names that is idle (or in a reservation), and cancels them when done; it never
+// touches other jobs.
+package preempt
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// DefaultWindow is the deployment checklist's window: preemption sends SIGCONT/SIGTERM "at
+// least 180 seconds before job suspension".
+const DefaultWindow = 180 * time.Second
+
+// Options say where and how to measure.
+type Options struct {
+	Partition string // the preempted job's partition (-p)
+	QOS       string // its QOS (-q); empty for the partition's default
+	// PreemptorPartition and PreemptorQOS are the preempting job's; empty keeps the victim's.
+	PreemptorPartition string
+	PreemptorQOS       string
+	Node               string // the node both jobs run on (-w); it must be idle unless Reservation is set
+	Reservation        string // --reservation for both jobs, where the node is set aside
+	// Dir is a directory the node and this host both see (a shared file system, or this
+	// host's when it is the node): the test job writes its script's record there.
+	Dir      string
+	Window   time.Duration // the required window (DefaultWindow when zero)
+	Timeout  time.Duration // how long to wait for the preemption to end the job (10 min when zero)
+	SlurmBin string        // the directory of sbatch, squeue, scancel, sinfo ("/usr/bin" when empty)
+	Env      []string      // the Slurm clients' environment (SLURM_CONF ...); nil for this process's
+	Poll     time.Duration // how often to look (200 ms when zero)
+	// MemMB is --mem for both jobs; 0 leaves it out. SUSPEND needs it where memory is a
+	// consumable resource: a suspended job keeps its memory, and the preempting job must fit
+	// beside it.
+	MemMB int
+}
+
+// Measurement is what one preemption did to the test job.
+type Measurement struct {
+	Partition, QOS, Node string
+	Victim, Preemptor    string    // job ids
+	Preempted            time.Time // when the preempting job was submitted
+	FirstSignal          time.Time // the first SIGTERM or SIGCONT the application got; zero for none
+	Signals              []string  // "TERM +0.01s", in order
+	Ended                time.Time // the application's last sign of life
+	Outcome              string    // the test job's state after: PENDING (requeued), SUSPENDED, gone (cancelled)...
+	Window               time.Duration
+	Required             time.Duration
+}
+
+// Verdict is the judgement of a measurement.
+type Verdict struct {
+	OK      bool
+	Summary string
+}
+
+// Judge compares the measured window with the required one: the application must get its
+// first signal at least Required before its end. No signal at all is a window of zero.
+func Judge(m Measurement) Verdict {
+	where := "partition " + m.Partition
+	if m.QOS != "" {
+		where += " QOS " + m.QOS
+	}
+	if m.FirstSignal.IsZero() {
+		return Verdict{false, fmt.Sprintf("%s: the job was ended (%s) with no SIGTERM or SIGCONT first: no time to checkpoint, want %s", where, m.Outcome, m.Required)}
+	}
+	if m.Window < m.Required {
+		return Verdict{false, fmt.Sprintf("%s: %s from the first signal to the job's end (%s), less than the required %s: raise GraceTime", where, m.Window.Round(10*time.Millisecond), m.Outcome, m.Required)}
+	}
+	return Verdict{true, fmt.Sprintf("%s: %s from the first signal to the job's end (%s), at least the required %s", where, m.Window.Round(10*time.Millisecond), m.Outcome, m.Required)}
+}
+
+// victimScript runs the application as a job step (Slurm signals a batch job's steps, not its
+// batch shell, when it preempts) that records each SIGTERM and SIGCONT, with the time, and
+// leaves a sign of life every 100 ms. Its record is DIR/preempt-JOBID.events and .alive.
+const victimScript = `#!/bin/bash
+# nodecheck preempt-window: the test job that is preempted.
+exec srun --ntasks=1 /bin/bash -c '
+f="$0/preempt-$SLURM_JOB_ID-${SLURM_RESTART_COUNT:-0}"
+now() { date +%s.%N; }
+echo "start $(now)" >> "$f.events"
+trap "echo TERM \$(now) >> \"$f.events\"" TERM
+trap "echo CONT \$(now) >> \"$f.events\"" CONT
+while :; do echo "$(now)" > "$f.alive.tmp"; mv -f "$f.alive.tmp" "$f.alive"; sleep 0.1 & wait $!; done
+' "$1"
+`
+
+// Measure submits the test job, waits until its application runs, submits the preempting
+// job, and follows the test job until it has ended; both jobs are cancelled on return.
+func Measure(ctx context.Context, o Options) (Measurement, error) {
+	o.defaults()
+	m := Measurement{Partition: o.Partition, QOS: o.QOS, Node: o.Node, Required: o.Window}
+	if err := o.check(ctx); err != nil {
+		return m, err
+	}
+	ctx, cancel := context.WithTimeout(ctx, o.Timeout)
+	defer cancel()
+	script := filepath.Join(o.Dir, "preempt-victim.sh")
+	if err := os.WriteFile(script, []byte(victimScript), 0o755); err != nil {
+		return m, fmt.Errorf("write the test job: %w", err)
+	}
+	defer os.Remove(script)
+	args := o.jobArgs(o.Partition, o.QOS, "nodecheck-preempt-victim")
+	out, err := o.slurm(ctx, "sbatch", append(args, "--requeue", script, o.Dir)...)
+	if err != nil {
+		return m, err
+	}
+	m.Victim = strings.TrimSpace(strings.Split(out, ";")[0])
+	defer o.cancel(m.Victim)
+	defer o.removeRecord(m.Victim)
+	if err := o.waitAlive(ctx, m.Victim); err != nil {
+		return m, err
+	}
+	args = o.jobArgs(o.PreemptorPartition, o.PreemptorQOS, "nodecheck-preemptor")
+	m.Preempted = time.Now()
+	// Long enough that a suspended test job is seen suspended before gang scheduling
+	// resumes it.
+	out, err = o.slurm(ctx, "sbatch", append(args, "--wrap", "sleep 10")...)
+	if err != nil {
+		return m, err
+	}
+	m.Preemptor = strings.TrimSpace(strings.Split(out, ";")[0])
+	defer o.cancel(m.Preemptor)
+	if err := o.follow(ctx, &m); err != nil {
+		return m, err
+	}
+	return m, nil
+}
+
+func (o *Options) defaults() {
+	if o.Window <= 0 {
+		o.Window = DefaultWindow
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = 10 * time.Minute
+	}
+	if o.SlurmBin == "" {
+		o.SlurmBin = "/usr/bin"
+	}
+	if o.Poll <= 0 {
+		o.Poll = 200 * time.Millisecond
+	}
+	if o.PreemptorPartition == "" {
+		o.PreemptorPartition = o.Partition
+	}
+}
+
+// check refuses to run where it could touch other work: the node must be idle, unless it is
+// in the reservation named.
+func (o *Options) check(ctx context.Context) error {
+	switch {
+	case o.Partition == "" || o.Node == "" || o.Dir == "":
+		return errors.New("the partition, the node and the directory are required")
+	case !filepath.IsAbs(o.Dir) || !filepath.IsAbs(o.SlurmBin):
+		return errors.New("the directory and the Slurm clients' directory must be absolute paths")
+	}
+	if o.Reservation != "" {
+		return nil
+	}
+	out, err := o.slurm(ctx, "sinfo", "-h", "-N", "-n", o.Node, "-o", "%t")
+	if err != nil {
+		return err
+	}
+	states := strings.Fields(out)
+	if len(states) == 0 {
+		return fmt.Errorf("node %s: sinfo knows no such node", o.Node)
+	}
+	for _, s := range states {
+		if s != "idle" {
+			return fmt.Errorf("node %s is %s, not idle: measure on an idle node or in a reservation (--reservation), never beside users' jobs", o.Node, s)
+		}
+	}
+	return nil
+}
+
+func (o *Options) jobArgs(partition, qos, name string) []string {
+	a := []string{"--parsable", "-p", partition, "-w", o.Node, "--exclusive", "-N", "1", "-J", name, "-o", "/dev/null", "-t", "30"}
+	if qos != "" {
+		a = append(a, "-q", qos)
+	}
+	if o.MemMB > 0 {
+		a = append(a, "--mem", strconv.Itoa(o.MemMB))
+	}
+	if o.Reservation != "" {
+		a = append(a, "--reservation", o.Reservation)
+	}
+	return a
+}
+
+// maxClientOutput bounds what a Slurm client may print to this package.
+const maxClientOutput = 1 << 20
+
+// slurm runs a Slurm client without a shell, under ctx, and returns its stdout.
+func (o *Options) slurm(ctx context.Context, prog string, args ...string) (string, error) {
+	cctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	c := exec.CommandContext(cctx, filepath.Join(o.SlurmBin, prog), args...)
+	if o.Env != nil {
+		c.Env = o.Env
+	}
+	c.WaitDelay = time.Second
+	var stdout, stderr strings.Builder
+	c.Stdout, c.Stderr = &limited{w: &stdout}, &limited{w: &stderr}
+	if err := c.Run(); err != nil {
+		return "", fmt.Errorf("%s %s: %v: %s", prog, strings.Join(args, " "), err, strings.TrimSpace(stderr.String()))
+	}
+	return stdout.String(), nil
+}
+
+type limited struct {
+	w *strings.Builder
+}
+
+func (l *limited) Write(p []byte) (int, error) {
+	if room := maxClientOutput - l.w.Len(); room > 0 {
+		l.w.Write(p[:min(len(p), room)])
+	}
+	return len(p), nil
+}
+
+func (o *Options) cancel(job string) {
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	_, _ = o.slurm(ctx, "scancel", job)
+}
+
+func (o *Options) record(job string) string { return filepath.Join(o.Dir, "preempt-"+job+"-0") }
+
+func (o *Options) removeRecord(job string) {
+	for _, s := range []string{".events", ".alive", ".alive.tmp"} {
+		_ = os.Remove(o.record(job) + s)
+	}
+}
+
+// waitAlive waits for the test job's application to run.
+func (o *Options) waitAlive(ctx context.Context, job string) error {
+	for {
+		if _, err := os.Stat(o.record(job) + ".alive"); err == nil {
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("test job %s did not start on %s: %w", job, o.Node, ctx.Err())
+		case <-time.After(o.Poll):
+		}
+	}
+}
+
+// follow watches the test job from the preemption on, until its application shows no life
+// for a second and Slurm no longer runs it.
+func (o *Options) follow(ctx context.Context, m *Measurement) error {
+	for {
+		select {
+		case <-ctx.Done():
+			return fmt.Errorf("test job %s still runs %s after the preemption: %w (is %s able to preempt %s?)", m.Victim, time.Since(m.Preempted).Round(time.Second), ctx.Err(), o.PreemptorPartition, o.Partition)
+		case <-time.After(o.Poll):
+		}
+		alive, err := readTime(o.record(m.Victim) + ".alive")
+		if err != nil {
+			continue // being replaced
+		}
+		if time.Since(alive) < time.Second {
+			continue
+		}
+		state, err := o.slurm(ctx, "squeue", "-h", "-j", m.Victim, "-o", "%T")
+		if err != nil && !strings.Contains(err.Error(), "Invalid job id") {
+			return err
+		}
+		state = strings.TrimSpace(state)
+		if state == "RUNNING" || state == "SIGNALING" {
+			continue // alive but slow to write
+		}
+		if state == "" {
+			state = "gone (cancelled)"
+		}
+		m.Outcome, m.Ended = state, alive
+		return o.readEvents(m)
+	}
+}
+
+// readEvents reads the signals the application recorded.
+func (o *Options) readEvents(m *Measurement) error {
+	f, err := os.Open(o.record(m.Victim) + ".events")
+	if err != nil {
+		return fmt.Errorf("read the test job's record: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		what, ts, ok := strings.Cut(sc.Text(), " ")
+		if !ok || (what != "TERM" && what != "CONT") {
+			continue
+		}
+		t, err := parseUnix(ts)
+		if err != nil || t.Before(m.Preempted.Add(-time.Second)) {
+			continue
+		}
+		if t.After(m.Ended) {
+			// The application wrote this after its last sign of life (a busy node can
+			// delay the heartbeat): it was alive then.
+			m.Ended = t
+		}
+		if m.FirstSignal.IsZero() {
+			m.FirstSignal = t
+		}
+		m.Signals = append(m.Signals, fmt.Sprintf("%s +%s", what, t.Sub(m.Preempted).Round(10*time.Millisecond)))
+	}
+	if !m.FirstSignal.IsZero() {
+		m.Window = m.Ended.Sub(m.FirstSignal)
+	}
+	return sc.Err()
+}
+
+func readTime(path string) (time.Time, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return time.Time{}, err
+	}
+	return parseUnix(strings.TrimSpace(string(b)))
+}
+
+// parseUnix reads date +%s.%N.
+func parseUnix(s string) (time.Time, error) {
+	sec, frac, _ := strings.Cut(s, ".")
+	n, err := strconv.ParseInt(sec, 10, 64)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("time %q: %w", s, err)
+	}
+	var ns int64
+	if frac != "" {
+		frac = (frac + "000000000")[:9]
+		if ns, err = strconv.ParseInt(frac, 10, 64); err != nil {
+			return time.Time{}, fmt.Errorf("time %q: %w", s, err)
+		}
+	}
+	return time.Unix(n, ns), nil
+}
