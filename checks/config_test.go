@@ -326,6 +326,10 @@ func TestParseConfigErrors(t *testing.T) {
 				`nodecheck.toml: checks.gpu_clocks.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.gpu_thermal.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.ib_ports.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.fs_mounts.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.fs_usage.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.memory.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.interfaces.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.job_leftovers.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.gpu_models.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes`,
 		},

@@ -48,6 +48,14 @@ var ordered = []Check{
 	gpuPowerLimit{},
 	gpuPersistence{},
 	ibPorts{},
+	fsMounts{},
+	fsUsage{},
+	memory{},
+	services{},
+	interfaces{},
+	hostMemoryErrors{},
+	loadAverage{},
+	kernelLogPatterns{},
 	jobLeftovers{},
 	ncclAllReduce{},
 	gpuModels{},
@@ -60,6 +68,7 @@ var ordered = []Check{
 	gresAffinity{},
 	dcgmDiag{},
 	validationAge{},
+	siteChecks{},
 }
 
 // All returns every check in run order.

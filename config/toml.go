@@ -45,6 +45,8 @@ type Config struct {
 	// Checks holds one section per check, in its schema's order (see Schema).
 	Checks Checks  `toml:"checks,omitempty"`
 	Groups []Group `toml:"group"`
+	// SiteChecks are the site's own commands ([[site_check]]), run by the check site_checks.
+	SiteChecks []SiteCheck `toml:"site_check,omitempty"`
 }
 
 // Budget is the wall-clock limit of a whole run per mode; zero means none.

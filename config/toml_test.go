@@ -23,8 +23,8 @@ var update = flag.Bool("update", false, "rewrite the golden files under testdata
 // TestParseConfigErrorName checks that the name given to ParseConfig starts each line.
 func TestParseConfigErrorName(t *testing.T) {
 	_, err := ParseConfig([]byte("x = 1\ny = 2\n"), "/etc/nodecheck/nodecheck.toml", testSchema())
-	want := "/etc/nodecheck/nodecheck.toml:1: unknown key \"x\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, prom_file, budget, log, drain, repair, state, validate, checks, group)\n" +
-		"/etc/nodecheck/nodecheck.toml:2: unknown key \"y\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, prom_file, budget, log, drain, repair, state, validate, checks, group)"
+	want := "/etc/nodecheck/nodecheck.toml:1: unknown key \"x\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, prom_file, budget, log, drain, repair, state, validate, checks, group, site_check)\n" +
+		"/etc/nodecheck/nodecheck.toml:2: unknown key \"y\" (keys allowed here: fail_closed, stop_on_first_failure, error_is_failure, slurm_conf, prom_file, budget, log, drain, repair, state, validate, checks, group, site_check)"
 	if diff := cmp.Diff(want, fmt.Sprint(err)); diff != "" {
 		t.Errorf("error (-want +got):\n%s", diff)
 	}

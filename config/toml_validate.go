@@ -51,6 +51,7 @@ func (c *Config) validate() []tomlKeyError {
 
 	base := validateChecks(c.Checks, c.Budget, []string{"checks"})
 	errs = append(errs, base...)
+	errs = append(errs, c.validateSiteChecks()...)
 
 	for i, g := range c.Groups {
 		gp := []string{"group", tomlIndex(i)}

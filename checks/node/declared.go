@@ -8,5 +8,7 @@ func DeclaredFacts() []FactDecl {
 		InventoryFact,
 		NVLinkTopologyFact,
 		MountsFact,
+		FilesystemsFact,
+		ProcessesFact,
 	}
 }

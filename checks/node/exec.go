@@ -8,8 +8,10 @@ import (
 	"io/fs"
 	"os"
 	"os/exec"
+	"os/user"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -114,6 +116,13 @@ func runCommand(ctx context.Context, c execConfig, argv []string) (CmdResult, er
 	cmd.Dir = "/"
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if name := userOf(ctx); name != "" {
+		cred, err := credentialOf(name)
+		if err != nil {
+			return res, fmt.Errorf("run %s as %q: %w", prog, name, err)
+		}
+		cmd.SysProcAttr.Credential = cred
+	}
 	cmd.Cancel = func() error { return killGroup(cmd.Process.Pid) }
 	cmd.WaitDelay = c.waitDelay
 
@@ -266,4 +275,55 @@ func afterLine(s string) string {
 		return s[i+1:]
 	}
 	return ""
+}
+
+// runAsKey is the context key of WithUser.
+type runAsKey struct{}
+
+// WithUser returns ctx carrying the account that Exec runs its command as: a user name or a
+// numeric uid, with that user's primary and supplementary groups. It travels in ctx rather
+// than as an Exec argument so that every Facts wrapper (Recorder, Memo) passes it on as it
+// is; a snapshot replays the recorded output whoever the user, and Live refuses to run the
+// command at all when the user is unknown, never running it as nodecheck's own user instead.
+func WithUser(ctx context.Context, name string) context.Context {
+	return context.WithValue(ctx, runAsKey{}, name)
+}
+
+func userOf(ctx context.Context) string {
+	s, _ := ctx.Value(runAsKey{}).(string)
+	return s
+}
+
+// credentialOf resolves name (or a numeric uid) through the system's user database.
+func credentialOf(name string) (*syscall.Credential, error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		if _, nerr := strconv.ParseUint(name, 10, 32); nerr != nil {
+			return nil, fmt.Errorf("look up user: %w", err)
+		}
+		if u, err = user.LookupId(name); err != nil {
+			return nil, fmt.Errorf("look up uid: %w", err)
+		}
+	}
+	uid, err := strconv.ParseUint(u.Uid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("uid %q: %w", u.Uid, err)
+	}
+	gid, err := strconv.ParseUint(u.Gid, 10, 32)
+	if err != nil {
+		return nil, fmt.Errorf("gid %q: %w", u.Gid, err)
+	}
+	cred := &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid)}
+	if gids, err := u.GroupIds(); err == nil {
+		for _, g := range gids {
+			if n, err := strconv.ParseUint(g, 10, 32); err == nil {
+				cred.Groups = append(cred.Groups, uint32(n))
+			}
+		}
+	}
+	if uint32(os.Geteuid()) == cred.Uid && uint32(os.Getegid()) == cred.Gid {
+		// Already that user: setgroups would need privileges this process may not have.
+		return nil, nil
+	}
+	return cred, nil
 }

@@ -98,6 +98,7 @@ The admin's guide is /usr/share/doc/nodecheck/README.md; the manual by topic sta
 	root.AddCommand(newRunCmd(g), newListCmd(g), newLintCmd(), newSnapshotCmd(g), newVersionCmd(g), newConfigCmd(g), newExplainCmd(g))
 	root.AddCommand(buildTimeCommands()...)
 	root.AddCommand(newImportNvidiaSMICmd(g))
+	root.AddCommand(newImportNHCCmd(g))
 	root.AddCommand(newTopologyCmd(g))
 	root.AddCommand(newHistoryCmd(g))
 	root.AddCommand(newDrillCmd(g))

@@ -1,0 +1,571 @@
+package nhc
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"regexp"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// Entry is one value the import writes, with the line it came from.
+type Entry struct {
+	Section string // check id: "fs_mounts"
+	Key     string // key in [checks.Section]: "mounts"
+	Value   string
+	Number  bool // Value is a whole number, written without quotes
+	From    Line
+}
+
+// Skipped is a line the import did not translate, and why.
+type Skipped struct {
+	Line Line
+	Why  string
+}
+
+// Translation is what Translate made of nhc.conf: the entries written, in line order; the
+// lines left out with why; and notes on lines translated with a difference an admin should
+// know of (NHC's -S restarts a service; nodecheck only reports it).
+type Translation struct {
+	Entries []Entry
+	Skipped []Skipped
+	Notes   []Skipped
+}
+
+// listKeys are the keys that take a list: each line adds to it. Every other key is one
+// value, which a second line may not set again.
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true}
+
+// Translate translates each line whose check has a native nodecheck equivalent with the same
+// meaning, and lists every other line in Skipped with the reason. A line is translated whole
+// or not at all: an option nodecheck cannot honour leaves the line out.
+func Translate(lines []Line) Translation {
+	var t Translation
+	set := map[string]Line{}
+	for _, l := range lines {
+		es, note, err := translateLine(l)
+		if err == nil {
+			for _, e := range es {
+				k := e.Section + "." + e.Key
+				if prev, dup := set[k]; dup && !listKeys[k] {
+					err = fmt.Errorf("%s is set already, by %s", k, prev.Where())
+					break
+				}
+			}
+		}
+		if err != nil {
+			t.Skipped = append(t.Skipped, Skipped{l, err.Error()})
+			continue
+		}
+		for _, e := range es {
+			set[e.Section+"."+e.Key] = l
+		}
+		t.Entries = append(t.Entries, es...)
+		if note != "" {
+			t.Notes = append(t.Notes, Skipped{l, note})
+		}
+	}
+	return t
+}
+
+// translateLine is one line's entries, a note, or why it is not translated.
+func translateLine(l Line) ([]Entry, string, error) {
+	if l.Err != nil {
+		return nil, "", l.Err
+	}
+	if !utf8.ValidString(l.Raw) {
+		return nil, "", errors.New("the line is not UTF-8 text")
+	}
+	if l.Target != "*" {
+		return nil, "", fmt.Errorf("target %q is not every node (*): nodecheck sets values for some nodes in a [[group]] with a Slurm hostlist, which the importer does not guess from an NHC target", l.Target)
+	}
+	cmd, args := l.Words[0], l.Words[1:]
+	entry := func(sec, key, val string) []Entry {
+		return []Entry{{Section: sec, Key: key, Value: val, From: l}}
+	}
+	switch cmd {
+	case "check_fs_mount", "check_fs_mount_rw", "check_fs_mount_ro":
+		vals, err := fsMount(cmd, args)
+		if err != nil {
+			return nil, "", err
+		}
+		var es []Entry
+		for _, v := range vals {
+			es = append(es, entry("fs_mounts", "mounts", v)...)
+		}
+		return es, "", nil
+	case "check_fs_free", "check_fs_used", "check_fs_ifree", "check_fs_iused":
+		if len(args) != 2 || strings.HasPrefix(args[0], "-") {
+			return nil, "", fmt.Errorf("%s takes FILESYSTEM LIMIT", cmd)
+		}
+		kind := strings.TrimPrefix(cmd, "check_fs_")
+		lim, err := nhcLimit(args[1], strings.HasPrefix(kind, "i"))
+		if err != nil {
+			return nil, "", err
+		}
+		return entry("fs_usage", "limits", args[0]+" "+kind+" "+lim), "", nil
+	case "check_hw_physmem", "check_hw_swap", "check_hw_mem":
+		if len(args) < 2 || len(args) > 3 {
+			return nil, "", fmt.Errorf("%s takes MIN MAX [FUDGE]", cmd)
+		}
+		var parts []string
+		for i, a := range args {
+			if i == 2 && strings.HasSuffix(a, "%") {
+				if _, err := strconv.ParseUint(strings.TrimSuffix(a, "%"), 10, 8); err != nil {
+					return nil, "", fmt.Errorf("fudge %q is not a whole percentage", a)
+				}
+				parts = append(parts, a)
+				continue
+			}
+			s, err := nhcSize(a)
+			if err != nil {
+				return nil, "", err
+			}
+			parts = append(parts, s)
+		}
+		key := map[string]string{"check_hw_physmem": "physmem", "check_hw_swap": "swap", "check_hw_mem": "total_mem"}[cmd]
+		return entry("memory", key, strings.Join(parts, " ")), "", nil
+	case "check_hw_mem_free", "check_hw_physmem_free", "check_hw_swap_free":
+		if len(args) != 1 {
+			return nil, "", fmt.Errorf("%s takes one size", cmd)
+		}
+		s, err := nhcSize(args[0])
+		if err != nil {
+			return nil, "", err
+		}
+		key := map[string]string{"check_hw_mem_free": "mem_free", "check_hw_physmem_free": "physmem_free", "check_hw_swap_free": "swap_free"}[cmd]
+		return entry("memory", key, s), "", nil
+	case "check_ps_service":
+		return psService(args, entry)
+	case "check_ps_loadavg":
+		if len(args) == 0 || len(args) > 3 {
+			return nil, "", errors.New("check_ps_loadavg takes up to three limits (1, 5, 15 minutes)")
+		}
+		var es []Entry
+		for i, a := range args {
+			if a == "" {
+				continue
+			}
+			n, err := strconv.ParseUint(a, 10, 31)
+			if err != nil || n == 0 {
+				return nil, "", fmt.Errorf("load limit %q: a whole number above 0", a)
+			}
+			e := entry("load_average", []string{"max_1m", "max_5m", "max_15m"}[i], a)
+			e[0].Number = true
+			es = append(es, e...)
+		}
+		return es, "", nil
+	case "check_cmd_dmesg":
+		opts, rest, err := getopt(args, "M:e:m:r:t:")
+		if err != nil {
+			return nil, "", err
+		}
+		if len(rest) > 0 {
+			return nil, "", errors.New("check_cmd_dmesg takes options only")
+		}
+		var es []Entry
+		for _, o := range opts {
+			if o.name != 'm' {
+				return nil, "", fmt.Errorf("option -%c of check_cmd_dmesg has no equivalent in kernel_log: keep the line in NHC", o.name)
+			}
+			p := strings.TrimPrefix(o.val, "!")
+			if p == "" {
+				return nil, "", errors.New("an empty pattern")
+			}
+			if len(p) > 2 && p[0] == '/' && p[len(p)-1] == '/' {
+				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
+					return nil, "", fmt.Errorf("pattern %q: %v", o.val, err)
+				}
+			}
+			es = append(es, entry("kernel_log", "patterns", o.val)...)
+		}
+		if len(es) == 0 {
+			return nil, "", errors.New("check_cmd_dmesg without -m checks nothing nodecheck can translate")
+		}
+		return es, "", nil
+	case "check_hw_eth":
+		if len(args) != 1 || strings.ContainsAny(args[0], "/ \t") || args[0] == "" {
+			return nil, "", errors.New("check_hw_eth takes one device name")
+		}
+		return entry("interfaces", "present", args[0]), "", nil
+	case "check_ps_daemon":
+		if len(args) < 1 || len(args) > 2 {
+			return nil, "", errors.New("check_ps_daemon with ARGS matches the whole command line, which nodecheck does not record (it may hold secrets); keep it in NHC")
+		}
+		v := args[0]
+		if len(args) == 2 {
+			v += " " + args[1]
+		}
+		if strings.ContainsAny(v, " ") && len(strings.Fields(v)) != len(args) {
+			return nil, "", errors.New("a name or user with blanks")
+		}
+		return entry("services", "processes", v), "check_ps_daemon matches NAME anywhere in the command line; nodecheck matches the command's first word against *NAME (check_ps_service's rule) or the process name", nil
+	}
+	if why, ok := noEquivalent[cmd]; ok {
+		return nil, "", errors.New(why)
+	}
+	if strings.HasPrefix(cmd, "check_") {
+		return nil, "", fmt.Errorf("%s has no native nodecheck equivalent: keep it in NHC, run as a site check", cmd)
+	}
+	return nil, "", fmt.Errorf("%q is an NHC setting or a command, not a check: keep it in NHC's file if the checks kept there need it", cmd)
+}
+
+// noEquivalent says, for NHC checks nodecheck covers differently or not at all, why a line
+// with one is not translated.
+var noEquivalent = map[string]string{
+	"check_hw_cpuinfo":          "check_hw_cpuinfo compares with fixed counts; node_inventory compares sockets, cores and threads with slurm.conf's NodeName line instead, which is what slurmd registers against",
+	"check_hw_ib":               "check_hw_ib: ib_ports checks every InfiniBand port (ACTIVE, LinkUp, at least min_rate_gbps) natively; set [checks.ib_ports] rather than translating one device at a time",
+	"check_hw_eth":              "check_hw_eth has no native nodecheck equivalent yet: keep it in NHC, run as a site check",
+	"check_hw_gm":               "Myrinet (check_hw_gm): not applicable to a GPU node",
+	"check_hw_mcelog":           "check_hw_mcelog asks mcelog for CPU and memory machine checks; host_memory_errors reads the kernel's EDAC memory error counts natively, but not CPU machine checks: keep the line in NHC",
+	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
+	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
+	"check_file_test":           "check_file_test has no native nodecheck equivalent: keep it in NHC, run as a site check (gres_devices already checks the GPU device files of gres.conf)",
+	"check_file_contents":       "check_file_contents has no native nodecheck equivalent: keep it in NHC, run as a site check",
+	"check_file_stat":           "check_file_stat has no native nodecheck equivalent: keep it in NHC, run as a site check",
+	"check_cmd_output":          "check_cmd_output runs a command and matches its output: make the command a site check ([[site_check]]) that exits 1 on a mismatch, or keep it in NHC",
+	"check_cmd_status":          "check_cmd_status runs a command and judges its exit status: make the command a site check ([[site_check]]) directly",
+	"check_nv_healthmon":        "check_nv_healthmon (nvidia-healthmon, retired by NVIDIA): nodecheck's GPU checks and dcgm_health replace it",
+	"check_nvsmi_healthmon":     "check_nvsmi_healthmon: nodecheck's GPU checks (gpu_count, gpu_memory_errors, xid_errors, ...) read NVML directly",
+	"check_ps_unauth_users":     "check_ps_unauth_users: job_leftovers judges processes against the job in the epilog; NHC's scheduler-wide user list has no equivalent",
+	"check_ps_userproc_lineage": "check_ps_userproc_lineage: no equivalent; keep it in NHC",
+	"check_ps_blacklist":        "check_ps_blacklist (a process that must not run) has no native equivalent: keep it in NHC",
+	"check_ps_kswapd":           "check_ps_kswapd has no native nodecheck equivalent: keep it in NHC",
+	"check_ps_cpu":              "check_ps_cpu has no native nodecheck equivalent: keep it in NHC",
+	"check_ps_mem":              "check_ps_mem has no native nodecheck equivalent: keep it in NHC",
+	"check_ps_physmem":          "check_ps_physmem has no native nodecheck equivalent: keep it in NHC",
+	"check_ps_time":             "check_ps_time has no native nodecheck equivalent: keep it in NHC",
+	"check_dmi_data_match":      "check_dmi_data_match has no native nodecheck equivalent: keep it in NHC",
+	"check_dmi_raw_data_match":  "check_dmi_raw_data_match has no native nodecheck equivalent: keep it in NHC",
+	"check_moab_sched":          "Moab (check_moab_*): not applicable under Slurm",
+	"check_moab_rm":             "Moab (check_moab_*): not applicable under Slurm",
+	"check_moab_torque":         "Moab and Torque (check_moab_torque): not applicable under Slurm",
+	"check_net_ping":            "check_net_ping has no native nodecheck equivalent: keep it in NHC",
+	"check_net_socket":          "check_net_socket has no native nodecheck equivalent: keep it in NHC",
+}
+
+// fsMount translates a check_fs_mount* line into fs_mounts entries, or says which option
+// has no equivalent.
+func fsMount(cmd string, args []string) ([]string, error) {
+	access := map[string]string{"check_fs_mount": "any", "check_fs_mount_rw": "rw", "check_fs_mount_ro": "ro"}[cmd]
+	var fss, srcs, types []string
+	if len(args) > 0 && strings.HasPrefix(args[0], "/") {
+		// NHC's old syntax: FS [SOURCE [TYPE [OPTIONS]]].
+		if len(args) > 3 && args[3] != "" {
+			return nil, errors.New("mount options (the 4th argument) have no equivalent in fs_mounts; keep the line in NHC")
+		}
+		fss = []string{args[0]}
+		if len(args) > 1 && args[1] != "" {
+			srcs = []string{args[1]}
+		}
+		if len(args) > 2 && args[2] != "" {
+			types = []string{args[2]}
+		}
+	} else {
+		opts, rest, err := getopt(args, "0rE:F:O:e:f:o:s:t:")
+		if err != nil {
+			return nil, err
+		}
+		for _, o := range opts {
+			switch o.name {
+			case 'f':
+				fss = append(fss, o.val)
+			case 's':
+				srcs = append(srcs, o.val)
+			case 't':
+				types = append(types, o.val)
+			default:
+				return nil, fmt.Errorf("option -%c (%s) has no equivalent in fs_mounts: nodecheck only checks, and checks every line", o.name, fsMountOption[o.name])
+			}
+		}
+		fss = append(fss, rest...)
+	}
+	if len(fss) == 0 {
+		return nil, errors.New("no filesystem named")
+	}
+	if len(srcs) > 1 || len(types) > 1 {
+		return nil, errors.New("several -s or -t values (any of them may match in NHC): fs_mounts takes one of each; split the line")
+	}
+	src, typ := "*", "*"
+	if len(srcs) == 1 {
+		src = srcs[0]
+	}
+	if len(types) == 1 {
+		typ = types[0]
+	}
+	var out []string
+	for _, fs := range fss {
+		if !strings.HasPrefix(fs, "/") || strings.ContainsAny(fs+src+typ, " \t") {
+			return nil, fmt.Errorf("filesystem %q, source %q or type %q: an absolute path and no blanks", fs, src, typ)
+		}
+		v := fs + " " + access
+		if typ != "*" || src != "*" {
+			v += " " + typ
+		}
+		if src != "*" {
+			v += " " + src
+		}
+		out = append(out, v)
+	}
+	return out, nil
+}
+
+var fsMountOption = map[byte]string{'0': "non-fatal", 'r': "remount", 'E': "action when found", 'e': "action when missing",
+	'F': "automounted filesystem", 'O': "remount options", 'o': "mount options"}
+
+// psService translates check_ps_service; its -S, -r and -c (start, restart, cycle when
+// missing) keep the verdict (NHC still fails the check) and only lose the action.
+func psService(args []string, entry func(sec, key, val string) []Entry) ([]Entry, string, error) {
+	opts, rest, err := getopt(args, "0E:SVcd:e:fkm:rsu:v")
+	if err != nil {
+		return nil, "", err
+	}
+	var user, daemon, note string
+	for _, o := range opts {
+		switch o.name {
+		case 'u':
+			user = o.val
+		case 'd':
+			daemon = o.val
+		case 'S', 'r', 'c', 'v', 'V':
+			note = "NHC starts or restarts the service (-S, -r, -c) when it is missing; nodecheck reports it and leaves restarting to systemd (Restart=) or an admin"
+		case 's', 'k', 'E':
+			return nil, "", fmt.Errorf("option -%c makes the service one that must NOT run; services has no such list: keep the line in NHC", o.name)
+		default:
+			return nil, "", fmt.Errorf("option -%c (%s) has no equivalent in services: keep the line in NHC", o.name, psOption[o.name])
+		}
+	}
+	if len(rest) != 1 {
+		return nil, "", errors.New("check_ps_service takes one service name")
+	}
+	name := rest[0]
+	if daemon != "" {
+		name = daemon
+	}
+	if strings.ContainsAny(name+user, " \t") || name == "" {
+		return nil, "", errors.New("a name or user with blanks")
+	}
+	v := name
+	if user != "" {
+		v += " " + user
+	}
+	return entry("services", "processes", v), note, nil
+}
+
+var psOption = map[byte]string{'0': "non-fatal", 'e': "action when missing", 'f': "full command line match", 'm': "custom match"}
+
+type opt struct {
+	name byte
+	val  string
+}
+
+// getopt parses args as bash's getopts does with optstring (a letter, ':' after one that
+// takes a value): options come first, "--" ends them, and the rest are operands.
+func getopt(args []string, optstring string) ([]opt, []string, error) {
+	var out []opt
+	i := 0
+	for ; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			i++
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			break
+		}
+		for j := 1; j < len(a); j++ {
+			k := strings.IndexByte(optstring, a[j])
+			if k < 0 || a[j] == ':' {
+				return nil, nil, fmt.Errorf("option -%c is not one NHC takes here", a[j])
+			}
+			if k+1 < len(optstring) && optstring[k+1] == ':' {
+				val := a[j+1:]
+				if val == "" {
+					if i+1 >= len(args) {
+						return nil, nil, fmt.Errorf("option -%c needs a value", a[j])
+					}
+					i++
+					val = args[i]
+				}
+				out = append(out, opt{a[j], val})
+				break
+			}
+			out = append(out, opt{a[j], ""})
+		}
+	}
+	return out, args[i:], nil
+}
+
+var nhcNumber = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$`)
+
+// nhcSize converts an NHC size (nhc_common_parse_size: a trailing b or B is dropped, then a
+// bare number is kB and k, m, g, t multiply by powers of 1024, any case; so "1b" is 1 kB) to
+// nodecheck's spelling.
+func nhcSize(s string) (string, error) {
+	m := nhcNumber.FindStringSubmatch(s)
+	if m == nil {
+		return "", fmt.Errorf("size %q: want a number with an optional unit (kB, MB, GB, TB)", s)
+	}
+	unit := strings.ToLower(strings.TrimSuffix(strings.TrimSuffix(m[2], "b"), "B"))
+	switch unit {
+	case "":
+		return m[1] + "kB", nil
+	case "k", "m", "g", "t":
+		return m[1] + strings.ToUpper(unit) + "iB", nil
+	}
+	return "", fmt.Errorf("size %q: unit %q is not kB, MB, GB or TB", s, m[2])
+}
+
+// nhcLimit converts an NHC fs limit: a percentage as it is, else a size (or, for inodes, a
+// count with k, M, G or T as NHC's powers of 1000).
+func nhcLimit(s string, inodes bool) (string, error) {
+	if p, ok := strings.CutSuffix(s, "%"); ok {
+		if v, err := strconv.ParseFloat(p, 64); err != nil || v < 0 || v > 100 {
+			return "", fmt.Errorf("limit %q: a percentage is 0%% to 100%%", s)
+		}
+		return s, nil
+	}
+	if !inodes {
+		return nhcSize(s)
+	}
+	m := nhcNumber.FindStringSubmatch(s)
+	if m == nil || strings.Contains(m[1], ".") || len(m[2]) > 1 || m[2] != "" && !strings.ContainsAny(m[2], "kKMGT") {
+		return "", fmt.Errorf("inode count %q: a whole number with an optional k, M, G or T", s)
+	}
+	return s, nil
+}
+
+// importKey is one key the import writes: every key of the generic checks that an NHC
+// line can set, so that the checks do what nhc.conf says and nothing more.
+type importKey struct {
+	sec, key string
+	kind     byte // 'l' a list of strings, 's' a string, 'n' a whole number
+}
+
+// importKeys are written in this order, each section whole.
+var importKeys = []importKey{
+	{"fs_mounts", "mounts", 'l'},
+	{"fs_usage", "limits", 'l'},
+	{"memory", "physmem", 's'}, {"memory", "swap", 's'}, {"memory", "total_mem", 's'},
+	{"memory", "mem_free", 's'}, {"memory", "physmem_free", 's'}, {"memory", "swap_free", 's'},
+	{"services", "processes", 'l'},
+	{"interfaces", "present", 'l'},
+	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
+	{"kernel_log", "patterns", 'l'},
+}
+
+// WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
+// NHC line can set (importKeys), as nhc.conf sets it (an empty list, "" or 0 where it sets
+// none), each value followed by the line it came from; then the lines not translated as
+// comments. So the generic checks judge what NHC judged, no more: a key written replaces
+// nodecheck's built-in default, which defaults gives ("services.processes": the default
+// daemons) so that a comment can say what an admin may want to add back. source names the
+// input; when rest is not "", the lines not translated are to be kept in NHC's file rest,
+// and a [[site_check]] running NHC on it is written too.
+func (t Translation) WriteTOML(w io.Writer, source string, total int, rest string, defaults map[string][]string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
+	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
+	byKey := map[string][]Entry{}
+	for _, e := range t.Entries {
+		byKey[e.Section+"."+e.Key] = append(byKey[e.Section+"."+e.Key], e)
+	}
+	sec := ""
+	for _, k := range importKeys {
+		if k.sec != sec {
+			sec = k.sec
+			fmt.Fprintf(&b, "\n[checks.%s]\n", sec)
+		}
+		es := byKey[k.sec+"."+k.key]
+		if def := defaults[k.sec+"."+k.key]; len(def) > 0 {
+			quoted := make([]string, len(def))
+			for i, d := range def {
+				quoted[i] = tomlQuote(d)
+			}
+			fmt.Fprintf(&b, "# nodecheck's default, replaced: %s = [%s]\n", k.key, strings.Join(quoted, ", "))
+		}
+		switch {
+		case k.kind == 'l' && len(es) == 0:
+			fmt.Fprintf(&b, "%s = []\n", k.key)
+		case k.kind == 'l':
+			fmt.Fprintf(&b, "%s = [\n", k.key)
+			for _, e := range es {
+				fmt.Fprintf(&b, "  %s, # %s: %s\n", tomlQuote(e.Value), e.From.Where(), oneLine(e.From.Raw))
+			}
+			b.WriteString("]\n")
+		case len(es) == 0 && k.kind == 'n':
+			fmt.Fprintf(&b, "%s = 0\n", k.key)
+		case len(es) == 0:
+			fmt.Fprintf(&b, "%s = \"\"\n", k.key)
+		default:
+			v := tomlQuote(es[0].Value)
+			if es[0].Number {
+				v = es[0].Value
+			}
+			fmt.Fprintf(&b, "%s = %s # %s: %s\n", k.key, v, es[0].From.Where(), oneLine(es[0].From.Raw))
+		}
+	}
+	if rest != "" && len(t.Skipped) > 0 {
+		fmt.Fprintf(&b, "\n# The %d lines not translated, kept in NHC: it runs them and reports by exit status\n# (MARK_OFFLINE=0: nodecheck drains, not NHC; -t 25: NHC ends itself before the 28 s).\n", len(t.Skipped))
+		b.WriteString("[checks.site_checks]\ntimeout = \"28s\" # the default 3 s bounds every site check: NHC needs more\n")
+		fmt.Fprintf(&b, "[[site_check]]\nname = \"nhc\"\ncommand = \"/usr/sbin/nhc\"\nargs = [\"-c\", %s, \"-t\", \"25\", \"MARK_OFFLINE=0\"]\nmodes = [\"health\"]\ntimeout = \"28s\"\nremedy = \"admin\"\n", tomlQuote(rest))
+	}
+	if len(t.Notes) > 0 {
+		b.WriteString("\n# Translated with a difference:\n")
+		for _, n := range t.Notes {
+			fmt.Fprintf(&b, "#   %s: %s\n", n.Line.Where(), oneLine(n.Why))
+		}
+	}
+	if len(t.Skipped) > 0 {
+		b.WriteString("\n# Not translated:\n")
+		for _, s := range t.Skipped {
+			fmt.Fprintf(&b, "#   %s: %s\n#     %s\n", s.Line.Where(), oneLine(s.Line.Raw), oneLine(s.Why))
+		}
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// WriteRest writes the lines not translated as an nhc.conf of their own, for NHC to keep
+// running them as one site check.
+func (t Translation) WriteRest(w io.Writer, source string) error {
+	var b strings.Builder
+	fmt.Fprintf(&b, "# The lines of %s that nodecheck import-nhc did not translate, for NHC to run\n# as a nodecheck site check (MARK_OFFLINE=0: nodecheck drains, not NHC).\n", source)
+	for _, s := range t.Skipped {
+		fmt.Fprintf(&b, "# %s: %s\n%s\n", s.Line.Where(), oneLine(s.Why), s.Line.Raw)
+	}
+	_, err := io.WriteString(w, b.String())
+	return err
+}
+
+// tomlQuote writes s as a TOML basic string: TOML has no \x escape, so control characters
+// are written \uXXXX (strconv.Quote would write \x01, which TOML refuses).
+func tomlQuote(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r < 0x20 || r == 0x7f:
+			fmt.Fprintf(&b, "\\u%04X", r)
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// oneLine keeps a text on one comment line.
+func oneLine(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r == '\n' || r == '\r' || r < 0x20 && r != '\t' {
+			return ' '
+		}
+		return r
+	}, s)
+}
