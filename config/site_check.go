@@ -6,6 +6,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 )
 
@@ -40,7 +41,7 @@ const SiteChecksID = "site_checks"
 // cannot import).
 var siteCheckRemedies = []string{"reset_gpu", "reboot", "admin", "service"}
 
-var siteCheckName = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+var siteCheckName = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`) })
 
 // EffectiveModes is the modes sc runs in: its own, or else those of the site_checks section.
 func (sc SiteCheck) EffectiveModes(c *Config) []string {
@@ -81,7 +82,7 @@ func (c *Config) validateSiteChecks() []tomlKeyError {
 		switch j, dup := seen[sc.Name]; {
 		case sc.Name == "":
 			add("name", ": missing; name the check (lowercase letters, digits, '_' and '-'), such as \"scratch_mounted\"")
-		case !siteCheckName.MatchString(sc.Name):
+		case !siteCheckName().MatchString(sc.Name):
 			add("name", " = %q: use lowercase letters, digits, '_' and '-' (at most 63), starting with a letter or digit", sc.Name)
 		case dup:
 			add("name", " = %q: site_check[%d] has that name too; names must be unique", sc.Name, j)

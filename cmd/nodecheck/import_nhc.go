@@ -38,7 +38,7 @@ Lines for some nodes only (a target other than *) are not translated.
 
 With --rest FILE, the lines not translated are written to FILE as an nhc.conf of their own,
 and the output gains a [[site_check]] that runs NHC on it, so that a site keeps them while
-moving the rest. docs/nhc.md describes each translation.
+moving the rest. /usr/share/doc/nodecheck/docs/nhc.md describes each translation.
 Exit codes: 0 written (lines not translated are not an error), 2 unreadable input.`,
 		Example: `  nodecheck import-nhc /etc/nhc/nhc.conf --rest /etc/nhc/nhc-rest.conf --out /tmp/nhc.toml`,
 		Args:    cobra.ExactArgs(1),

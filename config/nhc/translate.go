@@ -7,6 +7,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -398,13 +399,13 @@ func getopt(args []string, optstring string) ([]opt, []string, error) {
 	return out, args[i:], nil
 }
 
-var nhcNumber = regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$`)
+var nhcNumber = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^([0-9]+(?:\.[0-9]+)?)([a-zA-Z]*)$`) })
 
 // nhcSize converts an NHC size (nhc_common_parse_size: a trailing b or B is dropped, then a
 // bare number is kB and k, m, g, t multiply by powers of 1024, any case; so "1b" is 1 kB) to
 // nodecheck's spelling.
 func nhcSize(s string) (string, error) {
-	m := nhcNumber.FindStringSubmatch(s)
+	m := nhcNumber().FindStringSubmatch(s)
 	if m == nil {
 		return "", fmt.Errorf("size %q: want a number with an optional unit (kB, MB, GB, TB)", s)
 	}
@@ -430,7 +431,7 @@ func nhcLimit(s string, inodes bool) (string, error) {
 	if !inodes {
 		return nhcSize(s)
 	}
-	m := nhcNumber.FindStringSubmatch(s)
+	m := nhcNumber().FindStringSubmatch(s)
 	if m == nil || strings.Contains(m[1], ".") || len(m[2]) > 1 || m[2] != "" && !strings.ContainsAny(m[2], "kKMGT") {
 		return "", fmt.Errorf("inode count %q: a whole number with an optional k, M, G or T", s)
 	}
