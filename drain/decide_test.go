@@ -16,6 +16,8 @@ func TestDecide(t *testing.T) {
 	ours := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: down", ReasonUser: "root"}
 	oursDraining := NodeState{Name: "n1", State: "MIXED", Flags: []string{"DRAIN"}, Reason: "nodecheck: ib_ports: down"}
 	admin := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "maintenance", ReasonUser: "root"}
+	// LBNL NHC's own drain, as its node-mark-offline helper writes it: foreign to nodecheck.
+	nhcDrain := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "NHC: check_fs_mount:  /scratch not mounted", ReasonUser: "root"}
 	prologError := NodeState{Name: "n1", State: "IDLE", Flags: []string{"DRAIN"}, Reason: "Prolog error", ReasonUser: "slurm"}
 	downForeign := NodeState{Name: "n1", State: "DOWN", Reason: "Not responding"}
 	downOurs := NodeState{Name: "n1", State: "DOWN", Reason: "nodecheck: old"}
@@ -51,6 +53,7 @@ func TestDecide(t *testing.T) {
 			row{p + "already drained by nodecheck", m, true, true, false, ours, 0, true, ActionKept, nil, "already IDLE+DRAIN by nodecheck"},
 			row{p + "draining by nodecheck", m, true, true, false, oursDraining, 0, true, ActionKept, nil, "reason kept"},
 			row{p + "drained by an admin", m, true, true, false, admin, 0, true, ActionKept, nil, `reason nodecheck did not set ("maintenance")`},
+			row{p + "drained by LBNL NHC", m, true, true, false, nhcDrain, 0, true, ActionKept, nil, `reason nodecheck did not set ("NHC: check_fs_mount:`},
 			row{p + "drained by slurm's prolog error", m, true, true, false, prologError, 0, true, ActionKept, nil, "Prolog error"},
 			row{p + "down with slurm's reason: left to Slurm", m, true, true, false, downForeign, 0, true, ActionKept, nil, "node is DOWN (DOWN: Slurm or an admin took the node down"},
 			row{p + "down with nodecheck's old reason: left to Slurm", m, true, true, false, downOurs, 0, true, ActionKept, nil, "nodecheck leaves it as it is"},
@@ -72,6 +75,7 @@ func TestDecide(t *testing.T) {
 		row{"health, clean, ours, passes unknown", config.ModeHealth, false, true, true, ours, 7, false, ActionWaiting, nil, "resume the node by hand"},
 		row{"health, clean, ours, rebooting", config.ModeHealth, false, true, true, rebooting, 7, true, ActionKept, nil, "nodecheck leaves it as it is"},
 		row{"health, clean, admin's drain", config.ModeHealth, false, true, true, admin, 9, true, ActionKept, nil, "never resumed by nodecheck"},
+		row{"health, clean, NHC's drain", config.ModeHealth, false, true, true, nhcDrain, 9, true, ActionKept, nil, "never resumed by nodecheck"},
 		row{"health, clean, prolog error", config.ModeHealth, false, true, true, prologError, 9, true, ActionKept, nil, "never resumed"},
 		row{"health, clean, resume off", config.ModeHealth, false, true, false, ours, 9, true, ActionNone, nil, "healthy"},
 		row{"manual --resume, clean, ours, 2 of 2", config.ModeManual, false, false, true, ours, 2, true, ActionResumed, resume, ""},

@@ -1,0 +1,147 @@
+package nhc
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// DefaultConfDir and DefaultName give NHC's default configuration, CONFDIR/NAME.conf, when
+// neither -c nor CONFFILE= is given (as LBNL NHC 1.5's nhcmain_finalize_env does).
+const (
+	DefaultConfDir = "/etc/nhc"
+	DefaultName    = "nhc"
+)
+
+// DefaultConfFile is where LBNL NHC reads its configuration when -c, -D and -n are not given.
+const DefaultConfFile = DefaultConfDir + "/" + DefaultName + ".conf"
+
+// Options are the parts of an nhc command line (as slurm.conf's HealthCheckProgram= or an
+// admin types it) that the drop-in honours.
+type Options struct {
+	ConfFile string        // -c, or NAME=VALUE CONFFILE=
+	ConfDir  string        // -D, or CONFDIR=
+	Name     string        // -n, or NAME=: NHC's program name, which names the default conf file
+	Timeout  time.Duration // -t (seconds), or TIMEOUT=; 0: not given
+	LogFile  string        // -l, or LOGFILE=
+	Debug    bool          // -d, or DEBUG=1
+	Hostname string        // -m, or NHC_HOST= or HOSTNAME=: the node name to match and drain
+	// MarkOffline is false for MARK_OFFLINE=0: report only, never drain.
+	MarkOffline bool
+	// Notes name what was accepted but has no effect, one line each, for stderr.
+	Notes []string
+}
+
+// ParseArgs reads NHC's command line (LBNL NHC 1.5's getopts string ":D:Vac:de:fhjl:m:n:qr:t:vx"
+// and its trailing NAME=VALUE settings). Options that would change what is judged or where it
+// is reported, and nodecheck cannot honour, are errors naming the option; harmless ones are
+// accepted with a note.
+func ParseArgs(args []string) (Options, error) {
+	o, err := parseArgs(args)
+	if err != nil {
+		return Options{}, err
+	}
+	if o.ConfDir == "" {
+		o.ConfDir = DefaultConfDir
+	}
+	if o.Name == "" {
+		o.Name = DefaultName
+	}
+	if o.ConfFile == "" {
+		o.ConfFile = o.ConfDir + "/" + o.Name + ".conf"
+	}
+	return o, nil
+}
+
+func parseArgs(args []string) (Options, error) {
+	o := Options{MarkOffline: true}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if name, value, ok := strings.Cut(a, "="); ok && !strings.HasPrefix(a, "-") {
+			if err := o.setVar(name, value); err != nil {
+				return Options{}, err
+			}
+			continue
+		}
+		switch a {
+		case "-d":
+			o.Debug = true
+			continue
+		case "-a", "-v", "-q", "-f", "-j", "-x":
+			o.Notes = append(o.Notes, fmt.Sprintf("nhc option %s accepted and ignored: nodecheck runs every check in-process and prints its own report", a))
+			continue
+		case "-c", "-D", "-t", "-l", "-n", "-m", "-r", "-e":
+		default:
+			return Options{}, fmt.Errorf("nhc option %q: not supported by nodecheck's nhc drop-in (supported: -c FILE, -D DIR, -n NAME, -m HOST, -r slurm, -t SECONDS, -l FILE, -d, -a -f -j -q -v -x ignored, NAME=VALUE)", a)
+		}
+		if i+1 >= len(args) {
+			return Options{}, fmt.Errorf("nhc option %s needs a value", a)
+		}
+		i++
+		if err := o.setOpt(a, args[i]); err != nil {
+			return Options{}, err
+		}
+	}
+	return o, nil
+}
+
+func (o *Options) setOpt(opt, v string) error {
+	switch opt {
+	case "-c":
+		o.ConfFile = v
+	case "-D":
+		o.ConfDir = v
+	case "-t":
+		return o.setVar("TIMEOUT", v)
+	case "-l":
+		o.LogFile = v
+	case "-n":
+		return o.setVar("NAME", v)
+	case "-m":
+		o.Hostname = v
+	case "-r":
+		return o.setVar("NHC_RM", v)
+	default: // -e evaluates one check line: nodecheck cannot honour it
+		return fmt.Errorf("nhc option %s: not supported by nodecheck's nhc drop-in; run LBNL NHC for it", opt)
+	}
+	return nil
+}
+
+func (o *Options) setVar(name, v string) error {
+	switch name {
+	case "CONFFILE":
+		o.ConfFile = v
+	case "CONFDIR":
+		o.ConfDir = v
+	case "LOGFILE":
+		o.LogFile = v
+	case "NAME":
+		if v == "" || strings.ContainsAny(v, "/") {
+			return fmt.Errorf("nhc name %q: want a plain name (it names CONFDIR/NAME.conf)", v)
+		}
+		o.Name = v
+	case "HOSTNAME", "NHC_HOST":
+		o.Hostname = v
+	case "DEBUG":
+		o.Debug = v != "" && v != "0"
+	case "TIMEOUT":
+		var n int
+		if _, err := fmt.Sscanf(v, "%d", &n); err != nil || n < 0 || fmt.Sprint(n) != v {
+			return fmt.Errorf("nhc timeout %q: want whole seconds, 0 or more", v)
+		}
+		o.Timeout = time.Duration(n) * time.Second
+	case "MARK_OFFLINE":
+		o.MarkOffline = v != "0"
+	case "NHC_RM":
+		if v == "none" { // as in NHC: no resource manager, nothing marked offline
+			o.MarkOffline = false
+			return nil
+		}
+		if v != "slurm" {
+			return fmt.Errorf("nhc NHC_RM=%s: nodecheck drains through Slurm only (NHC_RM=slurm, or none to report only)", v)
+		}
+	default:
+		o.Notes = append(o.Notes, fmt.Sprintf("nhc setting %s accepted and ignored by nodecheck", name))
+	}
+	return nil
+}

@@ -1,0 +1,74 @@
+package nhc
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseArgs(t *testing.T) {
+	tests := []struct {
+		name    string
+		args    []string
+		check   func(Options) bool
+		wantErr string
+	}{
+		{"no arguments: NHC's defaults", nil, func(o Options) bool { return o.ConfFile == DefaultConfFile && o.MarkOffline && o.Timeout == 0 }, ""},
+		{"-c", []string{"-c", "/x/nhc.conf"}, func(o Options) bool { return o.ConfFile == "/x/nhc.conf" }, ""},
+		{"-D", []string{"-D", "/site/nhc"}, func(o Options) bool { return o.ConfDir == "/site/nhc" && o.ConfFile == "/site/nhc/nhc.conf" }, ""},
+		{"-t", []string{"-t", "60"}, func(o Options) bool { return o.Timeout == 60*time.Second }, ""},
+		{"-t 0 (boundary)", []string{"-t", "0"}, func(o Options) bool { return o.Timeout == 0 }, ""},
+		{"-t -1", []string{"-t", "-1"}, nil, "want whole seconds"},
+		{"-t 1.5", []string{"-t", "1.5"}, nil, "want whole seconds"},
+		{"-l", []string{"-l", "/var/log/nhc.log"}, func(o Options) bool { return o.LogFile == "/var/log/nhc.log" }, ""},
+		{"-d", []string{"-d"}, func(o Options) bool { return o.Debug }, ""},
+		{"-D and -n name the default conf file", []string{"-D", "/x", "-n", "nhc-cron"}, func(o Options) bool { return o.ConfFile == "/x/nhc-cron.conf" }, ""},
+		{"-c wins over -D", []string{"-D", "/x", "-c", "/y.conf"}, func(o Options) bool { return o.ConfFile == "/y.conf" && o.ConfDir == "/x" }, ""},
+		{"-n with a slash", []string{"-n", "../x"}, nil, "want a plain name"},
+		{"-m", []string{"-m", "gpu01"}, func(o Options) bool { return o.Hostname == "gpu01" }, ""},
+		{"NHC_HOST=", []string{"NHC_HOST=gpu02"}, func(o Options) bool { return o.Hostname == "gpu02" }, ""},
+		{"-r slurm", []string{"-r", "slurm"}, func(o Options) bool { return len(o.Notes) == 0 }, ""},
+		{"-r none: report only", []string{"-r", "none"}, func(o Options) bool { return !o.MarkOffline }, ""},
+		{"-r pbs", []string{"-r", "pbs"}, nil, "Slurm only"},
+		{"NHC_RM=slurm", []string{"NHC_RM=slurm"}, func(o Options) bool { return len(o.Notes) == 0 }, ""},
+		{"NHC_RM=pbs", []string{"NHC_RM=pbs"}, nil, "Slurm only"},
+		{"MARK_OFFLINE=0", []string{"MARK_OFFLINE=0"}, func(o Options) bool { return !o.MarkOffline }, ""},
+		{"MARK_OFFLINE=1", []string{"MARK_OFFLINE=1"}, func(o Options) bool { return o.MarkOffline }, ""},
+		{"unknown setting: note", []string{"NHC_CHECK_ALL=1"}, func(o Options) bool { return len(o.Notes) == 1 && strings.Contains(o.Notes[0], "NHC_CHECK_ALL") }, ""},
+		{"-a: note", []string{"-a"}, func(o Options) bool { return len(o.Notes) == 1 }, ""},
+		{"-e: error", []string{"-e", "check_hw_cpuinfo 2"}, nil, "-e: not supported"},
+		{"-c without a value", []string{"-c"}, nil, "needs a value"},
+		{"unknown option", []string{"-Z"}, nil, `"-Z": not supported`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			o, err := ParseArgs(tc.args)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one containing %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !tc.check(o) {
+				t.Errorf("options %+v", o)
+			}
+		})
+	}
+}
+
+// FuzzParseArgs: any command line parses or fails with an error, never a panic, and a parsed
+// one always names a configuration file.
+func FuzzParseArgs(f *testing.F) {
+	for _, s := range []string{"-c /etc/nhc/nhc.conf", "-t 60 -d NHC_RM=slurm MARK_OFFLINE=0", "-D /x -n cron", "-c", "-Z", "TIMEOUT=x", "-r none -m gpu01"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, line string) {
+		o, err := ParseArgs(strings.Fields(line))
+		if err == nil && o.ConfFile == "" {
+			t.Errorf("%q: no configuration file", line)
+		}
+	})
+}
