@@ -98,36 +98,9 @@ func translateLine(l Line) ([]Entry, string, error) {
 		}
 		return es, "", nil
 	case "check_fs_free", "check_fs_used", "check_fs_ifree", "check_fs_iused":
-		if len(args) != 2 || strings.HasPrefix(args[0], "-") {
-			return nil, "", fmt.Errorf("%s takes FILESYSTEM LIMIT", cmd)
-		}
-		kind := strings.TrimPrefix(cmd, "check_fs_")
-		lim, err := nhcLimit(args[1], strings.HasPrefix(kind, "i"))
-		if err != nil {
-			return nil, "", err
-		}
-		return entry("fs_usage", "limits", args[0]+" "+kind+" "+lim), "", nil
+		return fsUsage(cmd, args, entry)
 	case "check_hw_physmem", "check_hw_swap", "check_hw_mem":
-		if len(args) < 2 || len(args) > 3 {
-			return nil, "", fmt.Errorf("%s takes MIN MAX [FUDGE]", cmd)
-		}
-		var parts []string
-		for i, a := range args {
-			if i == 2 && strings.HasSuffix(a, "%") {
-				if _, err := strconv.ParseUint(strings.TrimSuffix(a, "%"), 10, 8); err != nil {
-					return nil, "", fmt.Errorf("fudge %q is not a whole percentage", a)
-				}
-				parts = append(parts, a)
-				continue
-			}
-			s, err := nhcSize(a)
-			if err != nil {
-				return nil, "", err
-			}
-			parts = append(parts, s)
-		}
-		key := map[string]string{"check_hw_physmem": "physmem", "check_hw_swap": "swap", "check_hw_mem": "total_mem"}[cmd]
-		return entry("memory", key, strings.Join(parts, " ")), "", nil
+		return hwMemRange(cmd, args, entry)
 	case "check_hw_mem_free", "check_hw_physmem_free", "check_hw_swap_free":
 		if len(args) != 1 {
 			return nil, "", fmt.Errorf("%s takes one size", cmd)
@@ -141,51 +114,9 @@ func translateLine(l Line) ([]Entry, string, error) {
 	case "check_ps_service":
 		return psService(args, entry)
 	case "check_ps_loadavg":
-		if len(args) == 0 || len(args) > 3 {
-			return nil, "", errors.New("check_ps_loadavg takes up to three limits (1, 5, 15 minutes)")
-		}
-		var es []Entry
-		for i, a := range args {
-			if a == "" {
-				continue
-			}
-			n, err := strconv.ParseUint(a, 10, 31)
-			if err != nil || n == 0 {
-				return nil, "", fmt.Errorf("load limit %q: a whole number above 0", a)
-			}
-			e := entry("load_average", []string{"max_1m", "max_5m", "max_15m"}[i], a)
-			e[0].Number = true
-			es = append(es, e...)
-		}
-		return es, "", nil
+		return psLoadavg(args, entry)
 	case "check_cmd_dmesg":
-		opts, rest, err := getopt(args, "M:e:m:r:t:")
-		if err != nil {
-			return nil, "", err
-		}
-		if len(rest) > 0 {
-			return nil, "", errors.New("check_cmd_dmesg takes options only")
-		}
-		var es []Entry
-		for _, o := range opts {
-			if o.name != 'm' {
-				return nil, "", fmt.Errorf("option -%c of check_cmd_dmesg has no equivalent in kernel_log: keep the line in NHC", o.name)
-			}
-			p := strings.TrimPrefix(o.val, "!")
-			if p == "" {
-				return nil, "", errors.New("an empty pattern")
-			}
-			if len(p) > 2 && p[0] == '/' && p[len(p)-1] == '/' {
-				if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
-					return nil, "", fmt.Errorf("pattern %q: %v", o.val, err)
-				}
-			}
-			es = append(es, entry("kernel_log", "patterns", o.val)...)
-		}
-		if len(es) == 0 {
-			return nil, "", errors.New("check_cmd_dmesg without -m checks nothing nodecheck can translate")
-		}
-		return es, "", nil
+		return cmdDmesg(args, entry)
 	case "check_hw_eth":
 		if len(args) != 1 || strings.ContainsAny(args[0], "/ \t") || args[0] == "" {
 			return nil, "", errors.New("check_hw_eth takes one device name")
@@ -211,6 +142,98 @@ func translateLine(l Line) ([]Entry, string, error) {
 		return nil, "", fmt.Errorf("%s has no native nodecheck equivalent: keep it in NHC, run as a site check", cmd)
 	}
 	return nil, "", fmt.Errorf("%q is an NHC setting or a command, not a check: keep it in NHC's file if the checks kept there need it", cmd)
+}
+
+// entryFunc makes the entries of one setting taken from the line being translated.
+type entryFunc func(sec, key, val string) []Entry
+
+// fsUsage translates check_fs_free, _used, _ifree and _iused: FILESYSTEM LIMIT.
+func fsUsage(cmd string, args []string, entry entryFunc) ([]Entry, string, error) {
+	if len(args) != 2 || strings.HasPrefix(args[0], "-") {
+		return nil, "", fmt.Errorf("%s takes FILESYSTEM LIMIT", cmd)
+	}
+	kind := strings.TrimPrefix(cmd, "check_fs_")
+	lim, err := nhcLimit(args[1], strings.HasPrefix(kind, "i"))
+	if err != nil {
+		return nil, "", err
+	}
+	return entry("fs_usage", "limits", args[0]+" "+kind+" "+lim), "", nil
+}
+
+// hwMemRange translates check_hw_physmem, _swap and _mem: MIN MAX [FUDGE].
+func hwMemRange(cmd string, args []string, entry entryFunc) ([]Entry, string, error) {
+	if len(args) < 2 || len(args) > 3 {
+		return nil, "", fmt.Errorf("%s takes MIN MAX [FUDGE]", cmd)
+	}
+	var parts []string
+	for i, a := range args {
+		if i == 2 && strings.HasSuffix(a, "%") {
+			if _, err := strconv.ParseUint(strings.TrimSuffix(a, "%"), 10, 8); err != nil {
+				return nil, "", fmt.Errorf("fudge %q is not a whole percentage", a)
+			}
+			parts = append(parts, a)
+			continue
+		}
+		s, err := nhcSize(a)
+		if err != nil {
+			return nil, "", err
+		}
+		parts = append(parts, s)
+	}
+	key := map[string]string{"check_hw_physmem": "physmem", "check_hw_swap": "swap", "check_hw_mem": "total_mem"}[cmd]
+	return entry("memory", key, strings.Join(parts, " ")), "", nil
+}
+
+// psLoadavg translates check_ps_loadavg: up to three limits (1, 5, 15 minutes).
+func psLoadavg(args []string, entry entryFunc) ([]Entry, string, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return nil, "", errors.New("check_ps_loadavg takes up to three limits (1, 5, 15 minutes)")
+	}
+	var es []Entry
+	for i, a := range args {
+		if a == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(a, 10, 31)
+		if err != nil || n == 0 {
+			return nil, "", fmt.Errorf("load limit %q: a whole number above 0", a)
+		}
+		e := entry("load_average", []string{"max_1m", "max_5m", "max_15m"}[i], a)
+		e[0].Number = true
+		es = append(es, e...)
+	}
+	return es, "", nil
+}
+
+// cmdDmesg translates check_cmd_dmesg's -m patterns; its other options stay in NHC.
+func cmdDmesg(args []string, entry entryFunc) ([]Entry, string, error) {
+	opts, rest, err := getopt(args, "M:e:m:r:t:")
+	if err != nil {
+		return nil, "", err
+	}
+	if len(rest) > 0 {
+		return nil, "", errors.New("check_cmd_dmesg takes options only")
+	}
+	var es []Entry
+	for _, o := range opts {
+		if o.name != 'm' {
+			return nil, "", fmt.Errorf("option -%c of check_cmd_dmesg has no equivalent in kernel_log: keep the line in NHC", o.name)
+		}
+		p := strings.TrimPrefix(o.val, "!")
+		if p == "" {
+			return nil, "", errors.New("an empty pattern")
+		}
+		if len(p) > 2 && p[0] == '/' && p[len(p)-1] == '/' {
+			if _, err := regexp.Compile(p[1 : len(p)-1]); err != nil {
+				return nil, "", fmt.Errorf("pattern %q: %v", o.val, err)
+			}
+		}
+		es = append(es, entry("kernel_log", "patterns", o.val)...)
+	}
+	if len(es) == 0 {
+		return nil, "", errors.New("check_cmd_dmesg without -m checks nothing nodecheck can translate")
+	}
+	return es, "", nil
 }
 
 // noEquivalent says, for NHC checks nodecheck covers differently or not at all, why a line
@@ -318,7 +341,7 @@ var fsMountOption = map[byte]string{'0': "non-fatal", 'r': "remount", 'E': "acti
 
 // psService translates check_ps_service; its -S, -r and -c (start, restart, cycle when
 // missing) keep the verdict (NHC still fails the check) and only lose the action.
-func psService(args []string, entry func(sec, key, val string) []Entry) ([]Entry, string, error) {
+func psService(args []string, entry entryFunc) ([]Entry, string, error) {
 	opts, rest, err := getopt(args, "0E:SVcd:e:fkm:rsu:v")
 	if err != nil {
 		return nil, "", err
