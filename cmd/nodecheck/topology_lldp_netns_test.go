@@ -48,8 +48,7 @@ func (f *lldpFabric) run(args ...string) {
 	}
 }
 
-// addNS creates namespace name (removed on cleanup) and starts lldpd in it on iface, with
-// its own control socket and runtime directory; it returns the socket.
+// addNS creates namespace name, removed on cleanup.
 func (f *lldpFabric) addNS(name string) string {
 	ns := f.prefix + name
 	f.run("/usr/sbin/ip", "netns", "add", ns)
@@ -58,11 +57,22 @@ func (f *lldpFabric) addNS(name string) string {
 	return ns
 }
 
-func (f *lldpFabric) startLLDPd(name, iface, descr string) string {
+// startLLDPd starts lldpd in namespace name on the ports matching iface, with its own
+// control socket and runtime directory, configured by the lldpcli commands in conf before it
+// resumes (commands sent after it starts race its resume: a switch configured that way was
+// seen to send one frame in 20 s); it returns the socket.
+func (f *lldpFabric) startLLDPd(name, iface, descr string, conf ...string) string {
 	ns := f.prefix + name
 	sock := filepath.Join(f.dir, name+".sock")
+	confFile := filepath.Join(f.dir, name+".conf")
+	if err := os.WriteFile(confFile, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
+		f.t.Fatal(err)
+	}
+	// The private /run gives lldpd the chroot it was built with (/run/lldpd) where no
+	// service made it, and keeps it off the host's.
 	args := []string{"netns", "exec", ns, "/usr/bin/unshare", "-m", "/bin/sh", "-c",
-		`mount -t tmpfs none /run/lldpd && exec /usr/sbin/lldpd -d -u "$0" -I "$1" -S "$2"`, sock, iface, descr}
+		`mount -t tmpfs none /run && mkdir /run/lldpd && exec /usr/sbin/lldpd -d -u "$0" -I "$1" -S "$2" -O "$3"`,
+		sock, iface, descr, confFile}
 	cmd := exec.Command("/usr/sbin/ip", args...)
 	log, err := os.Create(filepath.Join(f.dir, name+".log"))
 	if err != nil {
@@ -98,6 +108,24 @@ func (f *lldpFabric) cable(nodeName, leaf string, port int) {
 	f.run("/usr/sbin/ip", "-n", f.prefix+leaf, "link", "set", b, "name", fmt.Sprintf("swp%d", port))
 	f.run("/usr/sbin/ip", "-n", f.prefix+nodeName, "link", "set", "ens1f0", "up")
 	f.run("/usr/sbin/ip", "-n", f.prefix+leaf, "link", "set", fmt.Sprintf("swp%d", port), "up")
+}
+
+// describe says what the lldpd of a node and of its leaf see, and what they logged, for a
+// failure message.
+func (f *lldpFabric) describe(names ...string) string {
+	var b strings.Builder
+	for _, name := range names {
+		sock := filepath.Join(f.dir, name+".sock")
+		for _, what := range []string{"interfaces", "neighbors", "statistics"} {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			out, err := exec.CommandContext(ctx, "/usr/sbin/lldpcli", "-u", sock, "show", what).CombinedOutput()
+			cancel()
+			fmt.Fprintf(&b, "--- %s: lldpcli show %s (%v)\n%s", name, what, err, out)
+		}
+		log, err := os.ReadFile(filepath.Join(f.dir, name+".log"))
+		fmt.Fprintf(&b, "--- %s: lldpd's log (%v)\n%s", name, err, log)
+	}
+	return b.String()
 }
 
 // stop ends every lldpd (SIGTERM to its process group, then SIGKILL) and removes the
@@ -146,14 +174,12 @@ func TestLLDPNamespaceFabric(t *testing.T) {
 		f.cable(n, leafOf[n], i+1)
 	}
 	for _, sw := range []string{"sw1", "sw2"} {
-		sock := f.startLLDPd(sw, "swp*", names[sw]+" switch")
-		f.run("/usr/sbin/lldpcli", "-u", sock, "configure", "system", "hostname", names[sw])
-		f.run("/usr/sbin/lldpcli", "-u", sock, "configure", "lldp", "portidsubtype", "ifname")
-		f.run("/usr/sbin/lldpcli", "-u", sock, "configure", "lldp", "tx-interval", "1")
+		f.startLLDPd(sw, "swp*", names[sw]+" switch", "configure system hostname "+names[sw],
+			"configure lldp portidsubtype ifname", "configure lldp tx-interval 1")
 	}
 	socks := map[string]string{}
 	for _, n := range nodes {
-		socks[n] = f.startLLDPd(n, "ens1f0", n)
+		socks[n] = f.startLLDPd(n, "ens1f0", n, "configure lldp tx-interval 1")
 	}
 	caps := filepath.Join(f.dir, "lldp")
 	if err := os.Mkdir(caps, 0o755); err != nil {
@@ -173,7 +199,7 @@ func TestLLDPNamespaceFabric(t *testing.T) {
 				break
 			}
 			if time.Now().After(end) {
-				t.Fatalf("capture %s: no neighbour after 20 s: %s", n, stderr.String())
+				t.Fatalf("capture %s: no neighbour after 20 s: %s\n%s", n, stderr.String(), f.describe(n, leafOf[n]))
 			}
 		}
 	}
