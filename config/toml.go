@@ -315,6 +315,20 @@ func (c *Config) ForNode(name string) (*Config, error) {
 	return &out, nil
 }
 
+// WithChecks returns c with the check keys of ov set over it, as a [[group]] that matches
+// every node would set them (the same rules: strict keys, durations as strings), validated
+// again. from names where ov came from, for the errors. c is left as it was.
+func (c *Config) WithChecks(ov map[string]map[string]any, from string) (*Config, error) {
+	out := tomlClone(*c)
+	if errs := applyGroupChecks(out.Checks, ov, []string{"checks"}); len(errs) > 0 {
+		return nil, tomlErrors(from, nil, errs)
+	}
+	if errs := out.validate(); len(errs) > 0 {
+		return nil, tomlErrors(from, nil, errs)
+	}
+	return &out, nil
+}
+
 // applyGroupChecks decodes a group's check keys onto dst. The overrides go through TOML text so
 // they follow the same rules as the base (durations as strings, strict keys) whether they
 // came from a file or were built in Go.

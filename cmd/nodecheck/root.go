@@ -7,6 +7,7 @@ import (
 	"io"
 	"path/filepath"
 
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/nhcdrop"
 	"github.com/nodecheck/nodecheck/cmd/nodecheck/run"
 	"github.com/spf13/cobra"
 )
@@ -46,6 +47,9 @@ func execute(ctx context.Context, argv []string, stdin io.Reader, stdout, stderr
 // knows its mode and budget.
 func executeWith(ctx context.Context, wd *run.Watchdog, argv []string, stdin io.Reader, stdout, stderr io.Writer, getenv func(string) string) int {
 	g := &globals{argv0: argv[0], stdin: stdin, stdout: stdout, stderr: stderr, getenv: getenv, watch: wd}
+	if nhcdrop.IsNHC(argv[0]) {
+		return runAsNHC(ctx, g, argv[1:])
+	}
 	args := argv[1:]
 	if len(args) == 0 || filepath.Base(argv[0]) == "nodecheck-health" && (len(args) == 0 || args[0] != "help") {
 		args = append([]string{"run"}, args...)

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -69,6 +70,79 @@ func Translate(lines []Line) Translation {
 		}
 	}
 	return t
+}
+
+// TranslateFor is what LBNL NHC would run on host, translated: the lines whose target
+// matches host (MatchTarget) are translated as Translate translates a line for every node;
+// lines for other hosts are left out, as NHC leaves them; a line whose target cannot be
+// evaluated is in Skipped with why, since NHC might run it here.
+func TranslateFor(lines []Line, host string) Translation {
+	var mine []Line
+	var t Translation
+	for _, l := range lines {
+		if l.Err != nil {
+			t.Skipped = append(t.Skipped, Skipped{l, l.Err.Error()})
+			continue
+		}
+		ok, err := MatchTarget(host, l.Target)
+		if err != nil {
+			t.Skipped = append(t.Skipped, Skipped{l, err.Error()})
+			continue
+		}
+		if ok {
+			l.Target = "*"
+			mine = append(mine, l)
+		}
+	}
+	own := Translate(mine)
+	t.Entries, t.Notes = own.Entries, own.Notes
+	t.Skipped = append(t.Skipped, own.Skipped...)
+	slices.SortStableFunc(t.Skipped, func(a, b Skipped) int { return a.Line.Num - b.Line.Num })
+	return t
+}
+
+// Checks is the translation as the [checks] keys it sets, every key an NHC line can set
+// (importKeys), as WriteTOML writes them: an empty list, "" or 0 where nhc.conf sets none, so
+// that the generic checks judge what NHC judges, no more. The nhc drop-in applies it over
+// nodecheck.toml (config.Config.WithChecks).
+func (t Translation) Checks() (map[string]map[string]any, error) {
+	byKey := t.byKey()
+	out := map[string]map[string]any{}
+	for _, k := range importKeys {
+		if out[k.sec] == nil {
+			out[k.sec] = map[string]any{}
+		}
+		es := byKey[k.sec+"."+k.key]
+		switch {
+		case k.kind == 'l':
+			vals := []string{}
+			for _, e := range es {
+				vals = append(vals, e.Value)
+			}
+			out[k.sec][k.key] = vals
+		case len(es) == 0 && k.kind == 'n':
+			out[k.sec][k.key] = int64(0)
+		case len(es) == 0:
+			out[k.sec][k.key] = ""
+		case es[0].Number:
+			n, err := strconv.ParseInt(es[0].Value, 10, 64)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %s.%s = %q: %w", es[0].From.Where(), k.sec, k.key, es[0].Value, err)
+			}
+			out[k.sec][k.key] = n
+		default:
+			out[k.sec][k.key] = es[0].Value
+		}
+	}
+	return out, nil
+}
+
+func (t Translation) byKey() map[string][]Entry {
+	byKey := map[string][]Entry{}
+	for _, e := range t.Entries {
+		byKey[e.Section+"."+e.Key] = append(byKey[e.Section+"."+e.Key], e)
+	}
+	return byKey
 }
 
 // translateLine is one line's entries, a note, or why it is not translated.
@@ -492,10 +566,7 @@ func (t Translation) WriteTOML(w io.Writer, source string, total int, rest strin
 	var b strings.Builder
 	fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
 	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
-	byKey := map[string][]Entry{}
-	for _, e := range t.Entries {
-		byKey[e.Section+"."+e.Key] = append(byKey[e.Section+"."+e.Key], e)
-	}
+	byKey := t.byKey()
 	sec := ""
 	for _, k := range importKeys {
 		if k.sec != sec {

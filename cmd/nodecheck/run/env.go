@@ -68,6 +68,10 @@ type EnvOptions struct {
 	// NoHistory keeps no history at all (nodecheck snapshot records facts, not judgements
 	// over time).
 	NoHistory bool
+	// Adjust, when set, changes the node's effective config before anything reads it: the
+	// nhc drop-in sets the generic checks as nhc.conf says (cmd/nodecheck/nhcdrop). Its error
+	// is a config error.
+	Adjust func(*config.Config) (*config.Config, error)
 	// Start is when the run began: the process's creation, as Slurm counts a hook's timeout
 	// and as the CLI's watchdog counts (cmd/nodecheck passes the watchdog's start), so that the
 	// budget and the watchdog count from one moment. Zero is Now() at NewEnv's start.
@@ -168,6 +172,9 @@ func NewEnv(ctx context.Context, o EnvOptions) (*checks.Env, Setup, error) {
 	}
 	setup.NodeFrom = from
 	eff, err := cfg.ForNode(name)
+	if err == nil && o.Adjust != nil {
+		eff, err = o.Adjust(eff)
+	}
 	if err != nil {
 		return nil, setup, &ConfigError{Err: err, Mode: mode, Node: cmp.Or(target, name), FailClosed: cfg.FailClosed, PromFile: cfg.PromFile}
 	}

@@ -1,0 +1,87 @@
+package nhc
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestMatchTarget: each row's want is what LBNL NHC 1.5's own mcheck (scripts/common.nhc at
+// 9c4a38c, sourced in bash 5.2) answered for the same host and target on 2026-12-06
+// (0 is a match), so that the drop-in runs on a host exactly the lines NHC runs there.
+func TestMatchTarget(t *testing.T) {
+	for _, tc := range []struct {
+		host, target string
+		want         bool
+	}{
+		{"n01", "*", true},
+		{"n01", "n0*", true},
+		{"n01", "!n0*", false},
+		{"n01", "m*", false},
+		{"node12.cluster", "node1?.*", true},
+		{"n5", "n[0-9]", true},
+		{"n5", "n[!0-4]", true},
+		{"n3", "n[!0-4]", false},
+		{"n01", "/^n0/", true},
+		{"n01", "/1$/", true},
+		{"n01", "!/^n/", false},
+		{"xn01", "/n0/", true},
+		{"n01", "/^(a|n)0[0-9]$/", true},
+		{"n01", "{n[01-10]}", true},
+		{"n1", "{n[01-10]}", false},
+		{"n010", "{n[01-10]}", false},
+		{"n10", "{n[01-10]}", true},
+		{"n11", "{n[01-10]}", false},
+		{"n5", "{n[1-10]}", false},
+		{"n05", "{n[1-10]}", true},
+		{"n5", "{n[10-1]}", false},
+		{"gpu003-ib", "{gpu[001-004]-ib}", true},
+		{"gpu003", "{gpu[001-004]-ib}", false},
+		{"n2", "{n1,n2,n3}", true},
+		{"n4", "{n1,n2,n3}", false},
+		{"n2", "!{n1,n2}", false},
+		{"n2", "{n[1,2]}", false},
+		{"a", "{abc}", false},
+		{"abc1", "{abc1}", true},
+		{"n2", "{n[1-3][1-2]}", false},
+		{"n-1", "{n-[1-3]}", true},
+		{"n2", "{}", false},
+	} {
+		got, err := MatchTarget(tc.host, tc.target)
+		if err != nil || got != tc.want {
+			t.Errorf("MatchTarget(%q, %q) = %v, %v; NHC says %v", tc.host, tc.target, got, err, tc.want)
+		}
+	}
+}
+
+// TestMatchTargetRefuses: targets nodecheck cannot evaluate as NHC would are errors naming
+// why, never a guess either way.
+func TestMatchTargetRefuses(t *testing.T) {
+	for _, tc := range []struct{ target, says string }{
+		{"@gpu_nodes@", "external matcher"},
+		{`/(a)\1/`, "invalid escape"},
+		{"n[[:digit:]]", "POSIX character classes"},
+		{"n[", "syntax error"},
+		{"", "empty target"},
+		{"/" + strings.Repeat("a", maxTargetRegexp) + "/", "longer than"},
+	} {
+		_, err := MatchTarget("n1", tc.target)
+		if err == nil || !strings.Contains(err.Error(), tc.says) {
+			t.Errorf("MatchTarget(n1, %q) = %v, want an error saying %q", tc.target, err, tc.says)
+		}
+	}
+}
+
+func FuzzMatchTarget(f *testing.F) {
+	for _, s := range []string{"*", "!n0*", "/^n0/", "{n[01-10]}", "{a,b[1-3]c}", "@ng@", "n[!0-4]", "{n[99999999999999999999-1]}"} {
+		f.Add("n01", s)
+	}
+	f.Fuzz(func(t *testing.T, host, target string) {
+		m1, err1 := MatchTarget(host, target)
+		if strings.HasPrefix(target, "!") && !strings.HasPrefix(target, "!!") {
+			m2, err2 := MatchTarget(host, target[1:])
+			if (err1 == nil) != (err2 == nil) || err1 == nil && m1 == m2 {
+				t.Errorf("negation of %q: %v %v, plain: %v %v", target, m1, err1, m2, err2)
+			}
+		}
+	})
+}
