@@ -404,3 +404,28 @@ func ExampleConfig_Encode() {
 	// health = "50s"
 	// manual = "0s"
 }
+
+// TestWithChecks: keys set over a config as a group would set them, the original left as
+// it was; a key the schema lacks, or a value its rules refuse, is an error naming the source.
+func TestWithChecks(t *testing.T) {
+	base := Default(testSchema())
+	got, err := base.WithChecks(map[string]map[string]any{"ports": {"devices": []string{"mlx5_0"}, "expected": int64(4)}}, "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := testWant(func(_ *Config, p *testPorts, _ *testPlain) { p.Devices, p.Expected = []string{"mlx5_0"}, 4 })
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("(-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(Default(testSchema()), base); diff != "" {
+		t.Errorf("the base changed (-want +got):\n%s", diff)
+	}
+	for _, ov := range []map[string]map[string]any{
+		{"ports": {"no_such_key": "x"}},
+		{"ports": {"binary": "relative"}},
+	} {
+		if _, err := base.WithChecks(ov, "nhc.conf"); err == nil || !strings.HasPrefix(err.Error(), "nhc.conf: ") {
+			t.Errorf("%v: %v", ov, err)
+		}
+	}
+}

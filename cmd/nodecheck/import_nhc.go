@@ -10,6 +10,7 @@ import (
 	"syscall"
 
 	"github.com/nodecheck/nodecheck/checks"
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/nhcdrop"
 	"github.com/nodecheck/nodecheck/config"
 	"github.com/nodecheck/nodecheck/config/files"
 	"github.com/nodecheck/nodecheck/config/nhc"
@@ -21,9 +22,6 @@ type importNHCOpts struct {
 	out  string // nodecheck.toml sections to write; "" is stdout
 	rest string // nhc.conf of the lines not translated; "" for none
 }
-
-// nhcConfMax bounds the nhc.conf read: real ones are a few KiB.
-const nhcConfMax = 1 << 20
 
 func newImportNHCCmd(g *globals) *cobra.Command {
 	var o importNHCOpts
@@ -64,7 +62,7 @@ func importNHC(ctx context.Context, g *globals, path string, o importNHCOpts) in
 	if ctx == nil {
 		ctx = context.Background()
 	}
-	data, err := files.Read(ctx, path, files.Limits{MaxBytes: nhcConfMax, FollowSymlinks: true})
+	data, err := files.Read(ctx, path, files.Limits{MaxBytes: nhcdrop.ConfMax, FollowSymlinks: true})
 	if err != nil {
 		return fail(fmt.Errorf("read %s: %w", path, err))
 	}

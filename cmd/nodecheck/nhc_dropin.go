@@ -33,7 +33,7 @@ func runAsNHC(ctx context.Context, g *globals, args []string) int {
 	}
 	out := run.Run(ctx, run.Options{
 		EnvOptions: run.EnvOptions{
-			Mode: mode, Argv0: g.argv0, NodeName: plan.Options.Hostname, Getenv: g.getenv,
+			Mode: mode, Argv0: g.argv0, NodeName: plan.Options.Hostname, ConfigPath: plan.Options.NodecheckConfig, Getenv: g.getenv,
 			GPUSource: newGPUSource(), Checks: append(checks.All(), plan.Check()),
 			Adjust: plan.Adjust, Start: g.watch.Start(),
 		},

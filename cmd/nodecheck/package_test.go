@@ -23,6 +23,7 @@ var packageFiles = []string{
 	"/etc/nodecheck/nodecheck.toml",
 	"/usr/sbin/nodecheck",
 	"/usr/sbin/nodecheck-health",
+	"/usr/lib/nodecheck/nhc",
 	"/usr/share/bash-completion/completions/nodecheck",
 	"/usr/share/doc/nodecheck/README.md",
 	"/usr/share/doc/nodecheck/docs/README.md",
@@ -189,6 +190,13 @@ func TestPackage(t *testing.T) {
 		if target, err := os.Readlink("/usr/sbin/nodecheck-health"); err != nil || target != "nodecheck" {
 			t.Errorf("/usr/sbin/nodecheck-health -> %q (%v), want -> nodecheck", target, err)
 		}
+		// /usr/sbin/nhc is the alternative postinstall made, and nodecheck answers as nhc.
+		if target, err := filepath.EvalSymlinks("/usr/sbin/nhc"); err != nil || target != "/usr/sbin/nodecheck" {
+			t.Errorf("/usr/sbin/nhc resolves to %q (%v), want /usr/sbin/nodecheck", target, err)
+		}
+		if _, errOut, code := command(t, time.Minute, nil, "/usr/sbin/nhc", "-e", "check_fs_mount /"); code != 2 || !strings.Contains(errOut, "not supported by nodecheck's nhc drop-in") {
+			t.Errorf("/usr/sbin/nhc -e: exit %d:\n%s", code, errOut)
+		}
 		for _, tc := range []struct {
 			path string
 			mode fs.FileMode
@@ -242,7 +250,7 @@ func TestPackage(t *testing.T) {
 		if st := dpkgStatus(t); st != "deinstall ok config-files" {
 			t.Errorf("after dpkg -r: status %q, want deinstall ok config-files", st)
 		}
-		for _, p := range []string{"/usr/sbin/nodecheck", "/usr/sbin/nodecheck-health", "/usr/share/man/man1/nodecheck.1.gz"} {
+		for _, p := range []string{"/usr/sbin/nodecheck", "/usr/sbin/nodecheck-health", "/usr/sbin/nhc", "/etc/alternatives/nhc", "/usr/share/man/man1/nodecheck.1.gz"} {
 			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("after dpkg -r, %s is still there (%v)", p, err)
 			}
@@ -259,6 +267,25 @@ func TestPackage(t *testing.T) {
 			if _, err := os.Lstat(p); !errors.Is(err, fs.ErrNotExist) {
 				t.Errorf("after dpkg -P, %s is still there (%v)", p, err)
 			}
+		}
+	})
+
+	t.Run("LBNL NHC's own /usr/sbin/nhc is never replaced", func(t *testing.T) {
+		const lbnl = "#!/bin/sh\n# stands in for LBNL NHC's /usr/sbin/nhc\nexit 0\n"
+		if _, err := os.Lstat("/usr/sbin/nhc"); err == nil {
+			t.Skip("/usr/sbin/nhc exists on this machine: not touched")
+		}
+		if err := os.WriteFile("/usr/sbin/nhc", []byte(lbnl), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { os.Remove("/usr/sbin/nhc") })
+		_, errOut, code := command(t, time.Minute, nil, "dpkg", "-i", deb)
+		if code != 0 || !strings.Contains(errOut, "left as it is") {
+			t.Errorf("dpkg -i beside LBNL NHC: exit %d:\n%s", code, errOut)
+		}
+		mustRun(t, "dpkg", "-P", "nodecheck")
+		if b, err := os.ReadFile("/usr/sbin/nhc"); err != nil || string(b) != lbnl {
+			t.Errorf("/usr/sbin/nhc was changed (%v):\n%s", err, b)
 		}
 	})
 }

@@ -26,6 +26,9 @@ type Options struct {
 	LogFile  string        // -l, or LOGFILE=
 	Debug    bool          // -d, or DEBUG=1
 	Hostname string        // -m, or NHC_HOST= or HOSTNAME=: the node name to match and drain
+	// NodecheckConfig is NODECHECK_CONFIG=FILE: the nodecheck.toml the drop-in reads instead of
+	// /etc/nodecheck/nodecheck.toml (nodecheck's own setting, not NHC's).
+	NodecheckConfig string
 	// MarkOffline is false for MARK_OFFLINE=0: report only, never drain.
 	MarkOffline bool
 	// Notes name what was accepted but has no effect, one line each, for stderr.
@@ -130,6 +133,11 @@ func (o *Options) setVar(name, v string) error {
 			return fmt.Errorf("nhc timeout %q: want whole seconds, 0 or more", v)
 		}
 		o.Timeout = time.Duration(n) * time.Second
+	case "NODECHECK_CONFIG":
+		if !strings.HasPrefix(v, "/") {
+			return fmt.Errorf("NODECHECK_CONFIG=%s: want an absolute path", v)
+		}
+		o.NodecheckConfig = v
 	case "MARK_OFFLINE":
 		o.MarkOffline = v != "0"
 	case "NHC_RM":

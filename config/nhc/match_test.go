@@ -85,3 +85,36 @@ func FuzzMatchTarget(f *testing.F) {
 		}
 	})
 }
+
+// TestTranslateFor: the lines for the host are translated as lines for every node; lines
+// for other hosts are left out silently, as NHC leaves them; a target that cannot be
+// evaluated is skipped with why, since NHC might run it here.
+func TestTranslateFor(t *testing.T) {
+	lines, err := Parse(strings.NewReader("* || check_fs_mount_rw -f /\n"+
+		"gpu[0-9]* || check_ps_loadavg 64\n"+
+		"login* || check_fs_mount_rw -f /home\n"+
+		"@ng@ || check_hw_swap 0 0\n"+
+		"!gpu01 || check_net_ping 10.0.0.1\n"), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := TranslateFor(lines, "gpu01")
+	var got []string
+	for _, e := range tr.Entries {
+		got = append(got, e.From.Where()+" "+e.Section+"."+e.Key+" = "+e.Value)
+	}
+	if want := "nhc.conf:1 fs_mounts.mounts = / rw\nnhc.conf:2 load_average.max_1m = 64"; strings.Join(got, "\n") != want {
+		t.Errorf("entries:\n%s\nwant\n%s", strings.Join(got, "\n"), want)
+	}
+	if len(tr.Skipped) != 1 || tr.Skipped[0].Line.Num != 4 || !strings.Contains(tr.Skipped[0].Why, "external matcher") {
+		t.Errorf("skipped %+v", tr.Skipped)
+	}
+	ov, err := tr.Checks()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if ov["load_average"]["max_1m"] != int64(64) || ov["load_average"]["max_5m"] != int64(0) ||
+		len(ov["fs_mounts"]["mounts"].([]string)) != 1 || len(ov["services"]["processes"].([]string)) != 0 || ov["memory"]["swap"] != "" {
+		t.Errorf("checks: %v", ov)
+	}
+}
