@@ -35,13 +35,13 @@ func TestAdjust(t *testing.T) {
 		"gpu* || check_ps_service -u root -S sshd\n"+
 		"login* || check_ps_service -u root -S nscd\n", 0o644)
 	for _, tc := range []struct {
-		args       []string
-		health     time.Duration
-		drain      bool
-		processes  []string
-		mounts     []string
-		logFile    string
-		logLevel   string
+		args      []string
+		health    time.Duration
+		drain     bool
+		processes []string
+		mounts    []string
+		logFile   string
+		logLevel  string
 	}{
 		{[]string{"-m", "gpu01"}, 50 * time.Second, true, []string{"sshd root"}, []string{"/scratch rw"}, "", "info"},
 		{[]string{"-m", "login1", "-t", "20", "MARK_OFFLINE=0", "-l", "/var/log/nhc.log", "-d"}, 20 * time.Second, false, []string{"nscd root"}, []string{"/scratch rw"}, "/var/log/nhc.log", "debug"},
