@@ -20,11 +20,19 @@ type ProcessInfo struct {
 	// Argv0 is the first word of its command line (/proc/PID/cmdline), as ps's args column
 	// starts: "/usr/sbin/sshd", or a title the process set ("sshd:"); "" for kernel threads.
 	Argv0 string `json:"argv0"`
+	// Cgroup is the line of /proc/PID/cgroup that tells whether the process is a Slurm job's:
+	// the first naming a Slurm hierarchy (v1: ".../slurm/uid_U/job_J/...", v2:
+	// ".../slurmstepd.scope/job_J/..."), else the unified one ("0::/user.slice/..."), else
+	// the first; "" when unreadable. Paths only: no argument of the process.
+	Cgroup string `json:"cgroup,omitempty"`
 }
 
 // Processes is the ProcessesFact: every process of the node, by pid.
 type Processes struct {
 	Processes []ProcessInfo `json:"processes"`
+	// CgroupsRead says each process's Cgroup was read (false in a snapshot recorded before
+	// nodecheck recorded them, where Cgroup is empty for every process).
+	CgroupsRead bool `json:"cgroups_read,omitempty"`
 }
 
 // maxProcesses bounds how many processes the fact reads: a node with more than this many is
@@ -62,11 +70,41 @@ var ProcessesFact = &Fact[Processes]{
 			if b, err := l.readBounded(ctx, "/proc/"+e.Name()+"/cmdline", procFileLimit); err == nil {
 				p.Argv0 = argv0(b)
 			}
+			if b, err := l.readBounded(ctx, "/proc/"+e.Name()+"/cgroup", procFileLimit); err == nil {
+				p.Cgroup = slurmCgroupLine(string(b))
+			}
 			out.Processes = append(out.Processes, p)
 		}
 		slices.SortFunc(out.Processes, func(a, b ProcessInfo) int { return a.PID - b.PID })
+		out.CgroupsRead = true
 		return out, ctx.Err()
 	},
+}
+
+// maxCgroupLine bounds the cgroup line kept per process.
+const maxCgroupLine = 512
+
+// slurmCgroupLine picks the line of a /proc/PID/cgroup that ProcessInfo.Cgroup keeps.
+func slurmCgroupLine(s string) string {
+	lines := strings.Split(strings.TrimRight(s, "\n"), "\n")
+	pick := func() string {
+		for _, l := range lines {
+			if strings.Contains(l, "/slurm") || strings.Contains(l, "slurmstepd.scope/") {
+				return l
+			}
+		}
+		for _, l := range lines {
+			if strings.HasPrefix(l, "0::") {
+				return l
+			}
+		}
+		return lines[0]
+	}
+	l := pick()
+	if len(l) > maxCgroupLine {
+		l = l[:maxCgroupLine]
+	}
+	return l
 }
 
 // argv0 is the first word of a /proc/PID/cmdline (NUL-separated; a process that rewrote its
