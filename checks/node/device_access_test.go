@@ -96,3 +96,24 @@ func TestDeviceAccessFactCheck(t *testing.T) {
 		t.Errorf("Check of a valid record: %v", err)
 	}
 }
+
+// BenchmarkDeviceAccessFact reads the fact from this machine's /dev and /proc, with eight GPU
+// device nodes made in a directory standing for /dev where mknod is permitted.
+func BenchmarkDeviceAccessFact(b *testing.B) {
+	dev := b.TempDir()
+	for i := range 8 {
+		if err := unix.Mknod(filepath.Join(dev, "nvidia"+string(rune('0'+i))), unix.S_IFCHR|0o666, int(unix.Mkdev(195, uint32(i)))); err != nil {
+			b.Skipf("mknod: %v", err)
+		}
+	}
+	l, err := NewLive(Paths{Sys: "/sys", Dev: dev, FS: "/"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		a, err := Read(context.Background(), l, DeviceAccessFact)
+		if err != nil || len(a.GPUs) != 8 {
+			b.Fatalf("%+v %v", a, err)
+		}
+	}
+}
