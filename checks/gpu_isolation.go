@@ -156,8 +156,8 @@ func isoNotObservable(jobID string, acc node.GPUAccess) (Result, bool) {
 		v = fmt.Sprintf(" (cgroup v%d)", acc.CgroupVersion)
 	}
 	return Result{Status: StatusSkip, Observed: acc.Cgroup, Summary: text.OneLine(fmt.Sprintf(
-		"not observable: nodecheck runs in %s%s, not in job %s's: slurmd runs the prolog before it makes the job's cgroup unless slurm.conf sets PrologFlags=RunInJob (Slurm 24.05+); nodecheck lint checks cgroup.conf's ConstrainDevices instead",
-		where, v, jobID), 300)}, false
+		"not observable: nodecheck runs in %s%s, not in job %s's (slurmd makes it after the prolog unless PrologFlags=RunInJob, Slurm 24.05+); nodecheck lint checks ConstrainDevices instead",
+		where, v, jobID), 400)}, false
 }
 
 // judgeGPUIsolation is the verdict on what the job may open: fail where it may open a GPU

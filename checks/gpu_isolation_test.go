@@ -175,7 +175,7 @@ func TestGPUIsolationRun(t *testing.T) {
 	tests := []isoCase{
 		{name: "no job", mode: config.ModeManual, access: &inJob, status: StatusSkip, summary: "no job: "},
 		{name: "prolog in slurmd's cgroup", mode: config.ModeProlog, job: Job{ID: "42", GPUs: "0,1"}, gres: gres, access: &slurmd,
-			status: StatusSkip, summary: "not observable: nodecheck runs in cgroup /system.slice/slurmd.service (cgroup v2), not in job 42's: slurmd runs the prolog before it makes the job's cgroup unless slurm.conf sets PrologFlags=RunInJob"},
+			status: StatusSkip, summary: "not observable: nodecheck runs in cgroup /system.slice/slurmd.service (cgroup v2), not in job 42's (slurmd makes it after the prolog unless PrologFlags=RunInJob, Slurm 24.05+); nodecheck lint checks ConstrainDevices instead"},
 		{name: "v1, slurmd at the root", mode: config.ModeProlog, job: Job{ID: "42", GPUs: "0"}, gres: gres, access: &v1slurmd,
 			status: StatusSkip, summary: "not observable: nodecheck runs in cgroup / (cgroup v1)"},
 		{name: "in the job, its GPUs", mode: config.ModeProlog, job: Job{ID: "42", GPUs: "0,1"}, gres: gres, access: &inJob,
