@@ -84,6 +84,8 @@ func TestJudgeGPUIsolation(t *testing.T) {
 			StatusError, "SLURM_JOB_GPUS index 1: gres.conf lists 1 GPU device file", nil},
 		{"own GPU without a device node", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 5), Access: gpuAccess(extern, 2)},
 			StatusError, "the job's GPU /dev/nvidia5 (SLURM_JOB_GPUS index 0, minor 5) has no /dev/nvidia5", nil},
+		{"the job's GPU, and no GPU device node at all", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: gpuAccess(extern, 0)},
+			StatusError, "the job's GPU /dev/nvidia0 (SLURM_JOB_GPUS index 0, minor 0) has no /dev/nvidia0", nil},
 		{"no GPU device nodes", isolationFacts{JobID: "42", Access: gpuAccess(extern, 0)},
 			StatusSkip, "no GPU device node", nil},
 	}

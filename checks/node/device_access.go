@@ -95,6 +95,9 @@ var DeviceAccessFact = &Fact[GPUAccess]{
 			if !strings.HasPrefix(g.Path, "/dev/") {
 				return fmt.Errorf("gpus[%d].path %q is not under /dev", i, g.Path)
 			}
+			if g.Allowed && g.Error != "" {
+				return fmt.Errorf("gpus[%d] (%s): allowed, with error %q: an access(2) that failed allowed nothing", i, g.Path, g.Error)
+			}
 			if g.Minor >= nvidiaCtlMinor {
 				return fmt.Errorf("gpus[%d] (%s): minor %d is no GPU's (below %d)", i, g.Path, g.Minor, nvidiaCtlMinor)
 			}

@@ -87,6 +87,7 @@ func TestDeviceAccessFactCheck(t *testing.T) {
 		{CgroupVersion: 3},
 		{GPUs: []GPUDeviceAccess{{Path: "nvidia0"}}},
 		{GPUs: []GPUDeviceAccess{{Path: "/dev/nvidiactl", Minor: 255}}},
+		{GPUs: []GPUDeviceAccess{{Path: "/dev/nvidia0", Allowed: true, Error: "EACCES"}}},
 	} {
 		if err := DeviceAccessFact.Check(bad); err == nil {
 			t.Errorf("Check(%+v) = nil, want an error", bad)
