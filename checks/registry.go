@@ -57,6 +57,7 @@ var ordered = []Check{
 	loadAverage{},
 	kernelLogPatterns{},
 	jobLeftovers{},
+	gpuIsolation{},
 	strayProcesses{},
 	ncclAllReduce{},
 	gpuModels{},

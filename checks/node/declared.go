@@ -10,5 +10,6 @@ func DeclaredFacts() []FactDecl {
 		MountsFact,
 		FilesystemsFact,
 		ProcessesFact,
+		DeviceAccessFact,
 	}
 }
