@@ -194,7 +194,7 @@ func (fileTests) Explain() Explanation {
 		Skips:  "tests is empty; a snapshot that did not record a file a line names.",
 		Errors: "stat gave an error other than absence (EACCES on a directory above the file, EIO): the test was not made.",
 		Keys: map[string]string{
-			"tests": `The tests, one string each, written as NHC's check_file_test arguments: operators, then absolute paths, such as "-r -w -x -d -k /tmp /var/tmp", "-f -r /etc/passwd" or "-! -e /etc/nologin". Each operator is tested on each file, in order, as bash's test does (-e exists, -f regular file, -d directory, -b block and -c character device, -p FIFO, -S socket, -h and -L symbolic link, -s not empty, -r -w -x access(2) as nodecheck's user: as root, -w is false on a read-only filesystem and -x true for a directory or any x bit, -u setuid, -g setgid, -k sticky, -O and -G owned by nodecheck's effective user and group, -N modified since last read, -a as -e). -! anywhere makes the line pass when any test is false. -t is refused (a health check has no terminal), and globs are not expanded.`,
+			"tests": `The tests, one string each, written as NHC's check_file_test arguments: operators, then absolute paths, such as "-r -w -x -d -k /tmp /var/tmp", "-f -r /etc/passwd" or "-! -e /etc/nologin". Each operator is tested on each file, in order, as bash's test does (-e exists, -f regular file, -d directory, -b block and -c character device, -p FIFO, -S socket, -h and -L symbolic link, -s not empty, -r -w -x access(2) as nodecheck's user: as root, -w is false on a read-only filesystem and -x true for a directory or any x bit, -u setuid, -g setgid, -k sticky, -O and -G owned by nodecheck's effective user and group, -N modified since last read (mtime after atime, as bash 5.1 and later compare them), -a as -e). -! anywhere makes the line pass when any test is false. -t is refused (a health check has no terminal), and globs are not expanded.`,
 		},
 		Fix: []string{
 			"stat PATH, ls -ld PATH and findmnt -T PATH show what the check saw; a read-only filesystem shows ro in findmnt's options, and dmesg says why the kernel remounted it.",
@@ -335,8 +335,8 @@ func fileOp(op byte, s node.FileStat) bool {
 		return s.UID == s.EUID
 	case 'G':
 		return s.GID == s.EGID
-	case 'N':
-		return !s.ATime.After(s.MTime)
+	case 'N': // bash 5.1 and later, to the nanosecond; older bash: atime <= mtime in seconds
+		return s.MTime.After(s.ATime)
 	}
 	return false
 }

@@ -2,7 +2,11 @@ package checks
 
 import (
 	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -89,8 +93,9 @@ func TestFileOp(t *testing.T) {
 		{'s', node.FileStat{Type: "file", Size: 1}, node.FileStat{Type: "file", Size: 0}},
 		{'O', ftPipe, with(ftPipe, func(s *node.FileStat) { s.UID = 0 })},
 		{'G', ftPipe, with(ftPipe, func(s *node.FileStat) { s.GID = 0 })},
-		// -N: the boundary (read and modified at once) holds, a read a nanosecond later not.
-		{'N', node.FileStat{Type: "file", ATime: now, MTime: now}, node.FileStat{Type: "file", ATime: now.Add(time.Nanosecond), MTime: now}},
+		// -N: modified a nanosecond after the last read holds; read and modified at once (a
+		// new file) does not, as bash 5.1 and later answer.
+		{'N', node.FileStat{Type: "file", ATime: now, MTime: now.Add(time.Nanosecond)}, node.FileStat{Type: "file", ATime: now, MTime: now}},
 		{'r', ftPasswd, missing},
 		{'r', ftPasswd, dangling},
 	} {
@@ -214,5 +219,69 @@ func TestFileTestsRun(t *testing.T) {
 	res = fileTests{}.Run(context.Background(), env([]string{"-e /scratch"}, f))
 	if res.Status != StatusFail || !strings.Contains(res.Summary, "did not answer") {
 		t.Errorf("a hung stat: %s %q", res.Status, res.Summary)
+	}
+}
+
+// TestFileOpMatchesBash holds fileOp on live FileStat facts to bash's own test builtin, which
+// NHC's check_file_test runs, for every operator on a tree of each kind of file and on a
+// few paths of the running system (procfs, /dev/null). As root, the access(2) operators are
+// root's, as NHC's.
+func TestFileOpMatchesBash(t *testing.T) {
+	bash, err := exec.LookPath("bash")
+	if err != nil {
+		t.Skip("no bash here")
+	}
+	root := t.TempDir()
+	mk := func(name string, mode os.FileMode) {
+		p := filepath.Join(root, name)
+		if err := os.WriteFile(p, []byte(name), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.Chmod(p, mode); err != nil {
+			t.Fatal(err)
+		}
+	}
+	mk("plain", 0o644)
+	mk("exec", 0o755)
+	mk("setuid", os.ModeSetuid|0o755)
+	mk("setgid", os.ModeSetgid|0o755)
+	mk("none", 0)
+	if err := os.WriteFile(filepath.Join(root, "empty"), nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Mkdir(filepath.Join(root, "sticky"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chmod(filepath.Join(root, "sticky"), os.ModeSticky|0o777); err != nil {
+		t.Fatal(err)
+	}
+	if err := syscall.Mkfifo(filepath.Join(root, "fifo"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("plain", filepath.Join(root, "link")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink("nowhere", filepath.Join(root, "dangling")); err != nil {
+		t.Fatal(err)
+	}
+	paths := []string{"/dev/null", "/proc/version", "/proc/1", "/proc/sys", "/proc/sys/kernel/hostname", "/sys", "/etc/passwd"}
+	for _, n := range []string{"plain", "exec", "setuid", "setgid", "none", "empty", "sticky", "fifo", "link", "dangling", "absent", "plain/under"} {
+		paths = append(paths, filepath.Join(root, n))
+	}
+	live, err := node.NewLive(node.DefaultPaths())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range paths {
+		st, err := live.FileStat(context.Background(), p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, op := range []byte(fileTestOps) {
+			want := exec.Command(bash, "-c", `test -`+string(op)+` "$1"`, "bash", p).Run() == nil
+			if got := fileOp(op, st); got != want {
+				t.Errorf("-%c %s: fileOp %v, bash's test %v (facts %+v)", op, p, got, want, st)
+			}
+		}
 	}
 }

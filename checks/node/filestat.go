@@ -45,7 +45,7 @@ type FileStat struct {
 	EUID uint32 `json:"euid"`
 	EGID uint32 `json:"egid"`
 	// Readable, Writable and Executable are faccessat(2) with R_OK, W_OK, X_OK and
-	// AT_EACCESS, as bash's test -r, -w, -x ask: as root, -w is false on a read-only
+	// AT_EACCESS, as bash's test -r, -w, -x ask (effectiveAccess): as root, -w is false on a read-only
 	// filesystem (EROFS) and -x true when any x bit is set or the path is a directory.
 	Readable   bool `json:"readable,omitempty"`
 	Writable   bool `json:"writable,omitempty"`
@@ -101,9 +101,21 @@ func statFile(host string) FileStat {
 		mode uint32
 		set  *bool
 	}{{unix.R_OK, &st.Readable}, {unix.W_OK, &st.Writable}, {unix.X_OK, &st.Executable}} {
-		*a.set = unix.Faccessat(unix.AT_FDCWD, host, a.mode, unix.AT_EACCESS) == nil
+		*a.set = effectiveAccess(host, a.mode) == nil
 	}
 	return st
+}
+
+// effectiveAccess is faccessat(2) with AT_EACCESS as glibc makes it, which bash's test
+// calls: where the real and effective ids are the same (root running NHC or nodecheck), the
+// kernel's own access(2), which says EROFS for a write on a read-only filesystem. x/sys's
+// Faccessat emulates AT_EACCESS in user space where the kernel lacks faccessat2, and its
+// emulation lets root write anything, read-only filesystem or not.
+func effectiveAccess(host string, mode uint32) error {
+	if os.Getuid() == os.Geteuid() && os.Getgid() == os.Getegid() {
+		return unix.Faccessat(unix.AT_FDCWD, host, mode, 0)
+	}
+	return unix.Faccessat(unix.AT_FDCWD, host, mode, unix.AT_EACCESS)
 }
 
 // statType names st_mode's file type as FileStat.Type does.
