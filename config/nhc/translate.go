@@ -38,7 +38,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -185,6 +185,8 @@ func translateLine(l Line) ([]Entry, string, error) {
 		}
 		key := map[string]string{"check_hw_mem_free": "mem_free", "check_hw_physmem_free": "physmem_free", "check_hw_swap_free": "swap_free"}[cmd]
 		return entry("memory", key, s), "", nil
+	case "check_file_test":
+		return fileTest(args, entry)
 	case "check_ps_service":
 		return psService(args, entry)
 	case "check_ps_loadavg":
@@ -310,6 +312,34 @@ func cmdDmesg(args []string, entry entryFunc) ([]Entry, string, error) {
 	return es, "", nil
 }
 
+// fileTest translates check_file_test: its operators and files, as file_tests takes them,
+// refused where NHC would refuse them (an unknown operator, no operator or no file) or
+// where file_tests cannot do what NHC does (-t, a relative path, a glob NHC's shell expands).
+func fileTest(args []string, entry entryFunc) ([]Entry, string, error) {
+	ops, files := 0, 0
+	for _, a := range args {
+		switch {
+		case a == "-!":
+		case a == "-t":
+			return nil, "", errors.New("check_file_test -t asks whether a file descriptor is a terminal, which a health check has none of: keep the line in NHC")
+		case len(a) == 2 && a[0] == '-' && strings.IndexByte("abcdefghkprsuwxOGLSN", a[1]) >= 0:
+			ops++
+		case strings.HasPrefix(a, "-"):
+			return nil, "", fmt.Errorf("check_file_test: syntax error: invalid or unsupported operator %q (NHC refuses the line too)", a)
+		case !strings.HasPrefix(a, "/"):
+			return nil, "", fmt.Errorf("check_file_test file %q is not an absolute path: NHC resolves it from its working directory; write the whole path", a)
+		case strings.ContainsAny(a, "*?[ \t"):
+			return nil, "", fmt.Errorf("check_file_test file %q holds a glob character or a blank: NHC's shell expands or splits it, file_tests does not; list the files", a)
+		default:
+			files++
+		}
+	}
+	if ops == 0 || files == 0 {
+		return nil, "", errors.New("check_file_test: syntax error: missing parameters (an operator and a file; NHC refuses the line too)")
+	}
+	return entry("file_tests", "tests", strings.Join(args, " ")), "", nil
+}
+
 // noEquivalent says, for NHC checks nodecheck covers differently or not at all, why a line
 // with one is not translated.
 var noEquivalent = map[string]string{
@@ -320,7 +350,6 @@ var noEquivalent = map[string]string{
 	"check_hw_mcelog":           "check_hw_mcelog asks mcelog for CPU and memory machine checks; host_memory_errors reads the kernel's EDAC memory error counts natively, but not CPU machine checks: keep the line in NHC",
 	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
 	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
-	"check_file_test":           "check_file_test has no native nodecheck equivalent: keep it in NHC, run as a site check (gres_devices already checks the GPU device files of gres.conf)",
 	"check_file_contents":       "check_file_contents has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_file_stat":           "check_file_stat has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_cmd_output":          "check_cmd_output runs a command and matches its output: make the command a site check ([[site_check]]) that exits 1 on a mismatch, or keep it in NHC",
@@ -552,6 +581,7 @@ var importKeys = []importKey{
 	{"interfaces", "present", 'l'},
 	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
 	{"kernel_log", "patterns", 'l'},
+	{"file_tests", "tests", 'l'},
 }
 
 // WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
@@ -564,7 +594,11 @@ var importKeys = []importKey{
 // and a [[site_check]] running NHC on it is written too.
 func (t Translation) WriteTOML(w io.Writer, source string, total int, rest string, defaults map[string][]string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
+	if len(t.Skipped) == 0 {
+		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: all %d check lines translated.\n# Review before use.\n", source, total)
+	} else {
+		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
+	}
 	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
 	byKey := t.byKey()
 	sec := ""
