@@ -49,13 +49,13 @@ type Meta struct {
 	// nor nodecheck.toml names one.
 	SlurmConf string `json:"slurm_conf,omitempty"`
 	// DelayMS makes replay stall, to test deadlines: every read of a path equal to or under
-	// a key (ReadFile, DevNode, IBPorts for keys at, above or under /sys/class/infiniband,
-	// PCIDevices for keys at, above or under /sys/bus/pci/devices or /sys/devices, Exec for
-	// the program path asked for, a declared fact for FactPath(name) and the keys above it)
-	// waits that many milliseconds first, or until ctx is done. Keys are clean absolute
-	// paths: {"/sys/class/infiniband": 60000, "/nodecheck/facts/inventory": 5000}. NVML
-	// delays are in nvml.json. A recording writes HangDelay for a read that did not finish
-	// in time.
+	// a key (ReadFile, DevNode, FileStat, IBPorts for keys at, above or under
+	// /sys/class/infiniband, PCIDevices for keys at, above or under /sys/bus/pci/devices or
+	// /sys/devices, Exec for the program path asked for, a declared fact for FactPath(name)
+	// and the keys above it) waits that many milliseconds first, or until ctx is done. Keys
+	// are clean absolute paths: {"/sys/class/infiniband": 60000,
+	// "/nodecheck/facts/inventory": 5000}. NVML delays are in nvml.json. A recording writes
+	// HangDelay for a read that did not finish in time.
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
