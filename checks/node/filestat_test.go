@@ -130,3 +130,29 @@ func TestParseStats(t *testing.T) {
 		}
 	}
 }
+
+// TestFileStatReplayDelay: a replayed stat stalls for meta.json's delay on its path (a hung
+// NFS mount, recorded) and gives up at ctx's end.
+func TestFileStatReplayDelay(t *testing.T) {
+	dir := t.TempDir()
+	for name, body := range map[string]string{
+		"meta.json":  `{"format": 1, "hostname": "n1", "delay_ms": {"/nfs": 3600000}}`,
+		"stats.json": `[{"path": "/nfs/home", "type": "dir", "mode": 493, "readable": true}, {"path": "/tmp", "type": "dir", "mode": 1023}]`,
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	snap, err := OpenSnapshot(dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
+	defer cancel()
+	if _, err := snap.FileStat(ctx, "/nfs/home"); !errors.Is(err, context.DeadlineExceeded) {
+		t.Errorf("FileStat under a delayed path: %v, want the deadline", err)
+	}
+	if st, err := snap.FileStat(context.Background(), "/tmp"); err != nil || st.Mode != 0o1777 || st.Type != "dir" {
+		t.Errorf("FileStat(/tmp) = %+v, %v", st, err)
+	}
+}
