@@ -13,6 +13,8 @@ import (
 type fakeFacts struct {
 	files   map[string]string
 	devs    map[string]node.DevNode
+	stats   map[string]node.FileStat // FileStat's answers; a path not here was not recorded
+	statErr map[string]error         // the error FileStat answers with, by path
 	ports   []node.IBPort
 	portErr error
 	host    string
@@ -41,6 +43,18 @@ func (f *fakeFacts) DevNode(_ context.Context, path string) (node.DevNode, error
 	}
 	d.Path = path
 	return d, nil
+}
+
+func (f *fakeFacts) FileStat(_ context.Context, path string) (node.FileStat, error) {
+	if err := f.statErr[path]; err != nil {
+		return node.FileStat{}, err
+	}
+	st, ok := f.stats[path]
+	if !ok {
+		return node.FileStat{}, fmt.Errorf("stat %s: %w", path, node.ErrNotRecorded)
+	}
+	st.Path = path
+	return st, nil
 }
 
 func (f *fakeFacts) IBPorts(context.Context) ([]node.IBPort, error) { return f.ports, f.portErr }

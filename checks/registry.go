@@ -50,6 +50,7 @@ var ordered = []Check{
 	ibPorts{},
 	fsMounts{},
 	fsUsage{},
+	fileTests{},
 	memory{},
 	services{},
 	interfaces{},

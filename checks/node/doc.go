@@ -54,7 +54,7 @@
 // files only), returns when ctx is done where it can (files.Await abandons it where it
 // cannot), and reports absence with an error wrapping fs.ErrNotExist or in the value.
 //
-// Facts that take an argument (ReadFile's path, Exec's argv, DevNode's path) or whose record
-// is a tree of files rather than a value (IBPorts and PCIDevices record the sysfs files
-// themselves) stay methods of Facts.
+// Facts that take an argument (ReadFile's path, Exec's argv, DevNode's and FileStat's path)
+// or whose record is a tree of files rather than a value (IBPorts and PCIDevices record the
+// sysfs files themselves) stay methods of Facts.
 package node

@@ -19,6 +19,9 @@ type Facts interface {
 	// DevNode describes a device path without opening it. A missing path is not an error:
 	// it gives DevNode{Path: path, Missing: true}.
 	DevNode(ctx context.Context, path string) (DevNode, error)
+	// FileStat is what stat, lstat and faccessat say of a path (test(1)'s file operators),
+	// without reading it. A missing path is not an error: it gives FileStat{Missing: true}.
+	FileStat(ctx context.Context, path string) (FileStat, error)
 	// IBPorts lists every port under /sys/class/infiniband, sorted by device then port.
 	// No /sys/class/infiniband gives an empty list and a nil error (no InfiniBand here).
 	IBPorts(ctx context.Context) ([]IBPort, error)

@@ -19,8 +19,8 @@ import (
 // Recorder is a Facts that answers from an inner Facts (Live, on a node) and remembers every
 // answer, so that Save can write them as a snapshot which replays the same answers.
 //
-// What is recorded: the content of every file read; every DevNode answer, missing devices
-// included; the files behind IBPorts (state, phys_state, rate, link_layer of each port);
+// What is recorded: the content of every file read; every DevNode and FileStat answer,
+// missing paths included; the files behind IBPorts (state, phys_state, rate, link_layer of each port);
 // the files behind PCIDevices (each /sys/bus/pci/devices entry as the link it is, and the
 // attributes readPCIDevices reads at its target); the NVML inventory; each declared fact
 // read, as its value (fact.go), not the files behind it; every command that ran, including
@@ -41,6 +41,7 @@ type Recorder struct {
 	files    map[string][]byte
 	links    map[string]string // node path -> link text, relative as sysfs writes it
 	devices  map[string]DevNode
+	stats    map[string]FileStat
 	commands []commandRecord
 	gpus     *nvmlRecord
 	facts    map[string][]byte // declared facts' records by name, encoded (fact.go)
@@ -62,7 +63,7 @@ var _ Facts = (*Recorder)(nil)
 // NewRecorder returns a Recorder passing calls to inner.
 func NewRecorder(inner Facts) *Recorder {
 	return &Recorder{inner: inner, files: map[string][]byte{}, links: map[string]string{},
-		devices: map[string]DevNode{}, facts: map[string][]byte{}, hangs: map[string]bool{}, listed: map[string]bool{}, pending: map[string]int{}}
+		devices: map[string]DevNode{}, stats: map[string]FileStat{}, facts: map[string][]byte{}, hangs: map[string]bool{}, listed: map[string]bool{}, pending: map[string]int{}}
 }
 
 // AddFile records content as the file at path, as if it had been read: the snapshot
@@ -411,6 +412,9 @@ func (r *Recorder) saveJSON(w snapshotWriter, gpus *nvmlRecord) error {
 			return err
 		}
 		w.st.Devices = len(devs)
+	}
+	if err := r.saveStats(w); err != nil {
+		return err
 	}
 	if len(r.commands) > 0 {
 		if err := w.json(commandsFile, r.commands); err != nil {

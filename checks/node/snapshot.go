@@ -49,13 +49,13 @@ type Meta struct {
 	// nor nodecheck.toml names one.
 	SlurmConf string `json:"slurm_conf,omitempty"`
 	// DelayMS makes replay stall, to test deadlines: every read of a path equal to or under
-	// a key (ReadFile, DevNode, IBPorts for keys at, above or under /sys/class/infiniband,
-	// PCIDevices for keys at, above or under /sys/bus/pci/devices or /sys/devices, Exec for
-	// the program path asked for, a declared fact for FactPath(name) and the keys above it)
-	// waits that many milliseconds first, or until ctx is done. Keys are clean absolute
-	// paths: {"/sys/class/infiniband": 60000, "/nodecheck/facts/inventory": 5000}. NVML
-	// delays are in nvml.json. A recording writes HangDelay for a read that did not finish
-	// in time.
+	// a key (ReadFile, DevNode, FileStat, IBPorts for keys at, above or under
+	// /sys/class/infiniband, PCIDevices for keys at, above or under /sys/bus/pci/devices or
+	// /sys/devices, Exec for the program path asked for, a declared fact for FactPath(name)
+	// and the keys above it) waits that many milliseconds first, or until ctx is done. Keys
+	// are clean absolute paths: {"/sys/class/infiniband": 60000,
+	// "/nodecheck/facts/inventory": 5000}. NVML delays are in nvml.json. A recording writes
+	// HangDelay for a read that did not finish in time.
 	DelayMS map[string]int `json:"delay_ms,omitempty"`
 }
 
@@ -75,6 +75,7 @@ type Snapshot struct {
 	meta     Meta
 	delays   []delayRule
 	devices  map[string]deviceRecord
+	stats    map[string]statRecord // stats.json (filestat.go)
 	commands []commandRecord
 	nvml     []byte
 	gpus     *nvmlRecord // nil: no nvml.json
@@ -98,7 +99,7 @@ func OpenSnapshot(dir string) (*Snapshot, error) {
 }
 
 // OpenSnapshotContext reads the snapshot in dir: meta.json is required and must say format 1;
-// devices.json, commands.json, nvml.json and each declared fact's <Name>.json
+// devices.json, stats.json, commands.json, nvml.json and each declared fact's <Name>.json
 // (DeclaredFacts) are optional. Every JSON file is checked here,
 // so that a broken snapshot fails at once with the file and the place named. Each is read
 // through files.ReadIn: regular files only (a FIFO is refused without blocking on it),
@@ -163,6 +164,13 @@ func openSnapshot(dir, abs string, decls []FactDecl, reading *atomic.Pointer[str
 
 	if b, err = read(devicesFile); err == nil {
 		if s.devices, err = parseDevices(b); err != nil {
+			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return nil, err
+	}
+	if b, err = read(statsFile); err == nil {
+		if s.stats, err = parseStats(b); err != nil {
 			return nil, fmt.Errorf("open snapshot %s: %w", dir, err)
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) {

@@ -48,13 +48,16 @@ func TestImportNHCDefault(t *testing.T) {
 	want := []string{
 		"nhc.conf:55 memory.mem_free = 1MiB",
 		"nhc.conf:81 fs_mounts.mounts = / rw",
+		"nhc.conf:104 file_tests.tests = -r -w -x -d -k /tmp /var/tmp",
+		"nhc.conf:107 file_tests.tests = -r -s /etc/passwd /etc/group",
+		"nhc.conf:110 file_tests.tests = -c -r -w /dev/null /dev/zero",
 		"nhc.conf:125 services.processes = sshd root",
 	}
 	if strings.Join(got, "\n") != strings.Join(want, "\n") {
 		t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 	}
-	if len(tr.Skipped) != 3 {
-		t.Errorf("skipped %d, want the 3 check_file_test lines: %+v", len(tr.Skipped), tr.Skipped)
+	if len(tr.Skipped) != 0 {
+		t.Errorf("skipped %d, want none: %+v", len(tr.Skipped), tr.Skipped)
 	}
 	validTOML(t, tr, len(lines))
 }
@@ -227,4 +230,39 @@ func countLines(es []Entry) int {
 		}
 	}
 	return n
+}
+
+// TestTranslateFileTest: check_file_test lines become file_tests entries, and the ones NHC
+// refuses, or file_tests cannot run as NHC does, are left out with why.
+func TestTranslateFileTest(t *testing.T) {
+	for _, tc := range []struct{ line, want string }{
+		{"* || check_file_test -r -w -x -d -k /tmp /var/tmp", "file_tests.tests = -r -w -x -d -k /tmp /var/tmp"},
+		{"* || check_file_test -O -G -c -r -w /dev/null", "file_tests.tests = -O -G -c -r -w /dev/null"},
+		{"* || check_file_test -! -e /etc/nologin", "file_tests.tests = -! -e /etc/nologin"},
+		{"* || check_file_test /etc/passwd -f", "file_tests.tests = /etc/passwd -f"},
+		{"* || check_file_test -z /tmp", `skipped: check_file_test: syntax error: invalid or unsupported operator "-z"`},
+		{"* || check_file_test -rw /tmp", `skipped: check_file_test: syntax error: invalid or unsupported operator "-rw"`},
+		{"* || check_file_test -t /dev/tty", "skipped: check_file_test -t asks whether a file descriptor is a terminal"},
+		{"* || check_file_test -r", "skipped: check_file_test: syntax error: missing parameters"},
+		{"* || check_file_test /tmp", "skipped: check_file_test: syntax error: missing parameters"},
+		{"* || check_file_test -r etc/passwd", `skipped: check_file_test file "etc/passwd" is not an absolute path`},
+		{"* || check_file_test -c /dev/nvidia*", `skipped: check_file_test file "/dev/nvidia*" holds a glob character`},
+		{"* || check_file_test -e '/my file'", `skipped: check_file_test file "/my file" holds a glob character or a blank`},
+	} {
+		lines, err := Parse(strings.NewReader(tc.line+"\n"), "t.conf")
+		if err != nil || len(lines) != 1 {
+			t.Fatalf("%s: %v %+v", tc.line, err, lines)
+		}
+		tr := Translate(lines)
+		got := "nothing"
+		switch {
+		case len(tr.Entries) == 1:
+			got = tr.Entries[0].Section + "." + tr.Entries[0].Key + " = " + tr.Entries[0].Value
+		case len(tr.Skipped) == 1:
+			got = "skipped: " + tr.Skipped[0].Why
+		}
+		if !strings.HasPrefix(got, tc.want) {
+			t.Errorf("%s: %s\nwant %s", tc.line, got, tc.want)
+		}
+	}
 }

@@ -38,7 +38,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -185,6 +185,8 @@ func translateLine(l Line) ([]Entry, string, error) {
 		}
 		key := map[string]string{"check_hw_mem_free": "mem_free", "check_hw_physmem_free": "physmem_free", "check_hw_swap_free": "swap_free"}[cmd]
 		return entry("memory", key, s), "", nil
+	case "check_file_test":
+		return fileTest(args, entry)
 	case "check_ps_service":
 		return psService(args, entry)
 	case "check_ps_loadavg":
@@ -320,7 +322,6 @@ var noEquivalent = map[string]string{
 	"check_hw_mcelog":           "check_hw_mcelog asks mcelog for CPU and memory machine checks; host_memory_errors reads the kernel's EDAC memory error counts natively, but not CPU machine checks: keep the line in NHC",
 	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
 	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
-	"check_file_test":           "check_file_test has no native nodecheck equivalent: keep it in NHC, run as a site check (gres_devices already checks the GPU device files of gres.conf)",
 	"check_file_contents":       "check_file_contents has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_file_stat":           "check_file_stat has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_cmd_output":          "check_cmd_output runs a command and matches its output: make the command a site check ([[site_check]]) that exits 1 on a mismatch, or keep it in NHC",
@@ -552,6 +553,7 @@ var importKeys = []importKey{
 	{"interfaces", "present", 'l'},
 	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
 	{"kernel_log", "patterns", 'l'},
+	{"file_tests", "tests", 'l'},
 }
 
 // WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
@@ -564,7 +566,11 @@ var importKeys = []importKey{
 // and a [[site_check]] running NHC on it is written too.
 func (t Translation) WriteTOML(w io.Writer, source string, total int, rest string, defaults map[string][]string) error {
 	var b strings.Builder
-	fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
+	if len(t.Skipped) == 0 {
+		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: all %d check lines translated.\n# Review before use.\n", source, total)
+	} else {
+		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
+	}
 	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
 	byKey := t.byKey()
 	sec := ""
