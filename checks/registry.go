@@ -54,6 +54,7 @@ var ordered = []Check{
 	services{},
 	interfaces{},
 	hostMemoryErrors{},
+	machineChecks{},
 	loadAverage{},
 	kernelLogPatterns{},
 	jobLeftovers{},
