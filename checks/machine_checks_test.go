@@ -89,6 +89,9 @@ func TestMCEWords(t *testing.T) {
 		{0x8c00004f000800c2, "corrected"},
 		{0x9c2040000000011b, "corrected"},
 		{0x8000100000000000, "deferred"},
+		// SRAR data-cache error of https://github.com/andikleen/mcelog/issues/74: uncorrected,
+		// the context intact (no PCC), so the kernel can kill the consumer and go on.
+		{0xbd80000000100134, "uncorrected"},
 	}
 	for _, tc := range tests {
 		if got := (mceRecord{Status: tc.status}).words(); got != tc.want {
@@ -153,6 +156,8 @@ func TestJudgeMachineChecks(t *testing.T) {
 			"CPU 2 bank 0: uncorrected machine check (MCi_STATUS f200004000070005: uncorrected, processor context corrupt, earlier errors lost (overflow))"},
 		{"uncorrected twice on one bank, once on another", mceFacts{Kernel: mceKernelLog{Records: []mceRecord{uc(2, 0), ce(1, 11), uc(2, 0), uc(3, 4)}}}, 1, StatusFail,
 			"CPU 2 bank 0: uncorrected machine check (MCi_STATUS f200004000070005: uncorrected, processor context corrupt, earlier errors lost (overflow)), 2 times (+2 more)"},
+		{"uncorrected, context intact", mceFacts{Kernel: mceKernelLog{Records: []mceRecord{{CPU: 0, Bank: 1, Status: 0xbd80000000100134}}}}, 0, StatusFail,
+			"CPU 0 bank 1: uncorrected machine check (MCi_STATUS bd80000000100134: uncorrected)"},
 		{"corrected at the limit", mceFacts{Kernel: mceKernelLog{Records: []mceRecord{ce(1, 11), ce(1, 11)}}}, 2, StatusWarn,
 			"corrected: 2 corrected records in the kernel log"},
 		{"corrected under the limit", mceFacts{Kernel: mceKernelLog{Records: []mceRecord{ce(1, 11)}}}, 2, StatusOK, "no machine check since boot (kernel log)"},
@@ -260,5 +265,29 @@ func TestMachineChecksSharesKernelLog(t *testing.T) {
 	}
 	if len(f.ran) == 0 || f.ran[0] != "/bin/dmesg --kernel --nopager" {
 		t.Errorf("ran %q", f.ran)
+	}
+}
+
+// TestMachineChecksSnapshot replays testdata/mce-snapshot (real captures, SOURCE): the
+// snapshot's dmesg and mcelog --client through node.Snapshot's Exec, and without mcelog's
+// recording, as a node without mcelog.
+func TestMachineChecksSnapshot(t *testing.T) {
+	snap, err := node.OpenSnapshot("testdata/mce-snapshot")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := &Env{Facts: snap, Config: config.Default(Schema()), Mode: config.ModeHealth}
+	got := machineChecks{}.Run(context.Background(), env)
+	want := "CPU 2 bank 0: uncorrected machine check (MCi_STATUS f200004000070005: uncorrected, processor context corrupt, earlier errors lost (overflow)) (+1 more)"
+	if got.Status != StatusFail || got.Summary != want || got.Observed != "kernel log, mcelog --client" {
+		t.Errorf("got %s %q (%s)\nwant fail %q", got.Status, got.Summary, got.Observed, want)
+	}
+	if d := got.Details[len(got.Details)-1]; d.Status != StatusWarn ||
+		d.Message != "4 corrected records in the kernel log; 5308 corrected memory errors counted by mcelog" {
+		t.Errorf("corrected detail %+v", d)
+	}
+	settings[*machineChecksConfig](env.Config, idMachineChecks).Mcelog = "/opt/mcelog/bin/mcelog-missing"
+	if got := (machineChecks{}).Run(context.Background(), env); got.Observed != "kernel log" {
+		t.Errorf("without mcelog: %s %q (%s)", got.Status, got.Summary, got.Observed)
 	}
 }
