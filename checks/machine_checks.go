@@ -298,7 +298,7 @@ func (machineChecks) Explain() Explanation {
 		Warns:  "warn_corrected or more corrected machine checks, CMCI storms, or \"Machine check events logged\" notices whose records went to a decoder; the kernel log read only in part.",
 		Fails:  "An uncorrected machine check in the kernel log (per CPU and bank), or a DIMM mcelog counted an uncorrected error on.",
 		Skips:  "Not an x86 kernel with machine checks (no /sys/devices/system/machinecheck: an Arm node, mce=off, a VM); a snapshot without the kernel log.",
-		Errors: "The kernel log cannot be read (dmesg missing, kernel.dmesg_restrict), or mcelog --client answers what the check does not understand.",
+		Errors: "The kernel log cannot be read (dmesg missing, kernel.dmesg_restrict), or mcelog --client answers what the check does not understand (its daemon refuses a user who is not root).",
 		Keys: map[string]string{
 			"warn_corrected": "Corrected machine checks since boot from which the check warns; 0 never warns.",
 			"dmesg":          "util-linux dmesg's absolute path; the run reads the log once where it equals [checks.xid_errors] dmesg.",

@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -156,6 +157,10 @@ func parseMcelogClient(stdout, stderr string) (mcelogReport, error) {
 		f := strings.Fields(l)
 		switch {
 		case l == "" || l == "Memory errors" || strings.HasPrefix(l, "DMI_NAME ") || strings.HasPrefix(l, "DMI_LOCATION "):
+		case l == "permission denied":
+			// server.c access_check: the daemon answers only its [server] client-user and
+			// client-group (root by default).
+			return rep, errors.New("mcelog's daemon refused the client (permission denied): it answers only its [server] client-user, root by default")
 		case l == "Per page corrected memory statistics:":
 			pages, cur = true, nil
 		case pages:

@@ -116,6 +116,7 @@ func TestParseMcelogClient(t *testing.T) {
 			mcelogReport{DIMMs: []mcelogDIMM{{"SOCKET 0 CHANNEL 0 DIMM 0", 3, 0}}}, ""},
 		{"a line not understood", "This is a fake error.\n", "", mcelogReport{}, `line 1 not understood: "This is a fake error."`},
 		{"a count not a number", "SOCKET 0 CHANNEL 0 DIMM 0\nuncorrected memory errors:\n\tx total\n", "", mcelogReport{DIMMs: []mcelogDIMM{{Name: "SOCKET 0 CHANNEL 0 DIMM 0"}}}, `line 3: "x total"`},
+		{"not root", "permission denied\n", "", mcelogReport{}, "refused the client (permission denied)"},
 		{"another complaint", "", "mcelog: Cannot open /dev/mcelog\n", mcelogReport{}, `"mcelog: Cannot open /dev/mcelog" on stderr`},
 	}
 	for _, tc := range tests {
