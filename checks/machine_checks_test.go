@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -290,5 +291,27 @@ func TestMachineChecksSnapshot(t *testing.T) {
 	settings[*machineChecksConfig](env.Config, idMachineChecks).Mcelog = "/opt/mcelog/bin/mcelog-missing"
 	if got := (machineChecks{}).Run(context.Background(), env); got.Observed != "kernel log" {
 		t.Errorf("without mcelog: %s %q (%s)", got.Status, got.Summary, got.Observed)
+	}
+}
+
+// TestMachineChecksOneDmesg: a run of xid_errors and machine_checks runs dmesg once (the
+// history step's reading, which both judge).
+func TestMachineChecksOneDmesg(t *testing.T) {
+	files := map[string]string{machineCheckDir + "/check_interval": "300\n"}
+	f := &execFacts{fakeFacts: &fakeFacts{files: files, gpus: h100NVML()},
+		cmds: map[string]node.CmdResult{dmesgCmd: {Stdout: mceFixture(t, "servethehome.log")}}}
+	env := gpuEnv(f, "gpu-h100-01", nil)
+	rep := Run(context.Background(), env, []Check{xidErrors{}, machineChecks{}}, RunOptions{Budget: 5 * time.Second})
+	n := 0
+	for _, c := range f.ran {
+		if c == dmesgCmd {
+			n++
+		}
+	}
+	if n != 1 {
+		t.Errorf("dmesg ran %d times: %q", n, f.ran)
+	}
+	if len(rep.Results) != 2 || rep.Results[1].Status != StatusFail {
+		t.Errorf("results %+v", rep.Results)
 	}
 }
