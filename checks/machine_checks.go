@@ -68,7 +68,7 @@ func (c *machineChecksConfig) ValidateSection() []config.Problem {
 }
 
 // machineCheckDir is where an x86 kernel with machine-check support lists its CPUs'
-// machine-check settings (Documentation/ABI/testing/sysfs-devices-system-cpu... and
+// machine-check settings (Documentation/ABI/testing/sysfs-mce and
 // arch/x86/kernel/cpu/mce/core.c mce_device_create: machinecheckN/check_interval).
 const machineCheckDir = "/sys/devices/system/machinecheck/machinecheck0"
 
