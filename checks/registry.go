@@ -55,6 +55,7 @@ var ordered = []Check{
 	services{},
 	interfaces{},
 	hostMemoryErrors{},
+	machineChecks{},
 	loadAverage{},
 	kernelLogPatterns{},
 	jobLeftovers{},

@@ -114,7 +114,8 @@ func TestTranslateFor(t *testing.T) {
 		t.Fatal(err)
 	}
 	if ov["load_average"]["max_1m"] != int64(64) || ov["load_average"]["max_5m"] != int64(0) ||
-		len(ov["fs_mounts"]["mounts"].([]string)) != 1 || len(ov["services"]["processes"].([]string)) != 0 || ov["memory"]["swap"] != "" {
+		len(ov["fs_mounts"]["mounts"].([]string)) != 1 || len(ov["services"]["processes"].([]string)) != 0 || ov["memory"]["swap"] != "" ||
+		ov["machine_checks"]["enabled"] != false {
 		t.Errorf("checks: %v", ov)
 	}
 }

@@ -124,11 +124,51 @@ func TestImportNHCTests(t *testing.T) {
 		{"* || check_hw_eth eth0", "interfaces.present = eth0"},
 		{"* || check_ps_loadavg '' 64", "load_average.max_5m = 64"},
 		{"* || check_cmd_dmesg -m '!/Out of memory/'", "kernel_log.patterns = !/Out of memory/"},
+		{"* || check_hw_mcelog", "machine_checks.enabled = true"},
 	}
 	for _, tc := range tests {
 		got, _ := find(tc.raw)
 		if !strings.HasPrefix(got, tc.want) {
 			t.Errorf("%s:\n got %s\nwant %s...", tc.raw, got, tc.want)
+		}
+	}
+}
+
+// TestTranslateMcelog: check_hw_mcelog turns machine_checks on, which a translation without
+// it turns off (the generic checks judge what NHC judges); arguments leave the line out.
+func TestTranslateMcelog(t *testing.T) {
+	lines, err := Parse(strings.NewReader("* || check_hw_mcelog\n* || check_hw_mcelog --ascii\n"), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Translate(lines)
+	if len(tr.Entries) != 1 || tr.Entries[0].Section+"."+tr.Entries[0].Key+" = "+tr.Entries[0].Value != "machine_checks.enabled = true" {
+		t.Errorf("entries %+v", tr.Entries)
+	}
+	if len(tr.Notes) != 1 || !strings.Contains(tr.Notes[0].Why, "MCELOG_MAX_CORRECTED_RATE") {
+		t.Errorf("notes %+v", tr.Notes)
+	}
+	if len(tr.Skipped) != 1 || !strings.Contains(tr.Skipped[0].Why, "takes no arguments") {
+		t.Errorf("skipped %+v", tr.Skipped)
+	}
+	for _, tc := range []struct {
+		tr   Translation
+		want bool
+		toml string
+	}{
+		{tr, true, "enabled = true # nhc.conf:1: * || check_hw_mcelog\n"},
+		{Translation{}, false, "enabled = false\n"},
+	} {
+		ov, err := tc.tr.Checks()
+		if err != nil || ov["machine_checks"]["enabled"] != tc.want {
+			t.Errorf("checks: %v %v, want enabled = %v", ov["machine_checks"], err, tc.want)
+		}
+		var b strings.Builder
+		if err := tc.tr.WriteTOML(&b, "nhc.conf", 2, "", nil); err != nil {
+			t.Fatal(err)
+		}
+		if !strings.Contains(b.String(), "[checks.machine_checks]\n"+tc.toml) {
+			t.Errorf("TOML without %q:\n%s", tc.toml, b.String())
 		}
 	}
 }

@@ -102,7 +102,7 @@ func TranslateFor(lines []Line, host string) Translation {
 }
 
 // Checks is the translation as the [checks] keys it sets, every key an NHC line can set
-// (importKeys), as WriteTOML writes them: an empty list, "" or 0 where nhc.conf sets none, so
+// (importKeys), as WriteTOML writes them: an empty list, "", 0 or false where nhc.conf sets none, so
 // that the generic checks judge what NHC judges, no more. The nhc drop-in applies it over
 // nodecheck.toml (config.Config.WithChecks).
 func (t Translation) Checks() (map[string]map[string]any, error) {
@@ -120,6 +120,8 @@ func (t Translation) Checks() (map[string]map[string]any, error) {
 				vals = append(vals, e.Value)
 			}
 			out[k.sec][k.key] = vals
+		case k.kind == 'b':
+			out[k.sec][k.key] = len(es) > 0
 		case len(es) == 0 && k.kind == 'n':
 			out[k.sec][k.key] = int64(0)
 		case len(es) == 0:
@@ -198,6 +200,11 @@ func translateLine(l Line) ([]Entry, string, error) {
 			return nil, "", errors.New("check_hw_eth takes one device name")
 		}
 		return entry("interfaces", "present", args[0]), "", nil
+	case "check_hw_mcelog":
+		if len(args) > 0 {
+			return nil, "", errors.New("check_hw_mcelog takes no arguments (MCELOG and MCELOG_ARGS are NHC settings)")
+		}
+		return entry("machine_checks", "enabled", "true"), "check_hw_mcelog fails on mcelog --client's counts past NHC's 24-hour limits (MCELOG_MAX_CORRECTED_RATE, MCELOG_MAX_UNCORRECTED_RATE) and passes where no mcelog daemon runs; machine_checks fails on an uncorrected machine check in the kernel log or in mcelog's counts, warns on corrected ones, and host_memory_errors judges EDAC's memory error counts", nil
 	case "check_ps_daemon":
 		if len(args) < 1 || len(args) > 2 {
 			return nil, "", errors.New("check_ps_daemon with ARGS matches the whole command line, which nodecheck does not record (it may hold secrets); keep it in NHC")
@@ -319,7 +326,6 @@ var noEquivalent = map[string]string{
 	"check_hw_ib":               "check_hw_ib: ib_ports checks every InfiniBand port (ACTIVE, LinkUp, at least min_rate_gbps) natively; set [checks.ib_ports] rather than translating one device at a time",
 	"check_hw_eth":              "check_hw_eth has no native nodecheck equivalent yet: keep it in NHC, run as a site check",
 	"check_hw_gm":               "Myrinet (check_hw_gm): not applicable to a GPU node",
-	"check_hw_mcelog":           "check_hw_mcelog asks mcelog for CPU and memory machine checks; host_memory_errors reads the kernel's EDAC memory error counts natively, but not CPU machine checks: keep the line in NHC",
 	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
 	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
 	"check_file_contents":       "check_file_contents has no native nodecheck equivalent: keep it in NHC, run as a site check",
@@ -540,7 +546,7 @@ func nhcLimit(s string, inodes bool) (string, error) {
 // line can set, so that the checks do what nhc.conf says and nothing more.
 type importKey struct {
 	sec, key string
-	kind     byte // 'l' a list of strings, 's' a string, 'n' a whole number
+	kind     byte // 'l' a list of strings, 's' a string, 'n' a whole number, 'b' true where a line sets it
 }
 
 // importKeys are written in this order, each section whole.
@@ -554,10 +560,11 @@ var importKeys = []importKey{
 	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
 	{"kernel_log", "patterns", 'l'},
 	{"file_tests", "tests", 'l'},
+	{"machine_checks", "enabled", 'b'},
 }
 
 // WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
-// NHC line can set (importKeys), as nhc.conf sets it (an empty list, "" or 0 where it sets
+// NHC line can set (importKeys), as nhc.conf sets it (an empty list, "", 0 or false where it sets
 // none), each value followed by the line it came from; then the lines not translated as
 // comments. So the generic checks judge what NHC judged, no more: a key written replaces
 // nodecheck's built-in default, which defaults gives ("services.processes": the default
@@ -596,6 +603,10 @@ func (t Translation) WriteTOML(w io.Writer, source string, total int, rest strin
 				fmt.Fprintf(&b, "  %s, # %s: %s\n", tomlQuote(e.Value), e.From.Where(), oneLine(e.From.Raw))
 			}
 			b.WriteString("]\n")
+		case k.kind == 'b' && len(es) == 0:
+			fmt.Fprintf(&b, "%s = false\n", k.key)
+		case k.kind == 'b':
+			fmt.Fprintf(&b, "%s = true # %s: %s\n", k.key, es[0].From.Where(), oneLine(es[0].From.Raw))
 		case len(es) == 0 && k.kind == 'n':
 			fmt.Fprintf(&b, "%s = 0\n", k.key)
 		case len(es) == 0:
