@@ -1,6 +1,7 @@
 package nhc
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -117,5 +118,46 @@ func TestTranslateFor(t *testing.T) {
 		len(ov["fs_mounts"]["mounts"].([]string)) != 1 || len(ov["services"]["processes"].([]string)) != 0 || ov["memory"]["swap"] != "" ||
 		ov["machine_checks"]["enabled"] != false {
 		t.Errorf("checks: %v", ov)
+	}
+}
+
+// TestTranslateUnauthUsers: check_ps_unauth_users becomes stray_processes with NHC's
+// authorized users, die fails and log warns; kill, ignore and -p are not translated.
+func TestTranslateUnauthUsers(t *testing.T) {
+	for _, tc := range []struct {
+		line, want, skip string
+	}{
+		{"* || check_ps_unauth_users", "allow_users=root,nobody ignore_commands= enabled=true fail=true", ""},
+		{"* || check_ps_unauth_users -n svc -u 1500 -c dbus-daemon log syslog", "allow_users=root,nobody,svc,1500 ignore_commands=dbus-daemon enabled=true fail=false", ""},
+		{"* || check_ps_unauth_users log syslog kill", "", "never kills"},
+		{"* || check_ps_unauth_users -p 1 die", "", "-p ignores a pid"},
+		{"* || check_ps_unauth_users ignore", "", "checks nothing"},
+		{"* || check_ps_unauth_users shout", "", `action "shout"`},
+	} {
+		lines, err := Parse(strings.NewReader(tc.line+"\n"), "nhc.conf")
+		if err != nil {
+			t.Fatal(err)
+		}
+		tr := Translate(lines)
+		if tc.skip != "" {
+			if len(tr.Skipped) != 1 || !strings.Contains(tr.Skipped[0].Why, tc.skip) {
+				t.Errorf("%s: skipped %+v, want why %q", tc.line, tr.Skipped, tc.skip)
+			}
+			continue
+		}
+		ov, err := tr.Checks()
+		if err != nil {
+			t.Fatal(err)
+		}
+		sp := ov["stray_processes"]
+		got := fmt.Sprintf("allow_users=%s ignore_commands=%s enabled=%v fail=%v", strings.Join(sp["allow_users"].([]string), ","),
+			strings.Join(sp["ignore_commands"].([]string), ","), sp["enabled"], sp["fail"])
+		if got != tc.want || len(tr.Skipped) != 0 {
+			t.Errorf("%s:\n got %s (skipped %v)\nwant %s", tc.line, got, tr.Skipped, tc.want)
+		}
+	}
+	// Without the line, NHC judges no stray processes: neither does the translation.
+	if ov, _ := (Translation{}).Checks(); ov["stray_processes"]["enabled"] != false {
+		t.Errorf("no line: %v", ov["stray_processes"])
 	}
 }

@@ -3,7 +3,6 @@ package nhc
 import (
 	"errors"
 	"fmt"
-	"io"
 	"regexp"
 	"slices"
 	"strconv"
@@ -38,7 +37,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true, "stray_processes.allow_users": true, "stray_processes.ignore_commands": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -101,52 +100,6 @@ func TranslateFor(lines []Line, host string) Translation {
 	return t
 }
 
-// Checks is the translation as the [checks] keys it sets, every key an NHC line can set
-// (importKeys), as WriteTOML writes them: an empty list, "", 0 or false where nhc.conf sets none, so
-// that the generic checks judge what NHC judges, no more. The nhc drop-in applies it over
-// nodecheck.toml (config.Config.WithChecks).
-func (t Translation) Checks() (map[string]map[string]any, error) {
-	byKey := t.byKey()
-	out := map[string]map[string]any{}
-	for _, k := range importKeys {
-		if out[k.sec] == nil {
-			out[k.sec] = map[string]any{}
-		}
-		es := byKey[k.sec+"."+k.key]
-		switch {
-		case k.kind == 'l':
-			vals := []string{}
-			for _, e := range es {
-				vals = append(vals, e.Value)
-			}
-			out[k.sec][k.key] = vals
-		case k.kind == 'b':
-			out[k.sec][k.key] = len(es) > 0
-		case len(es) == 0 && k.kind == 'n':
-			out[k.sec][k.key] = int64(0)
-		case len(es) == 0:
-			out[k.sec][k.key] = ""
-		case es[0].Number:
-			n, err := strconv.ParseInt(es[0].Value, 10, 64)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %s.%s = %q: %w", es[0].From.Where(), k.sec, k.key, es[0].Value, err)
-			}
-			out[k.sec][k.key] = n
-		default:
-			out[k.sec][k.key] = es[0].Value
-		}
-	}
-	return out, nil
-}
-
-func (t Translation) byKey() map[string][]Entry {
-	byKey := map[string][]Entry{}
-	for _, e := range t.Entries {
-		byKey[e.Section+"."+e.Key] = append(byKey[e.Section+"."+e.Key], e)
-	}
-	return byKey
-}
-
 // translateLine is one line's entries, a note, or why it is not translated.
 func translateLine(l Line) ([]Entry, string, error) {
 	if l.Err != nil {
@@ -205,6 +158,8 @@ func translateLine(l Line) ([]Entry, string, error) {
 			return nil, "", errors.New("check_hw_mcelog takes no arguments (MCELOG and MCELOG_ARGS are NHC settings)")
 		}
 		return entry("machine_checks", "enabled", "true"), "check_hw_mcelog fails on mcelog --client's counts past NHC's 24-hour limits (MCELOG_MAX_CORRECTED_RATE, MCELOG_MAX_UNCORRECTED_RATE) and passes where no mcelog daemon runs; machine_checks fails on an uncorrected machine check in the kernel log or in mcelog's counts, warns on corrected ones, and host_memory_errors judges EDAC's memory error counts", nil
+	case "check_ps_unauth_users":
+		return psUnauthUsers(args, entry)
 	case "check_ps_daemon":
 		if len(args) < 1 || len(args) > 2 {
 			return nil, "", errors.New("check_ps_daemon with ARGS matches the whole command line, which nodecheck does not record (it may hold secrets); keep it in NHC")
@@ -334,7 +289,6 @@ var noEquivalent = map[string]string{
 	"check_cmd_status":          "check_cmd_status runs a command and judges its exit status: make the command a site check ([[site_check]]) directly",
 	"check_nv_healthmon":        "check_nv_healthmon (nvidia-healthmon, retired by NVIDIA): nodecheck's GPU checks and dcgm_health replace it",
 	"check_nvsmi_healthmon":     "check_nvsmi_healthmon: nodecheck's GPU checks (gpu_count, gpu_memory_errors, xid_errors, ...) read NVML directly",
-	"check_ps_unauth_users":     "check_ps_unauth_users: job_leftovers judges processes against the job in the epilog; NHC's scheduler-wide user list has no equivalent",
 	"check_ps_userproc_lineage": "check_ps_userproc_lineage: no equivalent; keep it in NHC",
 	"check_ps_blacklist":        "check_ps_blacklist (a process that must not run) has no native equivalent: keep it in NHC",
 	"check_ps_kswapd":           "check_ps_kswapd has no native nodecheck equivalent: keep it in NHC",
@@ -540,144 +494,4 @@ func nhcLimit(s string, inodes bool) (string, error) {
 		return "", fmt.Errorf("inode count %q: a whole number with an optional k, M, G or T", s)
 	}
 	return s, nil
-}
-
-// importKey is one key the import writes: every key of the generic checks that an NHC
-// line can set, so that the checks do what nhc.conf says and nothing more.
-type importKey struct {
-	sec, key string
-	kind     byte // 'l' a list of strings, 's' a string, 'n' a whole number, 'b' true where a line sets it
-}
-
-// importKeys are written in this order, each section whole.
-var importKeys = []importKey{
-	{"fs_mounts", "mounts", 'l'},
-	{"fs_usage", "limits", 'l'},
-	{"memory", "physmem", 's'}, {"memory", "swap", 's'}, {"memory", "total_mem", 's'},
-	{"memory", "mem_free", 's'}, {"memory", "physmem_free", 's'}, {"memory", "swap_free", 's'},
-	{"services", "processes", 'l'},
-	{"interfaces", "present", 'l'},
-	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
-	{"kernel_log", "patterns", 'l'},
-	{"file_tests", "tests", 'l'},
-	{"machine_checks", "enabled", 'b'},
-}
-
-// WriteTOML writes the translation as nodecheck.toml: every key of the generic checks an
-// NHC line can set (importKeys), as nhc.conf sets it (an empty list, "", 0 or false where it sets
-// none), each value followed by the line it came from; then the lines not translated as
-// comments. So the generic checks judge what NHC judged, no more: a key written replaces
-// nodecheck's built-in default, which defaults gives ("services.processes": the default
-// daemons) so that a comment can say what an admin may want to add back. source names the
-// input; when rest is not "", the lines not translated are to be kept in NHC's file rest,
-// and a [[site_check]] running NHC on it is written too.
-func (t Translation) WriteTOML(w io.Writer, source string, total int, rest string, defaults map[string][]string) error {
-	var b strings.Builder
-	if len(t.Skipped) == 0 {
-		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: all %d check lines translated.\n# Review before use.\n", source, total)
-	} else {
-		fmt.Fprintf(&b, "# Written by nodecheck import-nhc from %s: %d of %d check lines translated,\n# %d not (listed at the end). Review before use.\n", source, total-len(t.Skipped), total, len(t.Skipped))
-	}
-	b.WriteString("# Each check below is set as nhc.conf sets it, replacing nodecheck's own defaults for it.\n")
-	byKey := t.byKey()
-	sec := ""
-	for _, k := range importKeys {
-		if k.sec != sec {
-			sec = k.sec
-			fmt.Fprintf(&b, "\n[checks.%s]\n", sec)
-		}
-		es := byKey[k.sec+"."+k.key]
-		if def := defaults[k.sec+"."+k.key]; len(def) > 0 {
-			quoted := make([]string, len(def))
-			for i, d := range def {
-				quoted[i] = tomlQuote(d)
-			}
-			fmt.Fprintf(&b, "# nodecheck's default, replaced: %s = [%s]\n", k.key, strings.Join(quoted, ", "))
-		}
-		switch {
-		case k.kind == 'l' && len(es) == 0:
-			fmt.Fprintf(&b, "%s = []\n", k.key)
-		case k.kind == 'l':
-			fmt.Fprintf(&b, "%s = [\n", k.key)
-			for _, e := range es {
-				fmt.Fprintf(&b, "  %s, # %s: %s\n", tomlQuote(e.Value), e.From.Where(), oneLine(e.From.Raw))
-			}
-			b.WriteString("]\n")
-		case k.kind == 'b' && len(es) == 0:
-			fmt.Fprintf(&b, "%s = false\n", k.key)
-		case k.kind == 'b':
-			fmt.Fprintf(&b, "%s = true # %s: %s\n", k.key, es[0].From.Where(), oneLine(es[0].From.Raw))
-		case len(es) == 0 && k.kind == 'n':
-			fmt.Fprintf(&b, "%s = 0\n", k.key)
-		case len(es) == 0:
-			fmt.Fprintf(&b, "%s = \"\"\n", k.key)
-		default:
-			v := tomlQuote(es[0].Value)
-			if es[0].Number {
-				v = es[0].Value
-			}
-			fmt.Fprintf(&b, "%s = %s # %s: %s\n", k.key, v, es[0].From.Where(), oneLine(es[0].From.Raw))
-		}
-	}
-	if rest != "" && len(t.Skipped) > 0 {
-		fmt.Fprintf(&b, "\n# The %d lines not translated, kept in NHC: it runs them and reports by exit status\n# (MARK_OFFLINE=0: nodecheck drains, not NHC; -t 25: NHC ends itself before the 28 s).\n", len(t.Skipped))
-		b.WriteString("[checks.site_checks]\ntimeout = \"28s\" # the default 3 s bounds every site check: NHC needs more\n")
-		fmt.Fprintf(&b, "[[site_check]]\nname = \"nhc\"\ncommand = \"/usr/sbin/nhc\"\nargs = [\"-c\", %s, \"-t\", \"25\", \"MARK_OFFLINE=0\"]\nmodes = [\"health\"]\ntimeout = \"28s\"\nremedy = \"admin\"\n", tomlQuote(rest))
-	}
-	if len(t.Notes) > 0 {
-		b.WriteString("\n# Translated with a difference:\n")
-		for _, n := range t.Notes {
-			fmt.Fprintf(&b, "#   %s: %s\n", n.Line.Where(), oneLine(n.Why))
-		}
-	}
-	if len(t.Skipped) > 0 {
-		b.WriteString("\n# Not translated:\n")
-		for _, s := range t.Skipped {
-			fmt.Fprintf(&b, "#   %s: %s\n#     %s\n", s.Line.Where(), oneLine(s.Line.Raw), oneLine(s.Why))
-		}
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// WriteRest writes the lines not translated as an nhc.conf of their own, for NHC to keep
-// running them as one site check.
-func (t Translation) WriteRest(w io.Writer, source string) error {
-	var b strings.Builder
-	fmt.Fprintf(&b, "# The lines of %s that nodecheck import-nhc did not translate, for NHC to run\n# as a nodecheck site check (MARK_OFFLINE=0: nodecheck drains, not NHC).\n", source)
-	for _, s := range t.Skipped {
-		fmt.Fprintf(&b, "# %s: %s\n%s\n", s.Line.Where(), oneLine(s.Why), s.Line.Raw)
-	}
-	_, err := io.WriteString(w, b.String())
-	return err
-}
-
-// tomlQuote writes s as a TOML basic string: TOML has no \x escape, so control characters
-// are written \uXXXX (strconv.Quote would write \x01, which TOML refuses).
-func tomlQuote(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\\')
-			b.WriteRune(r)
-		case r < 0x20 || r == 0x7f:
-			fmt.Fprintf(&b, "\\u%04X", r)
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-// oneLine keeps a text on one comment line.
-func oneLine(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r == '\n' || r == '\r' || r < 0x20 && r != '\t' {
-			return ' '
-		}
-		return r
-	}, s)
 }

@@ -1,0 +1,59 @@
+package nhc
+
+import (
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+)
+
+// nhcAuthUsers is NHC's NHC_AUTH_USERS default: users who may run processes without a job.
+var nhcAuthUsers = []string{"root", "nobody"}
+
+// psUnauthUsers translates check_ps_unauth_users [-c CMD] [-u UID] [-n USER] [ACTIONS] into
+// stray_processes: NHC_AUTH_USERS plus -u and -n become allow_users, -c ignore_commands; the
+// action die (NHC's default) fails, log and syslog only warn. kill is refused (nodecheck never
+// kills a process), as is -p (a pid means nothing on the next run).
+func psUnauthUsers(args []string, entry entryFunc) ([]Entry, string, error) {
+	opts, actions, err := getopt(args, "c:u:n:p:")
+	if err != nil {
+		return nil, "", err
+	}
+	var es []Entry
+	for _, u := range nhcAuthUsers {
+		es = append(es, entry("stray_processes", "allow_users", u)...)
+	}
+	for _, o := range opts {
+		for _, v := range strings.Fields(o.val) {
+			switch o.name {
+			case 'u', 'n':
+				es = append(es, entry("stray_processes", "allow_users", v)...)
+			case 'c':
+				es = append(es, entry("stray_processes", "ignore_commands", v)...)
+			default: // 'p'
+				return nil, "", errors.New("check_ps_unauth_users -p ignores a pid, which means nothing on the next run: keep the line in NHC")
+			}
+		}
+	}
+	fail := len(actions) == 0
+	for _, a := range actions {
+		switch a {
+		case "die":
+			fail = true
+		case "log", "syslog":
+		case "kill":
+			return nil, "", errors.New("check_ps_unauth_users kill: nodecheck never kills a process; drop kill (die drains the node) or keep the line in NHC")
+		case "ignore":
+			return nil, "", errors.New("check_ps_unauth_users ignore checks nothing: remove the line")
+		default:
+			return nil, "", fmt.Errorf("check_ps_unauth_users action %q: NHC knows log, syslog, die, kill and ignore", a)
+		}
+	}
+	es = append(es, entry("stray_processes", "enabled", "true")...)
+	es = append(es, entry("stray_processes", "fail", fmt.Sprint(fail))...)
+	note := "NHC asks squeue which users have jobs on the node; stray_processes tells a job's processes by their Slurm cgroup (it needs ProctrackType=proctrack/cgroup), and allows any process of a user who has one there"
+	if slices.ContainsFunc(opts, func(o opt) bool { return o.name == 'c' }) {
+		note += "; NHC's -c matches any command whose first word is part of the value, ignore_commands the process name or first word exactly"
+	}
+	return es, note, nil
+}
