@@ -75,7 +75,10 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 	if o.validate.levelName != "" {
 		return runValidate(ctx, s, o, format, start, stdout, stderr)
 	}
-	runs, err := sweep(ctx, s, o, stderr)
+	if o.lldp.enabled {
+		return runLLDP(ctx, s, o, format, start, stdout, stderr)
+	}
+	runs, err := sweep(ctx, s, o, reportJob(o), stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fleet-sweep: %v\n", err)
 		if runs == nil {
@@ -195,12 +198,14 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.IntVar(&o.multinode.tasksPerNode, "tasks-per-node", 8, "MPI ranks per node: one per GPU")
 	fs.IntVar(&o.multinode.group, "multinode-group", 2, "nodes per job in the first round (2: pairs); bad sets are then halved")
 	fs.BoolVar(&o.multinode.crossLeaf, "cross-leaf", false, "first-round sets span leaf switches of topology.conf, to test the links between them")
-	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path`: the HTML report's leaf switch groups, --multinode's sets (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
+	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path`: the HTML report's leaf switch groups, --multinode's sets, what --lldp compares (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
 	fs.StringVar(&o.html, "html", "", "write the HTML report to this `path` (default OUT/report.html; none: no report)")
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
 	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
 	defineValidateFlags(fs, &o.validate)
+	fs.BoolVar(&o.lldp.enabled, "lldp", false, "instead of nodecheck run, run `nodecheck topology capture --lldp` on each node (captures in OUT/lldp) and print the node -> leaf switch map, compared with topology.conf (--topology) as `nodecheck lint --lldp` does; drains nothing")
+	fs.StringVar(&o.lldp.switchMap, "lldp-switch-map", "", "with --lldp: a `file` of \"LLDP-NAME TOPOLOGY-NAME\" lines naming the switches as topology.conf does")
 	fs.BoolVar(&o.multinode.drain, "drain-culprits", false, "drain the nodes --multinode names as culprits (never a link or a set): reason \"nodecheck: fleet: multinode: ...\"")
 }
 
@@ -232,6 +237,9 @@ func checkFlags(o *options, f rawFlags) error {
 		return err
 	}
 	if err := checkValidateFlags(o); err != nil {
+		return err
+	}
+	if err := checkLLDPFlags(o); err != nil {
 		return err
 	}
 	var err error
