@@ -52,11 +52,13 @@ type lldpNode struct {
 	Source string     `json:"source"` // lldpd or lldptool
 }
 
-// lldpPort is one port of a node and the switch port it reaches; Switch "" when the port was
-// asked about and has no neighbour.
+// lldpPort is one port of a node and the switch port it reaches: the switch as topology.conf
+// names it (through --lldp-switch-map) and as LLDP does (its system name, else its chassis
+// id); both "" when the port was asked about and has no neighbour.
 type lldpPort struct {
 	Interface  string `json:"interface"`
 	Switch     string `json:"switch,omitempty"`
+	LLDPSwitch string `json:"lldp_switch,omitempty"`
 	SwitchPort string `json:"switch_port,omitempty"`
 }
 
@@ -139,12 +141,9 @@ func summarizeLLDP(runs []nodeRun, in lldpInputs) lldpSummary {
 		}
 	}
 	m := slurm.BuildLLDPMap(caps, in.switchMap)
-	s.MapProblems = append(s.MapProblems, in.mapProbs...)
-	for _, p := range m.Problems {
-		if p.Severity != slurm.SeverityInfo { // "no LLDP neighbour" is NoNeighbour's, with its reason
-			s.MapProblems = append(s.MapProblems, p)
-		}
-	}
+	// "No LLDP neighbour" notes are NoNeighbour's, with their reasons.
+	m.Problems = slices.DeleteFunc(m.Problems, func(p slurm.Problem) bool { return p.Severity == slurm.SeverityInfo })
+	s.MapProblems = append(append(s.MapProblems, in.mapProbs...), m.Problems...)
 	s.FollowUp = followUp(in)
 	if in.topoPath == "" {
 		return s
@@ -159,9 +158,16 @@ func summarizeLLDP(runs []nodeRun, in lldpInputs) lldpSummary {
 		cmp.Error = "no capture to compare topology.conf with"
 		return s
 	}
+	m.Problems = nil // in MapProblems already
 	f, naming := m.Fabric(in.lldpDir)
 	res := slurm.LintTopology(slurm.TopologyInput{Slurm: in.slurmConf, Topology: in.topology, Fabric: f, Naming: naming})
-	cmp.Problems = append(cmp.Problems, res.Problems...)
+	for _, p := range res.Problems {
+		if p.Severity == slurm.SeverityInfo {
+			cmp.Notes = append(cmp.Notes, p)
+		} else {
+			cmp.Problems = append(cmp.Problems, p)
+		}
+	}
 	cmp.Notes = append(cmp.Notes, res.Notes...)
 	if in.slurmConf == nil {
 		cmp.Notes = append(cmp.Notes, slurm.Problem{Severity: slurm.SeverityInfo, File: in.topoPath,
@@ -196,15 +202,16 @@ func lldpNodeOf(c slurm.LLDPCapture, switchMap map[string]string) lldpNode {
 	n := lldpNode{Node: c.Host, Leaves: []string{}, Ports: []lldpPort{}, Source: c.Source}
 	seen := map[string]bool{}
 	for _, nb := range c.Neighbors {
-		sw := nb.Switch()
-		if sw == "" {
+		raw := nb.Switch()
+		if raw == "" {
 			continue
 		}
-		if to, ok := switchMap[sw]; ok {
+		sw := raw
+		if to, ok := switchMap[raw]; ok {
 			sw = to
 		}
 		seen[nb.Interface] = true
-		n.Ports = append(n.Ports, lldpPort{Interface: nb.Interface, Switch: sw, SwitchPort: nb.PortID})
+		n.Ports = append(n.Ports, lldpPort{Interface: nb.Interface, Switch: sw, LLDPSwitch: raw, SwitchPort: nb.PortID})
 		if !slices.Contains(n.Leaves, sw) {
 			n.Leaves = append(n.Leaves, sw)
 		}
@@ -274,9 +281,9 @@ func writeLLDPText(w io.Writer, s lldpSummary) error {
 			case p.Switch == "":
 				ports[i] = p.Interface + ": no neighbour"
 			case p.SwitchPort == "":
-				ports[i] = p.Interface + " -> " + p.Switch
+				ports[i] = p.Interface + " -> " + p.LLDPSwitch
 			default:
-				ports[i] = p.Interface + " -> " + p.Switch + " " + p.SwitchPort
+				ports[i] = p.Interface + " -> " + p.LLDPSwitch + " " + p.SwitchPort
 			}
 		}
 		tag := "LEAF     "
