@@ -37,8 +37,8 @@ type lldpSummary struct {
 	// over every capture in the directory, or without a topology.conf `nodecheck topology
 	// generate --lldp`, which writes one.
 	FollowUp string  `json:"follow_up"`
-	LLDPDir     string  `json:"lldp_dir"`
-	ElapsedS    float64 `json:"elapsed_s"`
+	LLDPDir  string  `json:"lldp_dir"`
+	ElapsedS float64 `json:"elapsed_s"`
 	// SlurmCalls counts the Slurm client commands the sweep ran, by program, and in all.
 	SlurmCalls      map[string]int `json:"slurm_calls"`
 	SlurmCallsTotal int            `json:"slurm_calls_total"`
@@ -84,16 +84,16 @@ const lldpSchemaVersion = 1
 // lldpInputs is what the comparison needs besides the captures: the switch map and
 // topology.conf, read (nil: none given, or none found), or the error reading them.
 type lldpInputs struct {
-	lldpDir    string
-	switchMap  map[string]string
-	mapProbs   []slurm.Problem
-	mapFile    string
-	topology   *slurm.TopologyConf
-	topoPath   string
-	topoErr    error
-	slurmConf  *slurm.SlurmConf
-	slurmPath  string
-	nodecheck  string // nodecheck's path, for the follow-up command
+	lldpDir   string
+	switchMap map[string]string
+	mapProbs  []slurm.Problem
+	mapFile   string
+	topology  *slurm.TopologyConf
+	topoPath  string
+	topoErr   error
+	slurmConf *slurm.SlurmConf
+	slurmPath string
+	nodecheck string // nodecheck's path, for the follow-up command
 }
 
 // lldpCaptureOf parses a run's capture; it must be about the node the job ran on.

@@ -3,7 +3,9 @@
 // their GPU model, the healthy nodes, each failing node with its first failing check, the nodes
 // that gave no report and why, the NCCL bus bandwidth per node, and the Slurm calls it took.
 // With --multinode it then runs all_reduce_perf across the healthy nodes, in pairs, and narrows
-// every bad run down to the node or link at fault (see bisect.go).
+// every bad run down to the node or link at fault (see bisect.go). With --lldp it instead
+// runs `nodecheck topology capture --lldp` on each node and prints the node -> leaf switch map
+// of a RoCE fabric, compared with topology.conf (see lldp.go).
 //
 //	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./cmd/fleet-sweep
 //	nodecheck-fleet-sweep --partition gpu --out /shared/sweeps/$(date +%F) --timeout 20m
@@ -19,7 +21,8 @@
 // which never become paths. No SSH. docs/fleet-sweep.md has the costs, measured.
 //
 // Exit status: 0 every node healthy; 1 a node slow, failing or missing, or a multi-node
-// culprit; 2 usage error, or Slurm could not list the nodes or take any job.
+// culprit (--lldp: a node without a capture or a neighbour, or topology.conf off the map); 2
+// usage error, or Slurm could not list the nodes or take any job.
 package main
 
 import (
@@ -138,7 +141,10 @@ func parseFlags(argv, env []string, stderr io.Writer) (options, string, error) {
 			"and summarizes: nodes slow against the fleet's median for their GPU model, healthy nodes,\n"+
 			"failing nodes with their first failing check, nodes without a report and why, NCCL busbw per\n"+
 			"node; with --multinode, all_reduce_perf across nodes and the culprits of bad runs. Exit 0 all\n"+
-			"healthy, 1 slow, failing, missing or a multinode culprit, 2 usage or Slurm error.\n\nOptions:\n")
+			"healthy, 1 slow, failing, missing or a multinode culprit, 2 usage or Slurm error.\n"+
+			"With --lldp: `nodecheck topology capture --lldp` on each node instead, and the node -> leaf\n"+
+			"switch map, compared with topology.conf; exit 1 a node without a capture or a neighbour, or\n"+
+			"topology.conf off the map. /usr/share/doc/nodecheck/docs/fleet-sweep.md\n\nOptions:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
