@@ -25,6 +25,7 @@ import (
 type lldpOptions struct {
 	enabled   bool
 	switchMap string // --lldp-switch-map: LLDP switch names to topology.conf's; "" none
+	htmlSet   bool   // --html was given: an LLDP sweep writes no HTML report
 }
 
 // maxSwitchMap bounds the switch map read.
@@ -67,6 +68,8 @@ func checkLLDPFlags(o *options) error {
 		return usagef("--lldp and --multinode: run them as two sweeps")
 	case o.drainSlow:
 		return usagef("--lldp drains nothing: --drain-slow is for the per-node sweep")
+	case l.htmlSet:
+		return usagef("--lldp writes no HTML report: leave out --html")
 	case l.switchMap != "" && !filepath.IsAbs(l.switchMap):
 		return usagef("--lldp-switch-map %q: want an absolute path", l.switchMap)
 	}

@@ -156,7 +156,10 @@ func parseFlags(argv, env []string, stderr io.Writer) (options, string, error) {
 	if fs.NArg() > 0 {
 		return o, "", usagef("unexpected argument %q", fs.Arg(0))
 	}
-	fs.Visit(func(f *flag.Flag) { o.validate.timeoutSet = o.validate.timeoutSet || f.Name == "timeout" })
+	fs.Visit(func(f *flag.Flag) {
+		o.validate.timeoutSet = o.validate.timeoutSet || f.Name == "timeout"
+		o.lldp.htmlSet = o.lldp.htmlSet || f.Name == "html"
+	})
 	if err := checkFlags(&o, f); err != nil {
 		return o, "", err
 	}
