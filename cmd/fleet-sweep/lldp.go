@@ -28,8 +28,8 @@ type lldpOptions struct {
 	htmlSet   bool   // --html was given: an LLDP sweep writes no HTML report
 }
 
-// maxSwitchMap bounds the switch map read.
-const maxSwitchMap = 16 << 20
+// maxLLDPInput bounds each of the switch map, topology.conf (and its Includes) and slurm.conf read.
+const maxLLDPInput = 16 << 20
 
 // lldpDirs are the captures' directory and the jobs' files' directory, under --out.
 func lldpDirs(out string) (captures, jobs string) {
@@ -114,7 +114,7 @@ func runLLDP(ctx context.Context, s *slurmClient, o options, format string, star
 func readLLDPInputs(o options, stderr io.Writer) lldpInputs {
 	caps, _ := lldpDirs(o.out)
 	in := lldpInputs{lldpDir: caps, nodecheck: o.nodecheck, mapFile: o.lldp.switchMap, topoPath: o.multinode.topology}
-	read := func(p string) ([]byte, error) { return readBounded(p, maxSwitchMap) }
+	read := func(p string) ([]byte, error) { return readBounded(p, maxLLDPInput) }
 	if in.mapFile != "" {
 		data, err := read(in.mapFile)
 		if err == nil {
