@@ -149,6 +149,12 @@ func TestUsage(t *testing.T) {
 		{"return to service without validate", []string{"--partition", "gpu", "--return-to-service"}, 2, "need --validate LEVEL"},
 		{"validate and multinode", []string{"--partition", "gpu", "--validate", "quick", "--multinode"}, 2, "--validate and --multinode: run them as two sweeps"},
 		{"relative topology", []string{"--partition", "gpu", "--multinode", "--topology", "topology.conf"}, 2, `--topology "topology.conf": want an absolute path`},
+		{"lldp and validate", []string{"--partition", "gpu", "--lldp", "--validate", "quick"}, 2, "--lldp and --validate: run them as two sweeps"},
+		{"lldp and multinode", []string{"--partition", "gpu", "--lldp", "--multinode"}, 2, "--lldp and --multinode: run them as two sweeps"},
+		{"lldp drains nothing", []string{"--partition", "gpu", "--lldp", "--drain-slow"}, 2, "--lldp drains nothing"},
+		{"lldp html", []string{"--partition", "gpu", "--lldp", "--html", "/tmp/r.html"}, 2, "--lldp writes no HTML report"},
+		{"switch map without lldp", []string{"--partition", "gpu", "--lldp-switch-map", "/etc/switches.map"}, 2, "--lldp-switch-map needs --lldp"},
+		{"relative switch map", []string{"--partition", "gpu", "--lldp", "--lldp-switch-map", "switches.map"}, 2, `--lldp-switch-map "switches.map": want an absolute path`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

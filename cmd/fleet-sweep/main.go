@@ -3,7 +3,9 @@
 // their GPU model, the healthy nodes, each failing node with its first failing check, the nodes
 // that gave no report and why, the NCCL bus bandwidth per node, and the Slurm calls it took.
 // With --multinode it then runs all_reduce_perf across the healthy nodes, in pairs, and narrows
-// every bad run down to the node or link at fault (see bisect.go).
+// every bad run down to the node or link at fault (see bisect.go). With --lldp it instead
+// runs `nodecheck topology capture --lldp` on each node and prints the node -> leaf switch map
+// of a RoCE fabric, compared with topology.conf (see lldp.go).
 //
 //	go build -o /usr/local/sbin/nodecheck-fleet-sweep ./cmd/fleet-sweep
 //	nodecheck-fleet-sweep --partition gpu --out /shared/sweeps/$(date +%F) --timeout 20m
@@ -19,7 +21,8 @@
 // which never become paths. No SSH. docs/fleet-sweep.md has the costs, measured.
 //
 // Exit status: 0 every node healthy; 1 a node slow, failing or missing, or a multi-node
-// culprit; 2 usage error, or Slurm could not list the nodes or take any job.
+// culprit (--lldp: a node without a capture or a neighbour, or topology.conf off the map); 2
+// usage error, or Slurm could not list the nodes or take any job.
 package main
 
 import (
@@ -75,7 +78,10 @@ func run(ctx context.Context, argv, env []string, stdout, stderr io.Writer) int 
 	if o.validate.levelName != "" {
 		return runValidate(ctx, s, o, format, start, stdout, stderr)
 	}
-	runs, err := sweep(ctx, s, o, stderr)
+	if o.lldp.enabled {
+		return runLLDP(ctx, s, o, format, start, stdout, stderr)
+	}
+	runs, err := sweep(ctx, s, o, reportJob(o), stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "fleet-sweep: %v\n", err)
 		if runs == nil {
@@ -135,7 +141,10 @@ func parseFlags(argv, env []string, stderr io.Writer) (options, string, error) {
 			"and summarizes: nodes slow against the fleet's median for their GPU model, healthy nodes,\n"+
 			"failing nodes with their first failing check, nodes without a report and why, NCCL busbw per\n"+
 			"node; with --multinode, all_reduce_perf across nodes and the culprits of bad runs. Exit 0 all\n"+
-			"healthy, 1 slow, failing, missing or a multinode culprit, 2 usage or Slurm error.\n\nOptions:\n")
+			"healthy, 1 slow, failing, missing or a multinode culprit, 2 usage or Slurm error.\n"+
+			"With --lldp: `nodecheck topology capture --lldp` on each node instead, and the node -> leaf\n"+
+			"switch map, compared with topology.conf; exit 1 a node without a capture or a neighbour, or\n"+
+			"topology.conf off the map. /usr/share/doc/nodecheck/docs/fleet-sweep.md\n\nOptions:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(argv); err != nil {
@@ -147,7 +156,10 @@ func parseFlags(argv, env []string, stderr io.Writer) (options, string, error) {
 	if fs.NArg() > 0 {
 		return o, "", usagef("unexpected argument %q", fs.Arg(0))
 	}
-	fs.Visit(func(f *flag.Flag) { o.validate.timeoutSet = o.validate.timeoutSet || f.Name == "timeout" })
+	fs.Visit(func(f *flag.Flag) {
+		o.validate.timeoutSet = o.validate.timeoutSet || f.Name == "timeout"
+		o.lldp.htmlSet = o.lldp.htmlSet || f.Name == "html"
+	})
 	if err := checkFlags(&o, f); err != nil {
 		return o, "", err
 	}
@@ -195,12 +207,14 @@ func defineFlags(fs *flag.FlagSet, o *options, f *rawFlags) {
 	fs.IntVar(&o.multinode.tasksPerNode, "tasks-per-node", 8, "MPI ranks per node: one per GPU")
 	fs.IntVar(&o.multinode.group, "multinode-group", 2, "nodes per job in the first round (2: pairs); bad sets are then halved")
 	fs.BoolVar(&o.multinode.crossLeaf, "cross-leaf", false, "first-round sets span leaf switches of topology.conf, to test the links between them")
-	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path`: the HTML report's leaf switch groups, --multinode's sets (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
+	fs.StringVar(&o.multinode.topology, "topology", "", "topology.conf `path`: the HTML report's leaf switch groups, --multinode's sets, what --lldp compares (default: beside SLURM_CONF, else /etc/slurm/topology.conf, when present); none: ignore it")
 	fs.StringVar(&o.html, "html", "", "write the HTML report to this `path` (default OUT/report.html; none: no report)")
 	fs.Float64Var(&o.multinode.minBusBW, "multinode-min-busbw", 0, "a multi-node run under this busbw (`GB/s`) is bad; 0: only runs well under the first round's median")
 	fs.DurationVar(&o.multinode.timeout, "multinode-timeout", 30*time.Minute, "the multi-node phase's deadline, all rounds")
 	fs.DurationVar(&o.multinode.minJobLimit, "multinode-min-job-limit", 2*time.Minute, "a multi-node job running longer than 3x the median run of round 1's completed jobs, and longer than this, is cancelled: a failed run (hung)")
 	defineValidateFlags(fs, &o.validate)
+	fs.BoolVar(&o.lldp.enabled, "lldp", false, "instead of nodecheck run, run `nodecheck topology capture --lldp` on each node (captures in OUT/lldp) and print the node -> leaf switch map, compared with topology.conf (--topology) as `nodecheck lint --lldp` does; drains nothing")
+	fs.StringVar(&o.lldp.switchMap, "lldp-switch-map", "", "with --lldp: a `file` of \"LLDP-NAME TOPOLOGY-NAME\" lines naming the switches as topology.conf does")
 	fs.BoolVar(&o.multinode.drain, "drain-culprits", false, "drain the nodes --multinode names as culprits (never a link or a set): reason \"nodecheck: fleet: multinode: ...\"")
 }
 
@@ -232,6 +246,9 @@ func checkFlags(o *options, f rawFlags) error {
 		return err
 	}
 	if err := checkValidateFlags(o); err != nil {
+		return err
+	}
+	if err := checkLLDPFlags(o); err != nil {
 		return err
 	}
 	var err error

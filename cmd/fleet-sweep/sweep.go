@@ -43,6 +43,7 @@ type options struct {
 	drainPrefix  string
 	multinode    multinodeOptions
 	validate     validateOptions
+	lldp         lldpOptions
 }
 
 // nodecheckArgs are the arguments every job gives nodecheck, before --args and --args-for:
@@ -64,11 +65,33 @@ const maxSubmitFailures = 8
 // maxReport bounds a report read back: nodecheck's is tens of KiB.
 const maxReport = 16 << 20
 
+// jobKind is what each node's job runs and where its files go: the per-node sweep's
+// `nodecheck run` (reportJob) or the LLDP sweep's capture (lldpJob).
+type jobKind struct {
+	dirs []string // made before any job: --out and what is under it
+	// output is the file the sweep reads back (the job's stdout, or a file the job writes);
+	// stdout, stderr and script are the job's; every one of them is removed before the job.
+	output, stdout, stderr, script func(node string) string
+	argv                           func(node string) []string // nodecheck and its arguments, --args and --args-for excluded
+	valid                          func(r nodeRun) error      // the output read back is usable
+}
+
+// reportJob is the per-node sweep's job: `nodecheck run`, its JSON report on stdout in
+// OUT/NODE.json and stderr in OUT/NODE.err.
+func reportJob(o options) jobKind {
+	in := func(ext string) func(string) string {
+		return func(node string) string { return filepath.Join(o.out, node+ext) }
+	}
+	return jobKind{dirs: []string{o.out}, output: in(".json"), stdout: in(".json"), stderr: in(".err"), script: in(".sh"),
+		argv:  func(string) []string { return append([]string{o.nodecheck}, nodecheckArgs...) },
+		valid: func(r nodeRun) error { _, err := reportOf(r); return err }}
+}
+
 // sweep submits one exclusive job per node, waits for them until the deadline, cancels what
-// has not finished, and reads back each node's report. The error is for what stops the sweep
+// has not finished, and reads back each node's output. The error is for what stops the sweep
 // as a whole (no nodes, Slurm not answering, an unwritable --out): a usageError or a
 // slurmError; runs is then nil, or holds every node when only the submission failed.
-func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nodeRun, error) {
+func sweep(ctx context.Context, s *slurmClient, o options, job jobKind, log io.Writer) ([]nodeRun, error) {
 	ctx, cancel := context.WithTimeout(ctx, o.timeout)
 	defer cancel()
 	deadline, _ := ctx.Deadline()
@@ -77,17 +100,14 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 	if err != nil {
 		return nil, err
 	}
-	perNode := map[string][]string{}
-	for _, a := range o.argsFor {
-		for _, n := range a.nodes {
-			if !slices.ContainsFunc(nodes, func(st nodeState) bool { return st.name == n }) {
-				return nil, usagef("--args-for %s: node %s is not swept (nodes: %s)", a.expr, n, slurm.CompressHostlist(names(nodes)))
-			}
-			perNode[n] = append(perNode[n], a.args...)
-		}
+	perNode, err := perNodeArgs(o, nodes)
+	if err != nil {
+		return nil, err
 	}
-	if err := os.MkdirAll(o.out, 0o755); err != nil {
-		return nil, usagef("--out: %v", err)
+	for _, d := range job.dirs {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return nil, usagef("--out: %v", err)
+		}
 	}
 
 	runs := make([]nodeRun, len(nodes))
@@ -99,23 +119,23 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 			fmt.Fprintf(log, "fleet-sweep: node %q: %s\n", n.name, runs[i].Skipped)
 			continue
 		}
-		runs[i].OutputPath = filepath.Join(o.out, n.name+".json")
+		runs[i].OutputPath = job.output(n.name)
 		if why := n.unavailable(); why != "" {
 			runs[i].Skipped = why
 			continue
 		}
 		// A report left by an earlier sweep must not pass for this one's.
-		for _, ext := range []string{".json", ".err"} {
-			if err := os.Remove(filepath.Join(o.out, n.name+ext)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		for _, p := range []string{job.output(n.name), job.stdout(n.name), job.stderr(n.name)} {
+			if err := os.Remove(p); err != nil && !errors.Is(err, fs.ErrNotExist) {
 				return nil, usagef("--out: %v", err)
 			}
 		}
 	}
 
 	submitAll(ctx, s, runs, func(r *nodeRun) (jobSpec, error) {
-		script := filepath.Join(o.out, r.Node+".sh")
-		args := sbatchArgs(o, r.Node, deadline, script)
-		argv := append(append(append([]string{o.nodecheck}, nodecheckArgs...), o.args...), perNode[r.Node]...)
+		script := job.script(r.Node)
+		args := sbatchArgs(o, r.Node, deadline, job.stdout(r.Node), job.stderr(r.Node), script)
+		argv := append(append(job.argv(r.Node), o.args...), perNode[r.Node]...)
 		return jobSpec{args: args, script: script, body: batchScript("node "+r.Node, filepath.Join(s.bin, "sbatch"), args, argv)}, nil
 	}, log)
 	submitted, sbatchErrs := 0, 0
@@ -138,7 +158,7 @@ func sweep(ctx context.Context, s *slurmClient, o options, log io.Writer) ([]nod
 	// Reading back gets its own budget too: the wait for late files, then one sinfo.
 	rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), o.outputWait+o.slurmTimeout)
 	defer rcancel()
-	collect(rctx, s, o, runs)
+	collect(rctx, s, o, job, runs)
 	return runs, nil
 }
 
@@ -276,13 +296,12 @@ func submitAll(ctx context.Context, s *slurmClient, runs []nodeRun, spec func(r 
 // stdout (the JSON report) and stderr to --out, no requeue (a failed launch, such as a prolog
 // that drains the node, ends the job instead of holding it), and a time limit that ends with
 // the sweep.
-func sbatchArgs(o options, node string, deadline time.Time, script string) []string {
+func sbatchArgs(o options, node string, deadline time.Time, stdout, stderr, script string) []string {
 	minutes := max(1, int((time.Until(deadline)+time.Minute-1)/time.Minute))
 	args := []string{"--parsable",
 		"--job-name=" + o.jobName,
 		"--nodelist=" + node, "--nodes=1", "--ntasks=1", "--exclusive",
-		"--output=" + filepath.Join(o.out, node+".json"),
-		"--error=" + filepath.Join(o.out, node+".err"),
+		"--output=" + stdout, "--error=" + stderr,
 		"--open-mode=truncate", "--no-requeue", "--chdir=/",
 		"--time=" + strconv.Itoa(minutes),
 	}
@@ -445,11 +464,10 @@ func activeJobs(runs []nodeRun) []*nodeRun {
 // host a moment late); then one sinfo gives the state of every node left without a report: a
 // failed prolog, say, has drained the node with its reason. The jobs' exit codes came with
 // their states from squeue: no per-job call.
-func collect(ctx context.Context, s *slurmClient, o options, runs []nodeRun) {
+func collect(ctx context.Context, s *slurmClient, o options, job jobKind, runs []nodeRun) {
 	read := func(r *nodeRun) bool {
 		r.Output, r.OutputErr = readBounded(r.OutputPath, maxReport)
-		_, perr := reportOf(*r)
-		return perr == nil
+		return job.valid(*r) == nil
 	}
 	var bad, late []*nodeRun
 	for i := range runs {
@@ -467,11 +485,11 @@ func collect(ctx context.Context, s *slurmClient, o options, runs []nodeRun) {
 		time.Sleep(min(250*time.Millisecond, time.Until(end)))
 		late = slices.DeleteFunc(late, read)
 	}
-	bad = slices.DeleteFunc(bad, validReport)
+	bad = slices.DeleteFunc(bad, func(r *nodeRun) bool { return job.valid(*r) == nil })
 	var nodes []string
 	for _, r := range bad {
 		if r.State != "PENDING" {
-			errb, _ := readTail(filepath.Join(o.out, r.Node+".err"), 4<<10)
+			errb, _ := readTail(job.stderr(r.Node), 4<<10)
 			r.Stderr = lastLine(string(errb))
 		}
 		nodes = append(nodes, r.Node)
@@ -490,11 +508,6 @@ func collect(ctx context.Context, s *slurmClient, o options, runs []nodeRun) {
 			}
 		}
 	}
-}
-
-func validReport(r *nodeRun) bool {
-	_, err := reportOf(*r)
-	return err == nil
 }
 
 // readBounded reads at most max bytes of path; a longer file is an error.

@@ -5,183 +5,39 @@ import (
 	"context"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
-
-// lldpFabric is a RoCE fabric made of network namespaces on this machine: a namespace per
-// leaf switch running lldpd with the switch's system name, a namespace per node running
-// lldpd on its port ens1f0, joined by veth pairs.
-type lldpFabric struct {
-	t      *testing.T
-	prefix string
-	dir    string
-	procs  []*exec.Cmd
-	netns  []string
-}
-
-// lldpNeeds skips the test where the fabric cannot be built: not root, or no lldpd or ip.
-func lldpNeeds(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("needs root: it creates network namespaces and runs lldpd")
-	}
-	for _, p := range []string{"/usr/sbin/lldpd", "/usr/sbin/lldpcli", "/usr/sbin/ip", "/usr/bin/unshare"} {
-		if _, err := os.Stat(p); err != nil {
-			t.Skipf("%s is not installed (apt-get install lldpd iproute2 util-linux): %v", p, err)
-		}
-	}
-}
-
-func (f *lldpFabric) run(args ...string) {
-	f.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
-	defer cancel()
-	if out, err := exec.CommandContext(ctx, args[0], args[1:]...).CombinedOutput(); err != nil {
-		f.t.Fatalf("%s: %v: %s", strings.Join(args, " "), err, out)
-	}
-}
-
-// addNS creates namespace name, removed on cleanup.
-func (f *lldpFabric) addNS(name string) string {
-	ns := f.prefix + name
-	f.run("/usr/sbin/ip", "netns", "add", ns)
-	f.netns = append(f.netns, ns)
-	f.run("/usr/sbin/ip", "-n", ns, "link", "set", "lo", "up")
-	return ns
-}
-
-// startLLDPd starts lldpd in namespace name on the ports matching iface, with its own
-// control socket and runtime directory, configured by the lldpcli commands in conf before it
-// resumes (commands sent after it starts race its resume: a switch configured that way was
-// seen to send one frame in 20 s); it returns the socket.
-func (f *lldpFabric) startLLDPd(name, iface, descr string, conf ...string) string {
-	ns := f.prefix + name
-	sock := filepath.Join(f.dir, name+".sock")
-	confFile := filepath.Join(f.dir, name+".conf")
-	if err := os.WriteFile(confFile, []byte(strings.Join(conf, "\n")+"\n"), 0o644); err != nil {
-		f.t.Fatal(err)
-	}
-	// The private /run gives lldpd the chroot it was built with (/run/lldpd) where no
-	// service made it, and keeps it off the host's.
-	args := []string{"netns", "exec", ns, "/usr/bin/unshare", "-m", "/bin/sh", "-c",
-		`mount -t tmpfs none /run && mkdir /run/lldpd && exec /usr/sbin/lldpd -d -u "$0" -I "$1" -S "$2" -O "$3"`,
-		sock, iface, descr, confFile}
-	cmd := exec.Command("/usr/sbin/ip", args...)
-	log, err := os.Create(filepath.Join(f.dir, name+".log"))
-	if err != nil {
-		f.t.Fatal(err)
-	}
-	defer log.Close()
-	cmd.Stdout, cmd.Stderr = log, log
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
-	if err := cmd.Start(); err != nil {
-		f.t.Fatal(err)
-	}
-	f.procs = append(f.procs, cmd)
-	// lldpd creates its socket once it runs.
-	for end := time.Now().Add(10 * time.Second); ; time.Sleep(50 * time.Millisecond) {
-		if _, err := os.Stat(sock); err == nil {
-			break
-		}
-		if time.Now().After(end) {
-			b, _ := os.ReadFile(filepath.Join(f.dir, name+".log"))
-			f.t.Fatalf("lldpd in %s did not create %s: %s", ns, sock, b)
-		}
-	}
-	return sock
-}
-
-// cable joins node's ens1f0 to a port of leaf.
-func (f *lldpFabric) cable(nodeName, leaf string, port int) {
-	a, b := fmt.Sprintf("%s%sx", f.prefix, nodeName), fmt.Sprintf("%s%sp%d", f.prefix, leaf, port)
-	f.run("/usr/sbin/ip", "link", "add", a, "type", "veth", "peer", "name", b)
-	f.run("/usr/sbin/ip", "link", "set", a, "netns", f.prefix+nodeName)
-	f.run("/usr/sbin/ip", "link", "set", b, "netns", f.prefix+leaf)
-	f.run("/usr/sbin/ip", "-n", f.prefix+nodeName, "link", "set", a, "name", "ens1f0")
-	f.run("/usr/sbin/ip", "-n", f.prefix+leaf, "link", "set", b, "name", fmt.Sprintf("swp%d", port))
-	f.run("/usr/sbin/ip", "-n", f.prefix+nodeName, "link", "set", "ens1f0", "up")
-	f.run("/usr/sbin/ip", "-n", f.prefix+leaf, "link", "set", fmt.Sprintf("swp%d", port), "up")
-}
-
-// describe says what the lldpd of a node and of its leaf see, and what they logged, for a
-// failure message.
-func (f *lldpFabric) describe(names ...string) string {
-	var b strings.Builder
-	for _, name := range names {
-		sock := filepath.Join(f.dir, name+".sock")
-		for _, what := range []string{"interfaces", "neighbors", "statistics"} {
-			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-			out, err := exec.CommandContext(ctx, "/usr/sbin/lldpcli", "-u", sock, "show", what).CombinedOutput()
-			cancel()
-			fmt.Fprintf(&b, "--- %s: lldpcli show %s (%v)\n%s", name, what, err, out)
-		}
-		log, err := os.ReadFile(filepath.Join(f.dir, name+".log"))
-		fmt.Fprintf(&b, "--- %s: lldpd's log (%v)\n%s", name, err, log)
-	}
-	return b.String()
-}
-
-// stop ends every lldpd (SIGTERM to its process group, then SIGKILL) and removes the
-// namespaces, and with them the veth pairs.
-func (f *lldpFabric) stop() {
-	for _, c := range f.procs {
-		_ = syscall.Kill(-c.Process.Pid, syscall.SIGTERM)
-		done := make(chan struct{})
-		go func() { _ = c.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(5 * time.Second):
-			_ = syscall.Kill(-c.Process.Pid, syscall.SIGKILL)
-			<-done
-		}
-	}
-	for _, ns := range f.netns {
-		if out, err := exec.Command("/usr/sbin/ip", "netns", "del", ns).CombinedOutput(); err != nil {
-			f.t.Errorf("ip netns del %s: %v: %s", ns, err, out)
-		}
-	}
-}
 
 // TestLLDPNamespaceFabric builds two leaves and six nodes, n[1-3] cabled to leaf01 and
 // n[4-6] to leaf02, except n3, which topology.conf puts with n[1-2] but is cabled to leaf02:
 // `topology capture --lldp` on each node, then `lint --topology --lldp` names n3 and nothing
 // else, and `topology generate` writes a topology.conf that lints clean.
 func TestLLDPNamespaceFabric(t *testing.T) {
-	lldpNeeds(t)
-	f := &lldpFabric{t: t, prefix: fmt.Sprintf("nc%d", os.Getpid()%10000), dir: t.TempDir()}
-	// lldpd's monitor drops to its own user: it must reach its socket's directory.
-	for _, d := range []string{filepath.Dir(f.dir), f.dir} {
-		if err := os.Chmod(d, 0o755); err != nil {
-			t.Fatal(err)
-		}
-	}
-	t.Cleanup(f.stop)
+	f := testbed.NewLLDPFabric(t)
 	leafOf := map[string]string{"n1": "sw1", "n2": "sw1", "n3": "sw2", "n4": "sw2", "n5": "sw2", "n6": "sw2"}
 	names := map[string]string{"sw1": "leaf01", "sw2": "leaf02"}
 	for _, sw := range []string{"sw1", "sw2"} {
-		f.addNS(sw)
+		f.AddNS(sw)
 	}
 	nodes := []string{"n1", "n2", "n3", "n4", "n5", "n6"}
 	for i, n := range nodes {
-		f.addNS(n)
-		f.cable(n, leafOf[n], i+1)
+		f.AddNS(n)
+		f.Cable(n, "ens1f0", leafOf[n], i+1)
 	}
 	for _, sw := range []string{"sw1", "sw2"} {
-		f.startLLDPd(sw, "swp*", names[sw]+" switch", "configure system hostname "+names[sw],
-			"configure lldp portidsubtype ifname", "configure lldp tx-interval 1")
+		f.StartSwitch(sw, names[sw])
 	}
 	socks := map[string]string{}
 	for _, n := range nodes {
-		socks[n] = f.startLLDPd(n, "ens1f0", n, "configure lldp tx-interval 1")
+		socks[n] = f.StartLLDPd(n, "ens1f0", n, "configure lldp tx-interval 1")
 	}
-	caps := filepath.Join(f.dir, "lldp")
+	caps := filepath.Join(f.Dir, "lldp")
 	if err := os.Mkdir(caps, 0o755); err != nil {
 		t.Fatal(err)
 	}
@@ -199,11 +55,11 @@ func TestLLDPNamespaceFabric(t *testing.T) {
 				break
 			}
 			if time.Now().After(end) {
-				t.Fatalf("capture %s: no neighbour after 20 s: %s\n%s", n, stderr.String(), f.describe(n, leafOf[n]))
+				t.Fatalf("capture %s: no neighbour after 20 s: %s\n%s", n, stderr.String(), f.Describe(n, leafOf[n]))
 			}
 		}
 	}
-	conf := filepath.Join(f.dir, "etc")
+	conf := filepath.Join(f.Dir, "etc")
 	if err := os.Mkdir(conf, 0o755); err != nil {
 		t.Fatal(err)
 	}
