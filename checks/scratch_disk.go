@@ -1,6 +1,7 @@
 package checks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -64,12 +65,12 @@ type scratchFacts struct {
 	TmpFSSet   bool
 	TmpDisk    uint64 // MB (MiB), as slurm.conf says
 	TmpDiskSet bool
-	Mount      node.Mount // the mount holding TmpFS
-	Found      bool       // a mount holds TmpFS
+	Mount      node.FSUsage // the mount holding TmpFS, with its statfs
+	Found      bool         // a mount holds TmpFS
 }
 
 func (scratchDisk) Run(ctx context.Context, env *Env) Result {
-	ms, err := node.Read(ctx, env.Facts, node.MountsFact)
+	ms, err := node.Read(ctx, env.Facts, node.FilesystemsFact)
 	switch {
 	case err != nil && ctx.Err() != nil:
 		return Result{Status: StatusFail, Summary: scratchTimedOut, Err: err, Remedy: remedyOf(faultTimeout)}
@@ -115,31 +116,32 @@ func judgeScratch(f scratchFacts) Result {
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
 	m := f.Mount
-	where := fmt.Sprintf("%s on %s", m.FSType, m.Source)
-	if m.Path != f.TmpFS {
-		where += " mounted at " + m.Path
+	size := m.SizeBytes >> 20 // MiB, as slurmd's get_tmp_disk counts TmpDisk
+	where := fmt.Sprintf("%s on %s", m.Type, m.Source)
+	if m.Point != f.TmpFS {
+		where += " mounted at " + m.Point
 	}
-	d := Detail{Device: f.TmpFS, Status: StatusOK, Observed: fmt.Sprintf("%d MiB %s", m.SizeMiB, where)}
+	d := Detail{Device: f.TmpFS, Status: StatusOK, Observed: fmt.Sprintf("%d MiB %s", size, where)}
 	if f.TmpDiskSet {
 		d.Expected = fmt.Sprintf("TmpDisk=%d", f.TmpDisk)
 	}
 	switch {
-	case m.ReadOnly:
+	case m.ReadOnly():
 		failDetail(&d, faultScratchReadOnly)
 		d.Message = fmt.Sprintf("TmpFS=%s (%s) is mounted read-only: jobs cannot write their scratch files", f.TmpFS, where)
-	case !m.Statted:
+	case m.Pseudo || m.Error != "":
 		d.Status = StatusError
-		d.Message = fmt.Sprintf("TmpFS=%s (%s): size not read (%s)", f.TmpFS, where, m.StatError)
-	case f.TmpDiskSet && m.SizeMiB < f.TmpDisk:
+		d.Message = fmt.Sprintf("TmpFS=%s (%s): size not read (%s)", f.TmpFS, where, cmp.Or(m.Error, "a kernel pseudo filesystem"))
+	case f.TmpDiskSet && size < f.TmpDisk:
 		failDetail(&d, faultScratchSmall)
-		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s), less than TmpDisk=%d: slurmctld sets the node INVAL (Low TmpDisk)", f.TmpFS, m.SizeMiB, where, f.TmpDisk)
-	case f.TmpFSSet && f.TmpFS != defaultTmpFS && m.Path != f.TmpFS:
+		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s), less than TmpDisk=%d: slurmctld sets the node INVAL (Low TmpDisk)", f.TmpFS, size, where, f.TmpDisk)
+	case f.TmpFSSet && f.TmpFS != defaultTmpFS && m.Point != f.TmpFS:
 		d.Status = StatusWarn
-		d.Message = fmt.Sprintf("TmpFS=%s is not a mount point: it lies on %s (%d MiB), so the scratch disk is not mounted there and jobs write to that filesystem", f.TmpFS, m.Path, m.SizeMiB)
+		d.Message = fmt.Sprintf("TmpFS=%s is not a mount point: it lies on %s (%d MiB), so the scratch disk is not mounted there and jobs write to that filesystem", f.TmpFS, m.Point, size)
 	case f.TmpDiskSet:
-		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s), at least TmpDisk=%d", f.TmpFS, m.SizeMiB, where, f.TmpDisk)
+		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s), at least TmpDisk=%d", f.TmpFS, size, where, f.TmpDisk)
 	default:
-		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s); the node sets no TmpDisk", f.TmpFS, m.SizeMiB, where)
+		d.Message = fmt.Sprintf("TmpFS=%s is %d MiB (%s); the node sets no TmpDisk", f.TmpFS, size, where)
 	}
 	res := Result{Status: d.Status, Summary: d.Message, Details: []Detail{d}, Observed: d.Observed, Expected: d.Expected, Remedy: d.Remedy}
 	if d.Status == StatusError {
@@ -165,14 +167,14 @@ func (scratchDisk) Faults() Faults {
 func (scratchDisk) Explain() Explanation {
 	return Explanation{
 		Reads: []string{
-			"The mount table (/proc/self/mountinfo) and statfs(2) of each local filesystem (network and FUSE filesystems are not statted: a hung server would hold the check), recorded in snapshots as mounts.json.",
+			"The mount table (/proc/mounts) and statfs(2) of each mount, 2 s each (a hung server's mount is reported as not answering), recorded in snapshots as filesystems.json: the reading fs_usage judges too.",
 			"slurm.conf: TmpFS (default /tmp) and the node's TmpDisk, in MB as slurmd counts them (f_blocks × f_frsize / 2^20 of TmpFS).",
 		},
 		Passes: "The filesystem holding TmpFS is writable and at least TmpDisk MiB.",
 		Warns:  "TmpFS is set to a path other than /tmp that is not a mount point of its own: the scratch disk meant to be mounted there is not, and jobs write to the filesystem below it.",
 		Fails:  "The filesystem at TmpFS is smaller than TmpDisk (slurmd registers its size and slurmctld sets the node INVAL, reason \"Low TmpDisk\"), or it is mounted read-only. Or reading the mounts ran out of time.",
-		Skips:  "slurm.conf sets neither TmpFS nor the node's TmpDisk, the mode is not in modes (health and manual by default), or a snapshot replayed has no mounts.json.",
-		Errors: "The mount table or slurm.conf cannot be read, the node is not in slurm.conf, no mount holds TmpFS, or TmpFS is on a network filesystem whose size is not read.",
+		Skips:  "slurm.conf sets neither TmpFS nor the node's TmpDisk, the mode is not in modes (health and manual by default), or a snapshot replayed has no filesystems.json.",
+		Errors: "The mount table or slurm.conf cannot be read, the node is not in slurm.conf, no mount holds TmpFS, or the statfs of the filesystem at TmpFS failed or did not answer.",
 		Fix: []string{
 			"Too small: findmnt TmpFS shows what is mounted there; a missing NVMe scratch disk (nvme list, the kernel log) is mounted again or replaced, then slurmd restarted. Where TmpDisk is set above the disk, set it from slurmd -C and run scontrol reconfigure.",
 			"Read-only: the kernel log (dmesg) says why the filesystem was remounted read-only; fsck it or replace the disk.",

@@ -14,9 +14,16 @@ import (
 )
 
 func TestJudgeScratch(t *testing.T) {
-	nvme := node.Mount{Path: "/scratch", FSType: "xfs", Source: "/dev/nvme0n1", Statted: true, SizeMiB: 3662830, AvailMiB: 3600000}
-	root := node.Mount{Path: "/", FSType: "ext4", Source: "/dev/sda2", Statted: true, SizeMiB: 450000, AvailMiB: 200000}
-	with := func(m node.Mount, f func(*node.Mount)) node.Mount { f(&m); return m }
+	const mib = 1 << 20
+	mount := func(point, typ, src string, sizeMiB uint64, opts ...string) node.FSUsage {
+		return node.FSUsage{MountEntry: node.MountEntry{Point: point, Type: typ, Source: src, Options: append([]string{"rw"}, opts...)}, SizeBytes: sizeMiB * mib}
+	}
+	nvme := mount("/scratch", "xfs", "/dev/nvme0n1", 3662830)
+	root := mount("/", "ext4", "/dev/sda2", 450000)
+	readOnly := nvme
+	readOnly.Options = []string{"ro"}
+	hung := mount("/scratch", "nfs4", "srv:/x", 0)
+	hung.TimedOut, hung.Error = true, "statfs did not answer within 2s"
 	tests := []struct {
 		name    string
 		in      scratchFacts
@@ -29,9 +36,9 @@ func TestJudgeScratch(t *testing.T) {
 		{"disk not mounted: root is smaller", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 3000000, TmpDiskSet: true, Mount: root, Found: true}, StatusFail, "ext4 on /dev/sda2 mounted at /"},
 		{"disk not mounted: root is large enough warns", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 100000, TmpDiskSet: true, Mount: root, Found: true}, StatusWarn, "TmpFS=/scratch is not a mount point"},
 		{"default /tmp on root is fine", scratchFacts{TmpFS: "/tmp", TmpDisk: 100000, TmpDiskSet: true, Mount: root, Found: true}, StatusOK, "at least TmpDisk=100000"},
-		{"read-only fails", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 1, TmpDiskSet: true, Mount: with(nvme, func(m *node.Mount) { m.ReadOnly = true }), Found: true}, StatusFail, "mounted read-only"},
-		{"network filesystem not statted", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 1, TmpDiskSet: true,
-			Mount: node.Mount{Path: "/scratch", FSType: "nfs4", Source: "srv:/x", StatError: "not statted: a network or FUSE filesystem"}, Found: true}, StatusError, "size not read"},
+		{"read-only fails", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 1, TmpDiskSet: true, Mount: readOnly, Found: true}, StatusFail, "mounted read-only"},
+		{"a statfs that did not answer", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDisk: 1, TmpDiskSet: true,
+			Mount: hung, Found: true}, StatusError, "size not read (statfs did not answer within 2s)"},
 		{"TmpFS without TmpDisk", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, Mount: nvme, Found: true}, StatusOK, "sets no TmpDisk"},
 		{"no mount holds it", scratchFacts{TmpFS: "/scratch", TmpFSSet: true, TmpDiskSet: true, TmpDisk: 1}, StatusError, "no mounted filesystem holds TmpFS=/scratch"},
 	}
@@ -50,9 +57,9 @@ func TestJudgeScratch(t *testing.T) {
 }
 
 func TestScratchDiskRun(t *testing.T) {
-	mounts := node.Mounts{Mounts: []node.Mount{
-		{Path: "/", FSType: "ext4", Source: "/dev/sda2", Statted: true, SizeMiB: 450000},
-		{Path: "/scratch", FSType: "xfs", Source: "/dev/nvme0n1", Statted: true, SizeMiB: 3662830},
+	mounts := node.Filesystems{Mounts: []node.FSUsage{
+		{MountEntry: node.MountEntry{Point: "/", Type: "ext4", Source: "/dev/sda2", Options: []string{"rw"}}, SizeBytes: 450000 << 20},
+		{MountEntry: node.MountEntry{Point: "/scratch", Type: "xfs", Source: "/dev/nvme0n1", Options: []string{"rw"}}, SizeBytes: 3662830 << 20},
 	}}
 	tests := []struct {
 		name, slurmConf string
@@ -70,8 +77,8 @@ func TestScratchDiskRun(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			f := &fakeFacts{files: map[string]string{"/etc/slurm/slurm.conf": tc.slurmConf}, facts: map[string]any{node.MountsFact.Name: mounts},
-				factErr: map[string]error{node.MountsFact.Name: tc.factErr}}
+			f := &fakeFacts{files: map[string]string{"/etc/slurm/slurm.conf": tc.slurmConf}, facts: map[string]any{node.FilesystemsFact.Name: mounts},
+				factErr: map[string]error{node.FilesystemsFact.Name: tc.factErr}}
 			env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeHealth, Node: "gpu01",
 				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 			got := scratchDisk{}.Run(context.Background(), env)
@@ -87,7 +94,7 @@ func TestScratchDiskTimeout(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), time.Nanosecond)
 	defer cancel()
 	<-ctx.Done()
-	f := &fakeFacts{factErr: map[string]error{node.MountsFact.Name: fmt.Errorf("read mounted filesystems: %w", ctx.Err())}}
+	f := &fakeFacts{factErr: map[string]error{node.FilesystemsFact.Name: fmt.Errorf("read mounted filesystems: %w", ctx.Err())}}
 	got := scratchDisk{}.Run(ctx, &Env{Facts: f, Config: config.Default(Schema()), Node: "gpu01"})
 	if got.Status != StatusFail || got.Summary != scratchTimedOut {
 		t.Errorf("Run = %s %q, want fail %q", got.Status, got.Summary, scratchTimedOut)

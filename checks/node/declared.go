@@ -7,7 +7,6 @@ func DeclaredFacts() []FactDecl {
 	return []FactDecl{
 		InventoryFact,
 		NVLinkTopologyFact,
-		MountsFact,
 		FilesystemsFact,
 		ProcessesFact,
 		DeviceAccessFact,

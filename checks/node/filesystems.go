@@ -124,6 +124,20 @@ type Filesystems struct {
 	Mounts []FSUsage `json:"mounts"`
 }
 
+// Containing returns the mount that holds path: the one whose mount point is path or its
+// longest parent (symlinks in path are not resolved); false when none is.
+func (f Filesystems) Containing(path string) (FSUsage, bool) {
+	best, ok := FSUsage{}, false
+	for _, m := range f.Mounts {
+		if m.Point == path || m.Point == "/" || strings.HasPrefix(path, strings.TrimSuffix(m.Point, "/")+"/") {
+			if !ok || len(m.Point) >= len(best.Point) {
+				best, ok = m, true
+			}
+		}
+	}
+	return best, ok
+}
+
 // FilesystemsFact reads /proc/mounts and statfs(2)s each visible mount of a type that holds
 // files. One mount's statfs that does not answer within StatfsTimeout (a hung NFS server)
 // is marked TimedOut and the others are still reported.
