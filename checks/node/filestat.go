@@ -2,7 +2,6 @@ package node
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -148,33 +147,19 @@ type statRecord struct {
 
 // parseStats decodes and checks stats.json into a map by path.
 func parseStats(b []byte) (map[string]statRecord, error) {
-	var recs []statRecord
-	if err := json.Unmarshal(b, &recs); err != nil {
-		return nil, jsonError(statsFile, b, err, recs)
-	}
-	out := make(map[string]statRecord, len(recs))
-	for i, r := range recs {
-		where := fmt.Sprintf("%s: entry %d (%q)", statsFile, i+1, r.Path)
-		p, err := cleanAbs(r.Path)
-		if err != nil || p != r.Path {
-			return nil, fmt.Errorf("%s: path is not a clean absolute path", where)
-		}
-		if _, dup := out[p]; dup {
-			return nil, fmt.Errorf("%s: path listed twice", where)
-		}
+	return recordsByPath(statsFile, b, func(r statRecord) string { return r.Path }, func(r statRecord) error {
 		switch {
 		case !slices.Contains(fileTypes, r.Type):
-			return nil, fmt.Errorf("%s: type %q is not one of %s", where, r.Type, strings.Join(fileTypes[1:], ", "))
+			return fmt.Errorf("type %q is not one of %s", r.Type, strings.Join(fileTypes[1:], ", "))
 		case r.Missing && (r.Type != "" || r.Symlink || r.Error != ""):
-			return nil, fmt.Errorf("%s: missing, yet has a type, a link or an error", where)
+			return errors.New("missing, yet has a type, a link or an error")
 		case r.Mode > 0o7777:
-			return nil, fmt.Errorf("%s: mode %o has bits above 07777", where, r.Mode)
+			return fmt.Errorf("mode %o has bits above 07777", r.Mode)
 		case r.DelayMS < 0:
-			return nil, fmt.Errorf("%s: delay_ms %d is negative", where, r.DelayMS)
+			return fmt.Errorf("delay_ms %d is negative", r.DelayMS)
 		}
-		out[p] = r
-	}
-	return out, nil
+		return nil
+	})
 }
 
 // FileStat implements Facts from stats.json. A path not recorded is an error wrapping

@@ -42,29 +42,42 @@ var devTypes = []string{"char", "block", "file", "dir", "symlink", "other"}
 
 // parseDevices decodes and checks devices.json into a map by path.
 func parseDevices(b []byte) (map[string]deviceRecord, error) {
-	var recs []deviceRecord
+	return recordsByPath(devicesFile, b, func(r deviceRecord) string { return r.Path }, func(r deviceRecord) error {
+		switch {
+		case r.Missing && (r.Type != "" || r.Major != 0 || r.Minor != 0):
+			return errors.New("missing, yet has a type or numbers")
+		case !r.Missing && !slices.Contains(devTypes, r.Type):
+			return fmt.Errorf("type %q is not one of %s", r.Type, strings.Join(devTypes, ", "))
+		case r.Type != "char" && r.Type != "block" && (r.Major != 0 || r.Minor != 0):
+			return fmt.Errorf("a %s has no major or minor", r.Type)
+		case r.DelayMS < 0:
+			return fmt.Errorf("delay_ms %d is negative", r.DelayMS)
+		}
+		return nil
+	})
+}
+
+// recordsByPath decodes a snapshot file that is a JSON list of records, one per path, into
+// a map by path: every path clean and absolute, none listed twice, and each record as check
+// wants it. Its errors name the file, the entry and its path.
+func recordsByPath[T any](file string, b []byte, pathOf func(T) string, check func(T) error) (map[string]T, error) {
+	var recs []T
 	if err := json.Unmarshal(b, &recs); err != nil {
-		return nil, jsonError(devicesFile, b, err, recs)
+		return nil, jsonError(file, b, err, recs)
 	}
-	out := make(map[string]deviceRecord, len(recs))
+	out := make(map[string]T, len(recs))
 	for i, r := range recs {
-		where := fmt.Sprintf("%s: entry %d (%q)", devicesFile, i+1, r.Path)
-		p, err := cleanAbs(r.Path)
-		if err != nil || p != r.Path {
+		path := pathOf(r)
+		where := fmt.Sprintf("%s: entry %d (%q)", file, i+1, path)
+		p, err := cleanAbs(path)
+		if err != nil || p != path {
 			return nil, fmt.Errorf("%s: path is not a clean absolute path", where)
 		}
 		if _, dup := out[p]; dup {
 			return nil, fmt.Errorf("%s: path listed twice", where)
 		}
-		switch {
-		case r.Missing && (r.Type != "" || r.Major != 0 || r.Minor != 0):
-			return nil, fmt.Errorf("%s: missing, yet has a type or numbers", where)
-		case !r.Missing && !slices.Contains(devTypes, r.Type):
-			return nil, fmt.Errorf("%s: type %q is not one of %s", where, r.Type, strings.Join(devTypes, ", "))
-		case r.Type != "char" && r.Type != "block" && (r.Major != 0 || r.Minor != 0):
-			return nil, fmt.Errorf("%s: a %s has no major or minor", where, r.Type)
-		case r.DelayMS < 0:
-			return nil, fmt.Errorf("%s: delay_ms %d is negative", where, r.DelayMS)
+		if err := check(r); err != nil {
+			return nil, fmt.Errorf("%s: %w", where, err)
 		}
 		out[p] = r
 	}
