@@ -18,7 +18,7 @@ import (
 // It runs in health mode, as NHC marks a node offline wherever it runs, unless slurmd
 // started it as a prolog or epilog.
 func runAsNHC(ctx context.Context, g *globals, args []string) int {
-	plan, err := nhcdrop.Load(ctx, args, os.Hostname)
+	plan, err := nhcdrop.Load(ctx, args, nhcdrop.Host{Hostname: os.Hostname})
 	if err != nil {
 		fmt.Fprintf(g.stderr, "nodecheck (as nhc): %v\n", err)
 		return exitCannotRun

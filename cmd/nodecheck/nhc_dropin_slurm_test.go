@@ -46,6 +46,10 @@ func testNHCDropInOnSlurm(t *testing.T, b *testbed.Bed) {
 		t.Fatal(err)
 	}
 	conf := filepath.Join(tb.Tmp, "nhc.conf")
+	sysconfig := filepath.Join(tb.Tmp, "sysconfig") // no sysconfig file: whatever this machine's /etc/default/nhc says stays out
+	if err := os.Mkdir(sysconfig, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	writeConf := func(text string) {
 		t.Helper()
 		if err := os.WriteFile(conf+".new", []byte(text), 0o644); err != nil {
@@ -58,7 +62,7 @@ func testNHCDropInOnSlurm(t *testing.T, b *testbed.Bed) {
 	const missing = "nodecheck-test-no-such-daemon"
 	const reason = "nodecheck: services: " + missing + ": not running (as root) [admin]"
 	writeConf("* || check_fs_mount_rw -f /\n* || check_ps_service -u root -S " + missing + "\n")
-	tb.Hook(t, "n1", "health", "SLURM_CONF="+tb.Conf, link, "-c", conf, "-m", "n1", "NODECHECK_CONFIG="+cfg)
+	tb.Hook(t, "n1", "health", "SLURM_CONF="+tb.Conf, link, "-c", conf, "-m", "n1", "NODECHECK_CONFIG="+cfg, "SYSCONFIGDIR="+sysconfig)
 
 	testbed.WaitFor(t, "slurmd's health check to drain n1 through nodecheck as nhc", 30*time.Second, func() bool {
 		n := tb.node(t, "n1")

@@ -17,6 +17,7 @@ import (
 // with the real scontrol 22.05.8 output of an idle node (drain/testdata/slurm-22.05).
 type dropInNode struct {
 	dir, conf, cfg string
+	sysconfig      string // SYSCONFIGDIR: where the sysconfig file "nhc" goes, empty at first
 }
 
 // nhcTestConf is an nhc.conf: lines for every host, for other hosts, one for n[1-3] that
@@ -36,7 +37,10 @@ func newDropInNode(t *testing.T) dropInNode {
 	if err != nil {
 		t.Fatal(err)
 	}
-	n := dropInNode{dir: dir, conf: filepath.Join(dir, "nhc.conf"), cfg: filepath.Join(dir, "nodecheck.toml")}
+	n := dropInNode{dir: dir, conf: filepath.Join(dir, "nhc.conf"), cfg: filepath.Join(dir, "nodecheck.toml"), sysconfig: filepath.Join(dir, "sysconfig")}
+	if err := os.Mkdir(n.sysconfig, 0o755); err != nil {
+		t.Fatal(err)
+	}
 	fake := "#!/bin/sh\n# stand-in for scontrol: logs its arguments; show node prints a real 22.05.8 capture\n" +
 		"{ printf '[%s]' \"$@\"; echo; } >>" + filepath.Join(dir, "argv.log") + "\n" +
 		"case \"$1\" in --version) echo 'slurm-wlm 22.05.8' ;; show) cat " + filepath.Join(dir, "show.out") + " ;; esac\n"
@@ -62,7 +66,7 @@ func newDropInNode(t *testing.T) dropInNode {
 func (n dropInNode) run(t *testing.T, args ...string) (stdout, stderr string, code int) {
 	t.Helper()
 	var out, errb bytes.Buffer
-	argv := append([]string{"/usr/sbin/nhc", "-c", n.conf, "NODECHECK_CONFIG=" + n.cfg}, args...)
+	argv := append([]string{"/usr/sbin/nhc", "-c", n.conf, "NODECHECK_CONFIG=" + n.cfg, "SYSCONFIGDIR=" + n.sysconfig}, args...)
 	code = execute(context.Background(), argv, strings.NewReader(""), &out, &errb, func(string) string { return "" })
 	return out.String(), errb.String(), code
 }
@@ -114,6 +118,25 @@ func TestNHCDropIn(t *testing.T) {
 			t.Errorf("exit %d, scontrol calls %q:\n%s", code, n.calls(), out)
 		}
 	})
+	t.Run("MARK_OFFLINE=0 in the sysconfig file reports only", func(t *testing.T) {
+		n := newDropInNode(t)
+		if err := os.WriteFile(filepath.Join(n.sysconfig, "nhc"), []byte("# /etc/default/nhc\nexport MARK_OFFLINE=0\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		out, _, code := n.run(t, "-m", "n1")
+		if code != exitUnhealthy || strings.Contains(n.calls(), "update") || strings.Contains(out, "drain:") {
+			t.Errorf("exit %d, scontrol calls %q:\n%s", code, n.calls(), out)
+		}
+	})
+	t.Run("a sysconfig file it cannot read stops it", func(t *testing.T) {
+		n := newDropInNode(t)
+		if err := os.WriteFile(filepath.Join(n.sysconfig, "nhc"), []byte("MARK_OFFLINE=$(site-policy)\n"), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		if _, stderr, code := n.run(t, "-m", "n1"); code != exitCannotRun || !strings.Contains(stderr, filepath.Join(n.sysconfig, "nhc")+":1:") || n.calls() != "" {
+			t.Errorf("exit %d, scontrol calls %q:\n%s", code, n.calls(), stderr)
+		}
+	})
 	t.Run("another host runs the lines for it", func(t *testing.T) {
 		n := newDropInNode(t)
 		out, _, _ := n.run(t, "-m", "otherhost", "NHC_RM=none")
@@ -158,7 +181,7 @@ func TestNHCDropInLink(t *testing.T) {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, link, "-c", n.conf, "NODECHECK_CONFIG="+n.cfg, "-m", "n1", "MARK_OFFLINE=0")
+	cmd := exec.CommandContext(ctx, link, "-c", n.conf, "NODECHECK_CONFIG="+n.cfg, "SYSCONFIGDIR="+n.sysconfig, "-m", "n1", "MARK_OFFLINE=0")
 	cmd.Env = []string{"PATH=/usr/sbin:/usr/bin:/sbin:/bin"}
 	out, err := cmd.Output()
 	var ee *exec.ExitError

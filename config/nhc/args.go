@@ -26,6 +26,8 @@ type Options struct {
 	LogFile  string        // -l, or LOGFILE=
 	Debug    bool          // -d, or DEBUG=1
 	Hostname string        // -m, or NHC_HOST= or HOSTNAME=: the node name to match and drain
+	// SysconfigDir is SYSCONFIGDIR=: where NHC's sysconfig file is; "" for NHC's own choice.
+	SysconfigDir string
 	// NodecheckConfig is NODECHECK_CONFIG=FILE: the nodecheck.toml the drop-in reads instead of
 	// /etc/nodecheck/nodecheck.toml (nodecheck's own setting, not NHC's).
 	NodecheckConfig string
@@ -40,9 +42,33 @@ type Options struct {
 // is reported, and nodecheck cannot honour, are errors naming the option; harmless ones are
 // accepted with a note.
 func ParseArgs(args []string) (Options, error) {
+	return ParseArgsSysconfig(args, nil)
+}
+
+// ParseArgsSysconfig is ParseArgs, then NHC's sysconfig file, read by sysconfig from the
+// command line's SYSCONFIGDIR= ("" for NHC's own choice) and the program's name (-n, NAME=,
+// else "nhc"), and applied after the command line, as LBNL NHC sources $SYSCONFIGDIR/$NAME
+// after parsing it (so the file's settings win). sysconfig gives the file's bytes and its
+// name for errors; nil bytes for no file; a nil sysconfig reads none.
+func ParseArgsSysconfig(args []string, sysconfig func(dir, name string) ([]byte, string, error)) (Options, error) {
 	o, err := parseArgs(args)
 	if err != nil {
 		return Options{}, err
+	}
+	if sysconfig != nil {
+		data, file, err := sysconfig(o.SysconfigDir, cmpOr(o.Name, DefaultName))
+		if err != nil {
+			return Options{}, err
+		}
+		sets, err := ParseSysconfig(data, file)
+		if err != nil {
+			return Options{}, err
+		}
+		for _, s := range sets {
+			if err := o.setVar(s.Name, s.Value); err != nil {
+				return Options{}, fmt.Errorf("%s:%d: %w", file, s.Line, err)
+			}
+		}
 	}
 	if o.ConfDir == "" {
 		o.ConfDir = DefaultConfDir
@@ -54,6 +80,66 @@ func ParseArgs(args []string) (Options, error) {
 		o.ConfFile = o.ConfDir + "/" + o.Name + ".conf"
 	}
 	return o, nil
+}
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Setting is one NAME=VALUE line of NHC's sysconfig file.
+type Setting struct {
+	Name, Value string
+	Line        int
+}
+
+// ParseSysconfig reads NHC's sysconfig file (/etc/sysconfig/nhc, /etc/default/nhc), which NHC
+// sources as bash: it takes assignments, NAME=VALUE or export NAME=VALUE, with bash's quoting,
+// and comments. Anything else bash would run or expand ($VAR, $(...), if, a function) is an
+// error naming the line: a setting such as MARK_OFFLINE that nodecheck could not read would
+// make it drain where NHC would not.
+func ParseSysconfig(data []byte, file string) ([]Setting, error) {
+	var out []Setting
+	for i, line := range strings.Split(string(data), "\n") {
+		line = strings.TrimSpace(line)
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		words, err := splitWords(line)
+		if err == nil && len(words) > 0 && words[0] == "export" {
+			words = words[1:]
+		}
+		if err == nil && len(words) != 1 {
+			err = fmt.Errorf("%d words", len(words))
+		}
+		var name, value string
+		if err == nil {
+			var ok bool
+			name, value, ok = strings.Cut(words[0], "=")
+			if !ok || !validVarName(name) {
+				err = fmt.Errorf("%q is not NAME=VALUE", words[0])
+			}
+		}
+		if err != nil {
+			return nil, fmt.Errorf("%s:%d: %v: nodecheck reads NAME=VALUE lines only (NHC sources this file as bash)", file, i+1, err)
+		}
+		out = append(out, Setting{Name: name, Value: value, Line: i + 1})
+	}
+	return out, nil
+}
+
+func validVarName(s string) bool {
+	if s == "" || s[0] >= '0' && s[0] <= '9' {
+		return false
+	}
+	for _, c := range s {
+		if !(c == '_' || c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9') {
+			return false
+		}
+	}
+	return true
 }
 
 func parseArgs(args []string) (Options, error) {
@@ -119,7 +205,7 @@ func (o *Options) setVar(name, v string) error {
 	case "LOGFILE":
 		o.LogFile = v
 	case "NAME":
-		if v == "" || strings.ContainsAny(v, "/") {
+		if v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/") {
 			return fmt.Errorf("nhc name %q: want a plain name (it names CONFDIR/NAME.conf)", v)
 		}
 		o.Name = v
@@ -133,6 +219,11 @@ func (o *Options) setVar(name, v string) error {
 			return fmt.Errorf("nhc timeout %q: want whole seconds, 0 or more", v)
 		}
 		o.Timeout = time.Duration(n) * time.Second
+	case "SYSCONFIGDIR":
+		if !strings.HasPrefix(v, "/") {
+			return fmt.Errorf("SYSCONFIGDIR=%s: want an absolute path", v)
+		}
+		o.SysconfigDir = v
 	case "NODECHECK_CONFIG":
 		if !strings.HasPrefix(v, "/") {
 			return fmt.Errorf("NODECHECK_CONFIG=%s: want an absolute path", v)

@@ -72,3 +72,57 @@ func FuzzParseArgs(f *testing.F) {
 		}
 	})
 }
+
+// TestParseArgsSysconfig: NHC sources its sysconfig file after the command line, so its
+// settings win; assignments are read with bash's quoting, anything bash would expand or run
+// is refused with the file and line.
+func TestParseArgsSysconfig(t *testing.T) {
+	read := func(text string) func(dir, name string) ([]byte, string, error) {
+		return func(dir, name string) ([]byte, string, error) {
+			if dir != "/etc/x" || name != "nhc" {
+				t.Errorf("sysconfig asked for %s/%s", dir, name)
+			}
+			return []byte(text), "/etc/x/nhc", nil
+		}
+	}
+	o, err := ParseArgsSysconfig([]string{"-t", "20", "SYSCONFIGDIR=/etc/x"}, read("# site\nexport MARK_OFFLINE=0\nTIMEOUT='45'\nNHC_RM=\"slurm\"\n\nOFFLINE_NODE=/usr/local/sbin/mark\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if o.MarkOffline || o.Timeout != 45*time.Second || o.ConfFile != "/etc/nhc/nhc.conf" || len(o.Notes) != 1 {
+		t.Errorf("%+v", o)
+	}
+	for text, says := range map[string]string{
+		"MARK_OFFLINE=$X\n":            "/etc/x/nhc:1:",
+		"\nif true; then X=1; fi\n":    "/etc/x/nhc:2:",
+		"MARK_OFFLINE=0 # report\n":    "NAME=VALUE lines only",
+		"X=1 Y=2\n":                    "2 words",
+		"1X=2\n":                       "not NAME=VALUE",
+		"NHC_RM=pbs\n":                 "/etc/x/nhc:1: nhc NHC_RM=pbs",
+		"TIMEOUT=soon\n":               "/etc/x/nhc:1: nhc timeout",
+		"function f() { :; }\n":        "NAME=VALUE lines only",
+		"MARK_OFFLINE=`date`\n":        "NAME=VALUE lines only",
+		"CONFFILE=\"/etc/nhc/a.conf\n": "unclosed double quote",
+	} {
+		if _, err := ParseArgsSysconfig([]string{"SYSCONFIGDIR=/etc/x"}, read(text)); err == nil || !strings.Contains(err.Error(), says) {
+			t.Errorf("%q: %v, want an error saying %q", text, err, says)
+		}
+	}
+}
+
+func FuzzParseSysconfig(f *testing.F) {
+	for _, s := range []string{"MARK_OFFLINE=0\n", "export NHC_RM='slurm'\n# c\n", "X=\"a b\"\n", "$(x)\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, text string) {
+		sets, err := ParseSysconfig([]byte(text), "nhc")
+		if err != nil {
+			return
+		}
+		for _, s := range sets {
+			if !validVarName(s.Name) || s.Line < 1 {
+				t.Errorf("%+v from %q", s, text)
+			}
+		}
+	})
+}

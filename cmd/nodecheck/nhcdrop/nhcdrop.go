@@ -8,8 +8,11 @@ package nhcdrop
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
@@ -36,26 +39,55 @@ type Plan struct {
 	checks      map[string]map[string]any
 }
 
-// Load reads NHC's command line and its configuration file. hostname is the kernel's host
-// name (os.Hostname), asked only when -m does not name the host.
-func Load(ctx context.Context, args []string, hostname func() (string, error)) (Plan, error) {
-	o, err := nhc.ParseArgs(args)
+// Host is what Load asks of the machine.
+type Host struct {
+	// Hostname is the kernel's host name (os.Hostname), asked only when -m does not name the host.
+	Hostname func() (string, error)
+	// SysconfigDir is where NHC's sysconfig file NAME lives unless the command line says
+	// (SYSCONFIGDIR=); "" finds it as LBNL NHC does (SysconfigDir).
+	SysconfigDir string
+}
+
+// SysconfigDir is where LBNL NHC 1.5 sources its settings from (nhcmain_init_env):
+// /etc/default on Debian (/etc/debian_version), else /etc/sysconfig where it exists, else
+// /etc/default where it exists, else /etc/nhc/sysconfig.
+func SysconfigDir() string {
+	if _, err := os.Stat("/etc/debian_version"); err == nil {
+		return "/etc/default"
+	}
+	for _, d := range []string{"/etc/sysconfig", "/etc/default"} {
+		if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+			return d
+		}
+	}
+	return "/etc/nhc/sysconfig"
+}
+
+// Load reads NHC's command line, its sysconfig file and its configuration file.
+func Load(ctx context.Context, args []string, h Host) (Plan, error) {
+	o, err := nhc.ParseArgsSysconfig(args, func(dir, name string) ([]byte, string, error) {
+		path := filepath.Join(cmp.Or(dir, h.SysconfigDir, SysconfigDir()), name)
+		b, err := readConfig(ctx, path)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, path, nil
+		}
+		return b, path, err
+	})
 	if err != nil {
 		return Plan{}, err
 	}
+	hostname := h.Hostname
 	p := Plan{Options: o, Host: o.Hostname}
 	if p.Host == "" {
 		if p.Host, err = hostname(); err != nil {
 			return Plan{}, fmt.Errorf("host name, to match nhc.conf's targets: %w (give -m HOST)", err)
 		}
 	}
-	path := o.ConfFile
-	data, err := files.Read(ctx, path, files.Limits{MaxBytes: ConfMax, FollowSymlinks: true,
-		Check: func(fi os.FileInfo) error { return config.CheckConfigFilePerms(path, fi, os.Geteuid()) }})
+	data, err := readConfig(ctx, o.ConfFile)
 	if err != nil {
-		return Plan{}, fmt.Errorf("read %s: %w", path, err)
+		return Plan{}, err
 	}
-	lines, err := nhc.Parse(bytes.NewReader(data), path)
+	lines, err := nhc.Parse(bytes.NewReader(data), o.ConfFile)
 	if err != nil {
 		return Plan{}, err
 	}
@@ -65,6 +97,17 @@ func Load(ctx context.Context, args []string, hostname func() (string, error)) (
 		return Plan{}, err
 	}
 	return p, nil
+}
+
+// readConfig reads a file of NHC's configuration: bounded, and refused where others can
+// write it, as nodecheck.toml is (it says what nodecheck checks, as root).
+func readConfig(ctx context.Context, path string) ([]byte, error) {
+	data, err := files.Read(ctx, path, files.Limits{MaxBytes: ConfMax, FollowSymlinks: true,
+		Check: func(fi os.FileInfo) error { return config.CheckConfigFilePerms(path, fi, os.Geteuid()) }})
+	if err != nil {
+		return nil, fmt.Errorf("read %s: %w", path, err)
+	}
+	return data, nil
 }
 
 // Adjust is the run's config: cfg (nodecheck.toml for this node) with the generic checks

@@ -47,7 +47,7 @@ func TestAdjust(t *testing.T) {
 		{[]string{"-m", "login1", "-t", "20", "MARK_OFFLINE=0", "-l", "/var/log/nhc.log", "-d"}, 20 * time.Second, false, []string{"nscd root"}, []string{"/scratch rw"}, "/var/log/nhc.log", "debug"},
 		{[]string{"-m", "gpu01", "TIMEOUT=300"}, 50 * time.Second, true, []string{"sshd root"}, []string{"/scratch rw"}, "", "info"},
 	} {
-		p, err := Load(context.Background(), append([]string{"-c", conf}, tc.args...), noHostname)
+		p, err := Load(context.Background(), append([]string{"-c", conf}, tc.args...), Host{Hostname: noHostname, SysconfigDir: t.TempDir()})
 		if err != nil {
 			t.Fatalf("%v: %v", tc.args, err)
 		}
@@ -100,11 +100,11 @@ func TestLoadRefuses(t *testing.T) {
 		t.Skip("the ownership rule is root's")
 	}
 	conf := writeConf(t, "* || check_fs_mount_rw -f /\n", 0o666)
-	if _, err := Load(context.Background(), []string{"-c", conf, "-m", "n1"}, noHostname); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
+	if _, err := Load(context.Background(), []string{"-c", conf, "-m", "n1"}, Host{Hostname: noHostname, SysconfigDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "chmod go-w") {
 		t.Errorf("a world-writable nhc.conf: %v", err)
 	}
 	ok := writeConf(t, "* || check_fs_mount_rw -f /\n", 0o644)
-	if _, err := Load(context.Background(), []string{"-c", ok}, noHostname); err == nil || !strings.Contains(err.Error(), "give -m HOST") {
+	if _, err := Load(context.Background(), []string{"-c", ok}, Host{Hostname: noHostname, SysconfigDir: t.TempDir()}); err == nil || !strings.Contains(err.Error(), "give -m HOST") {
 		t.Errorf("no host name: %v", err)
 	}
 }
@@ -113,7 +113,7 @@ func TestLoadRefuses(t *testing.T) {
 // names each with its file and line.
 func TestNotRun(t *testing.T) {
 	conf := writeConf(t, "* || check_fs_mount_rw -f /\n* || check_net_ping -I eth0 10.0.0.1\n@ng@ || check_fs_mount_rw -f /x\n", 0o644)
-	p, err := Load(context.Background(), []string{"-c", conf, "-m", "n1"}, noHostname)
+	p, err := Load(context.Background(), []string{"-c", conf, "-m", "n1"}, Host{Hostname: noHostname, SysconfigDir: t.TempDir()})
 	if err != nil {
 		t.Fatal(err)
 	}
