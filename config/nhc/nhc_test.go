@@ -306,3 +306,20 @@ func TestTranslateFileTest(t *testing.T) {
 		}
 	}
 }
+
+// TestParseCRLF: a file saved with Windows line ends reads as the same lines, continuations
+// included.
+func TestParseCRLF(t *testing.T) {
+	unix := "* || check_fs_mount_rw \\\n  -f /home\n* || check_hw_swap 0 0\n"
+	a, err := Parse(strings.NewReader(unix), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := Parse(strings.NewReader(strings.ReplaceAll(unix, "\n", "\r\n")), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(a) != 2 || len(b) != 2 || a[0].Raw != b[0].Raw || a[1].Raw != b[1].Raw || b[0].Err != nil {
+		t.Errorf("unix %+v\ncrlf %+v", a, b)
+	}
+}

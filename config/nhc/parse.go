@@ -51,7 +51,7 @@ func Parse(r io.Reader, file string) ([]Line, error) {
 	start, n := 0, 0
 	for sc.Scan() {
 		n++
-		text := sc.Text()
+		text := strings.TrimSuffix(sc.Text(), "\r") // a file written on Windows
 		if cont.Len() == 0 {
 			start = n
 		}
