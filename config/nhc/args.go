@@ -196,6 +196,10 @@ func (o *Options) setOpt(opt, v string) error {
 	return nil
 }
 
+// Set applies one NHC setting, as a NAME=VALUE argument would, to options already parsed
+// (the drop-in's settings from nhc.conf's own lines); its error names the setting.
+func (o *Options) Set(name, v string) error { return o.setVar(name, v) }
+
 func (o *Options) setVar(name, v string) error {
 	switch name {
 	case "CONFFILE":

@@ -95,7 +95,10 @@ func TestTranslateFor(t *testing.T) {
 		"gpu[0-9]* || check_ps_loadavg 64\n"+
 		"login* || check_fs_mount_rw -f /home\n"+
 		"@ng@ || check_hw_swap 0 0\n"+
-		"!gpu01 || check_net_ping 10.0.0.1\n"), "nhc.conf")
+		"!gpu01 || check_net_ping 10.0.0.1\n"+
+		"* || export NHC_RM=slurm TIMEOUT=15\n"+
+		"login* || echo $HOME\n"+
+		"gpu01 || MARK_OFFLINE=0\n"), "nhc.conf")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,6 +112,9 @@ func TestTranslateFor(t *testing.T) {
 	}
 	if len(tr.Skipped) != 1 || tr.Skipped[0].Line.Num != 4 || !strings.Contains(tr.Skipped[0].Why, "external matcher") {
 		t.Errorf("skipped %+v", tr.Skipped)
+	}
+	if fmt.Sprint(tr.Settings) != "[{NHC_RM slurm 6} {TIMEOUT 15 6} {MARK_OFFLINE 0 8}]" {
+		t.Errorf("settings %v", tr.Settings)
 	}
 	ov, err := tr.Checks()
 	if err != nil {

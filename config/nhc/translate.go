@@ -33,6 +33,9 @@ type Translation struct {
 	Entries []Entry
 	Skipped []Skipped
 	Notes   []Skipped
+	// Settings are the NHC variables the lines for the host set (TranslateFor only:
+	// "* || export MARK_OFFLINE=0"), for the drop-in to apply as NHC would.
+	Settings []Setting
 }
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
@@ -79,25 +82,52 @@ func TranslateFor(lines []Line, host string) Translation {
 	var mine []Line
 	var t Translation
 	for _, l := range lines {
-		if l.Err != nil {
-			t.Skipped = append(t.Skipped, Skipped{l, l.Err.Error()})
-			continue
+		ok, err := false, l.Err
+		if l.Target != "" { // a line whose target is for another host is not NHC's business here either
+			if ok, err = MatchTarget(host, l.Target); err == nil && !ok {
+				continue
+			}
 		}
-		ok, err := MatchTarget(host, l.Target)
+		if err == nil {
+			err = l.Err
+		}
 		if err != nil {
 			t.Skipped = append(t.Skipped, Skipped{l, err.Error()})
 			continue
 		}
-		if ok {
-			l.Target = "*"
-			mine = append(mine, l)
+		if sets, isSetting := lineSettings(l); isSetting {
+			t.Settings = append(t.Settings, sets...)
+			continue
 		}
+		l.Target = "*"
+		mine = append(mine, l)
 	}
 	own := Translate(mine)
 	t.Entries, t.Notes = own.Entries, own.Notes
 	t.Skipped = append(t.Skipped, own.Skipped...)
 	slices.SortStableFunc(t.Skipped, func(a, b Skipped) int { return a.Line.Num - b.Line.Num })
 	return t
+}
+
+// lineSettings reads a line that sets NHC variables rather than running a check
+// ("export NHC_RM=slurm", "MARK_OFFLINE=0"): each NAME=VALUE, with the line's number.
+func lineSettings(l Line) ([]Setting, bool) {
+	words := l.Words
+	if len(words) > 0 && words[0] == "export" {
+		words = words[1:]
+	}
+	if len(words) == 0 {
+		return nil, false
+	}
+	var out []Setting
+	for _, w := range words {
+		name, value, ok := strings.Cut(w, "=")
+		if !ok || !validVarName(name) {
+			return nil, false
+		}
+		out = append(out, Setting{Name: name, Value: value, Line: l.Num})
+	}
+	return out, true
 }
 
 // translateLine is one line's entries, a note, or why it is not translated.

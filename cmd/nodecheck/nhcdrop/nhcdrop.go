@@ -93,6 +93,12 @@ func Load(ctx context.Context, args []string, h Host) (Plan, error) {
 	}
 	p.Lines = len(lines)
 	p.Translation = nhc.TranslateFor(lines, p.Host)
+	// "* || export MARK_OFFLINE=0" and the like: NHC evaluates them as it reads the file.
+	for _, st := range p.Translation.Settings {
+		if err := p.Options.Set(st.Name, st.Value); err != nil {
+			return Plan{}, fmt.Errorf("%s:%d: %w", o.ConfFile, st.Line, err)
+		}
+	}
 	if p.checks, err = p.Translation.Checks(); err != nil {
 		return Plan{}, err
 	}
@@ -144,8 +150,12 @@ func (p Plan) Check() checks.Check {
 
 // Describe is one line for stderr: what was read and what was made of it.
 func (p Plan) Describe() string {
-	return fmt.Sprintf("nodecheck as nhc: %s: %d check lines, %d for %s translated, %d for %s not run",
-		p.Options.ConfFile, p.Lines, countLines(p.Translation.Entries), p.Host, len(p.Translation.Skipped), p.Host)
+	settings := ""
+	if n := len(p.Translation.Settings); n > 0 {
+		settings = fmt.Sprintf(", %d settings applied", n)
+	}
+	return fmt.Sprintf("nodecheck as nhc: %s: %d check lines, %d for %s translated, %d for %s not run%s",
+		p.Options.ConfFile, p.Lines, countLines(p.Translation.Entries), p.Host, len(p.Translation.Skipped), p.Host, settings)
 }
 
 func countLines(es []nhc.Entry) int {

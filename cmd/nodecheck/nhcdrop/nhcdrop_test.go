@@ -33,7 +33,8 @@ func noHostname() (string, error) { return "", errors.New("no host name here") }
 func TestAdjust(t *testing.T) {
 	conf := writeConf(t, "* || check_fs_mount_rw -f /scratch\n"+
 		"gpu* || check_ps_service -u root -S sshd\n"+
-		"login* || check_ps_service -u root -S nscd\n", 0o644)
+		"login* || check_ps_service -u root -S nscd\n"+
+		"login* || export MARK_OFFLINE=0\n", 0o644)
 	for _, tc := range []struct {
 		args      []string
 		health    time.Duration
@@ -44,7 +45,7 @@ func TestAdjust(t *testing.T) {
 		logLevel  string
 	}{
 		{[]string{"-m", "gpu01"}, 50 * time.Second, true, []string{"sshd root"}, []string{"/scratch rw"}, "", "info"},
-		{[]string{"-m", "login1", "-t", "20", "MARK_OFFLINE=0", "-l", "/var/log/nhc.log", "-d"}, 20 * time.Second, false, []string{"nscd root"}, []string{"/scratch rw"}, "/var/log/nhc.log", "debug"},
+		{[]string{"-m", "login1", "-t", "20", "-l", "/var/log/nhc.log", "-d"}, 20 * time.Second, false, []string{"nscd root"}, []string{"/scratch rw"}, "/var/log/nhc.log", "debug"},
 		{[]string{"-m", "gpu01", "TIMEOUT=300"}, 50 * time.Second, true, []string{"sshd root"}, []string{"/scratch rw"}, "", "info"},
 	} {
 		p, err := Load(context.Background(), append([]string{"-c", conf}, tc.args...), Host{Hostname: noHostname, SysconfigDir: t.TempDir()})
