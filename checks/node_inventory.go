@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io/fs"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/nodecheck/nodecheck/checks/node"
@@ -45,12 +46,32 @@ func (nodeInventory) Description() string {
 // the expectation.
 type nodeInventoryConfig struct {
 	config.CheckCommon
+	// Sockets, Cores and Threads are fixed counts the node must have exactly, besides
+	// slurm.conf's line: NHC's check_hw_cpuinfo SOCKETS CORES THREADS (all sockets, all
+	// physical cores, all logical CPUs). 0 does not check.
+	Sockets int `toml:"sockets"`
+	Cores   int `toml:"cores"`
+	Threads int `toml:"threads"`
+}
+
+// ValidateSection implements config.SectionValidator.
+func (c *nodeInventoryConfig) ValidateSection() []config.Problem {
+	var out []config.Problem
+	for _, k := range []struct {
+		key string
+		v   int
+	}{{"sockets", c.Sockets}, {"cores", c.Cores}, {"threads", c.Threads}} {
+		if k.v < 0 {
+			out = append(out, config.Problemf(k.key, " = %d: give 0 (not checked) or a count", k.v))
+		}
+	}
+	return out
 }
 
 // Section runs the check in health and manual modes only: the inventory does not change
 // between jobs, so a prolog has nothing to gain from reading it again.
 func (nodeInventory) Section() config.Section {
-	return &nodeInventoryConfig{config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}}}
+	return &nodeInventoryConfig{CheckCommon: config.CheckCommon{Enabled: true, Timeout: 3 * time.Second, Modes: []string{"health", "manual"}}}
 }
 
 // inventoryItem is one slurm.conf key compared with the node.
@@ -60,6 +81,7 @@ type inventoryItem struct {
 	want     uint64 // what slurm.conf says
 	unit     string // " MiB" for RealMemory
 	moreIsOK bool   // RealMemory: memory above it is normal
+	fixed    bool   // a fixed count of nodecheck.toml (NHC's check_hw_cpuinfo): any difference fails
 }
 
 func (nodeInventory) Run(ctx context.Context, env *Env) Result {
@@ -84,7 +106,7 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
-	items := inventoryItems(inv, nl)
+	items := append(inventoryItems(inv, nl), fixedCountItems(inv, settings[*nodeInventoryConfig](env.Config, idNodeInventory))...)
 	if len(items) == 0 {
 		return Result{Status: StatusSkip, Summary: fmt.Sprintf("the NodeName line of %s in %s sets none of CPUs, Sockets, CoresPerSocket, ThreadsPerCore and RealMemory", env.Node, conf.Path)}
 	}
@@ -155,6 +177,21 @@ func inventoryItems(inv node.Inventory, nl slurm.NodeLine) []inventoryItem {
 	return items
 }
 
+// fixedCountItems are the fixed counts nodecheck.toml sets (NHC's check_hw_cpuinfo), with
+// NHC's totals: sockets, sockets × cores per socket, logical CPUs.
+func fixedCountItems(inv node.Inventory, c *nodeInventoryConfig) []inventoryItem {
+	var items []inventoryItem
+	for _, k := range []struct {
+		key        string
+		want, have int
+	}{{"sockets", c.Sockets, inv.Sockets}, {"cores", c.Cores, inv.Sockets * inv.CoresPerSocket}, {"threads", c.Threads, inv.CPUs}} {
+		if k.want > 0 {
+			items = append(items, inventoryItem{key: k.key, have: uint64(max(k.have, 0)), want: uint64(k.want), fixed: true})
+		}
+	}
+	return items
+}
+
 // judgeInventoryItem is the verdict on one key. A zero on the node side means the node could not
 // tell, which is not evidence of missing hardware.
 func judgeInventoryItem(it inventoryItem) Detail {
@@ -166,9 +203,17 @@ func judgeInventoryItem(it inventoryItem) Detail {
 		what = "usable memory"
 	}
 	switch {
+	case it.have == 0 && it.fixed:
+		d.Status = StatusError
+		d.Message = fmt.Sprintf("CPU %s: the node's count could not be read, nodecheck.toml says %s = %s", it.key, it.key, want)
 	case it.have == 0:
 		d.Status = StatusError
 		d.Message = fmt.Sprintf("%s: the node's value could not be read, slurm.conf says %s=%s", it.key, it.key, want)
+	case it.fixed && it.have != it.want:
+		failDetail(&d, faultCPUsConfig)
+		d.Message = fmt.Sprintf("actual CPU %s count (%s) does not match expected (%s) in nodecheck.toml (NHC's check_hw_cpuinfo)", strings.TrimSuffix(it.key, "s"), have, want)
+	case it.fixed:
+		d.Message = fmt.Sprintf("CPU %s %s, as nodecheck.toml says", it.key, have)
 	case it.have < it.want && it.key == "RealMemory":
 		failDetail(&d, memoryShortFault(it.have, it.want))
 		d.Message = fmt.Sprintf("usable memory %s is %d MiB below RealMemory=%d: Slurm sets the node INVAL", have, it.want-it.have, it.want)
@@ -214,7 +259,7 @@ func (nodeInventory) Faults() Faults {
 			{faultMemoryConfig, "usable memory less than 2% below RealMemory", RemedyAdmin,
 				"RealMemory set above MemTotal, which firmware and kernel reservations keep under the installed memory: set it from slurmd -C"},
 			{faultSocketLost, "fewer sockets than slurm.conf says", RemedyService, "a CPU package that did not come up is a board or CPU fault"},
-			{faultCPUsConfig, "fewer CPUs, cores per socket or threads per core than slurm.conf says", RemedyAdmin,
+			{faultCPUsConfig, "fewer CPUs, cores per socket or threads per core than slurm.conf says, or CPU counts other than nodecheck.toml's fixed ones", RemedyAdmin,
 				"CPUs offline, maxcpus= or nosmt on the kernel command line, or cores or SMT off in the BIOS: configuration, or a NodeName line to correct"},
 		},
 	}
@@ -229,9 +274,14 @@ func (nodeInventory) Explain() Explanation {
 		},
 		Passes: "Every key the NodeName line sets matches the node, and the usable memory is at least RealMemory.",
 		Warns:  "The node has more CPUs, sockets, cores per socket or threads per core than slurm.conf says: Slurm uses only what is configured. Memory above RealMemory is normal and passes.",
-		Fails:  "The node has fewer CPUs, sockets, cores per socket or threads per core than slurm.conf says, or less usable memory than RealMemory (the summary says how many MiB short): slurmd registers with what it finds and slurmctld sets the node INVAL. Or reading the inventory ran out of time.",
+		Fails:  "The node has fewer CPUs, sockets, cores per socket or threads per core than slurm.conf says, other counts than the fixed sockets, cores or threads set here, or less usable memory than RealMemory (the summary says how many MiB short): slurmd registers with what it finds and slurmctld sets the node INVAL. Or reading the inventory ran out of time.",
 		Skips:  "The mode is not in modes (health and manual by default: the inventory does not change between jobs), the NodeName line sets none of the keys compared, or a snapshot replayed has no inventory.json.",
 		Errors: "The inventory cannot be read, slurm.conf cannot be read, or the node is not defined in it.",
+		Keys: map[string]string{
+			"sockets": "A fixed count of CPU sockets the node must have exactly, besides slurm.conf's line (NHC's check_hw_cpuinfo); 0 does not check.",
+			"cores":   "A fixed count of physical cores, all sockets together (sockets × cores per socket), to have exactly; 0 does not check.",
+			"threads": "A fixed count of logical CPUs to have exactly; 0 does not check.",
+		},
 		Fix: []string{
 			"Memory a little below RealMemory: MemTotal is the installed memory less what firmware and the kernel reserve (crashkernel=, hugepages reserved at boot), and it changes with a BIOS or kernel update. Set RealMemory a few percent under MemTotal (slurmd -C prints what slurmd finds), then scontrol reconfigure.",
 			"Memory well below RealMemory: a DIMM lost at boot. Look at dmidecode -t memory and the BMC's event log (ipmitool sel elist), then reseat or replace it.",

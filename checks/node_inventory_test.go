@@ -28,7 +28,15 @@ func TestNodeInventory(t *testing.T) {
 		wantStatus  Status
 		wantSummary string // a prefix
 		wantDetails []string
+		fixed       [3]int // sockets, cores, threads in nodecheck.toml (NHC's check_hw_cpuinfo)
 	}{
+		{name: "NHC's fixed counts as the node has them", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{2, 112, 224},
+			wantStatus: StatusOK, wantDetails: []string{"sockets ok", "cores ok", "threads ok"}},
+		{name: "a fixed count below fails, as NHC's does", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{0, 128, 0},
+			wantStatus: StatusFail, wantSummary: "actual CPU core count (112) does not match expected (128) in nodecheck.toml", wantDetails: []string{"cores fail"}},
+		{name: "a fixed count above fails too (NHC compares with -ne)", slurmConf: full, inv: dgxH100Inventory, fixed: [3]int{0, 0, 112},
+			wantStatus: StatusFail, wantSummary: "actual CPU thread count (224) does not match expected (112)",
+			wantDetails: []string{"CPUs ok", "Sockets ok", "CoresPerSocket ok", "ThreadsPerCore ok", "RealMemory ok", "threads fail"}},
 		{name: "exact match", slurmConf: full, inv: dgxH100Inventory, wantStatus: StatusOK,
 			wantSummary: "as slurm.conf says: CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063731",
 			wantDetails: []string{"CPUs ok", "Sockets ok", "CoresPerSocket ok", "ThreadsPerCore ok", "RealMemory ok"}},
@@ -71,7 +79,14 @@ func TestNodeInventory(t *testing.T) {
 			if tc.slurmConf != "" {
 				f.files["/etc/slurm/slurm.conf"] = tc.slurmConf
 			}
-			env := &Env{Facts: f, Config: config.Default(Schema()), Mode: config.ModeHealth, Node: "gpu01",
+			cfg := config.Default(Schema())
+			if tc.fixed != [3]int{} {
+				var err error
+				if cfg, err = cfg.WithChecks(map[string]map[string]any{idNodeInventory: {"sockets": int64(tc.fixed[0]), "cores": int64(tc.fixed[1]), "threads": int64(tc.fixed[2])}}, "test"); err != nil {
+					t.Fatal(err)
+				}
+			}
+			env := &Env{Facts: f, Config: cfg, Mode: config.ModeHealth, Node: "gpu01",
 				Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
 			got := nodeInventory{}.Run(context.Background(), env)
 			assertRemedies(t, got)

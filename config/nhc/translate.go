@@ -188,6 +188,8 @@ func translateLine(l Line) ([]Entry, string, error) {
 			return nil, "", errors.New("check_hw_mcelog takes no arguments (MCELOG and MCELOG_ARGS are NHC settings)")
 		}
 		return entry("machine_checks", "enabled", "true"), "check_hw_mcelog fails on mcelog --client's counts past NHC's 24-hour limits (MCELOG_MAX_CORRECTED_RATE, MCELOG_MAX_UNCORRECTED_RATE) and passes where no mcelog daemon runs; machine_checks fails on an uncorrected machine check in the kernel log or in mcelog's counts, warns on corrected ones, and host_memory_errors judges EDAC's memory error counts", nil
+	case "check_hw_cpuinfo":
+		return hwCPUInfo(args, entry)
 	case "check_ps_unauth_users":
 		return psUnauthUsers(args, entry)
 	case "check_ps_daemon":
@@ -307,7 +309,6 @@ func cmdDmesg(args []string, entry entryFunc) ([]Entry, string, error) {
 // noEquivalent says, for NHC checks nodecheck covers differently or not at all, why a line
 // with one is not translated.
 var noEquivalent = map[string]string{
-	"check_hw_cpuinfo":          "check_hw_cpuinfo compares with fixed counts; node_inventory compares sockets, cores and threads with slurm.conf's NodeName line instead, which is what slurmd registers against",
 	"check_hw_ib":               "check_hw_ib: ib_ports checks every InfiniBand port (ACTIVE, LinkUp, at least min_rate_gbps) natively; set [checks.ib_ports] rather than translating one device at a time",
 	"check_hw_eth":              "check_hw_eth has no native nodecheck equivalent yet: keep it in NHC, run as a site check",
 	"check_hw_gm":               "Myrinet (check_hw_gm): not applicable to a GPU node",

@@ -72,6 +72,7 @@ var importKeys = []importKey{
 	{"kernel_log", "patterns", 'l'},
 	{"file_tests", "tests", 'l'},
 	{"machine_checks", "enabled", 'b'},
+	{"node_inventory", "sockets", 'n'}, {"node_inventory", "cores", 'n'}, {"node_inventory", "threads", 'n'},
 	{"stray_processes", "enabled", 'b'}, {"stray_processes", "fail", 'b'},
 	{"stray_processes", "allow_users", 'l'}, {"stray_processes", "ignore_commands", 'l'},
 }

@@ -1,9 +1,12 @@
 package nhc
 
+// Translations of single NHC checks, kept apart from translate.go, which dispatches to them.
+
 import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -56,4 +59,26 @@ func psUnauthUsers(args []string, entry entryFunc) ([]Entry, string, error) {
 		note += "; NHC's -c matches any command whose first word is part of the value, ignore_commands the process name or first word exactly"
 	}
 	return es, note, nil
+}
+
+// hwCPUInfo translates check_hw_cpuinfo [SOCKETS [CORES [THREADS]]] into node_inventory's
+// fixed counts, which it compares exactly, as NHC does; an empty one is not compared.
+func hwCPUInfo(args []string, entry entryFunc) ([]Entry, string, error) {
+	if len(args) == 0 || len(args) > 3 {
+		return nil, "", errors.New("check_hw_cpuinfo takes SOCKETS [CORES [THREADS]]")
+	}
+	var es []Entry
+	for i, a := range args {
+		if a == "" {
+			continue
+		}
+		n, err := strconv.ParseUint(a, 10, 31)
+		if err != nil || n == 0 {
+			return nil, "", fmt.Errorf("count %q: a whole number above 0", a)
+		}
+		e := entry("node_inventory", []string{"sockets", "cores", "threads"}[i], strconv.FormatUint(n, 10))
+		e[0].Number = true
+		es = append(es, e...)
+	}
+	return es, "node_inventory also compares the node with its NodeName line in slurm.conf, which is what slurmd registers against", nil
 }
