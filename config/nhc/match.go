@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"regexp"
+	"regexp/syntax"
 	"strconv"
 	"strings"
 	"sync"
@@ -42,6 +43,13 @@ func matchPositive(host, t string) (bool, error) {
 			return false, fmt.Errorf("target regular expression longer than %d bytes", maxTargetRegexp)
 		}
 		re, err := regexp.Compile(t[1 : len(t)-1])
+		var se *syntax.Error
+		if errors.As(err, &se) && se.Code == syntax.ErrInvalidCharRange {
+			// A range such as [01-02] (1-0) is refused by glibc's regcomp too (REG_ERANGE):
+			// bash's =~ then fails, which NHC's mcheck_regexp takes as no match (and its
+			// negation as a match).
+			return false, nil
+		}
 		if err != nil {
 			return false, fmt.Errorf("target %s: %v", t, err)
 		}

@@ -46,6 +46,9 @@ func TestMatchTarget(t *testing.T) {
 		{"n2", "{n[1-3][1-2]}", false},
 		{"n-1", "{n-[1-3]}", true},
 		{"n2", "{}", false},
+		{"n01", "/^n0[01-02]/", false},
+		{"n01", "!/^n0[01-02]/", true},
+		{"sgpu0101", "/^sgpu0[1-5][01-02]/", false},
 	} {
 		got, err := MatchTarget(tc.host, tc.target)
 		if err != nil || got != tc.want {
