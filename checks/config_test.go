@@ -329,6 +329,7 @@ func TestParseConfigErrors(t *testing.T) {
 				`nodecheck.toml: checks.fs_mounts.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.fs_usage.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.file_tests.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
+				`nodecheck.toml: checks.file_contents.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.memory.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.interfaces.timeout = "2s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +
 				`nodecheck.toml: checks.job_leftovers.timeout = "3s" is longer than budget.epilog = "1s", and the check runs in epilog; lower the timeout or take "epilog" out of modes` + "\n" +

@@ -51,6 +51,7 @@ var ordered = []Check{
 	fsMounts{},
 	fsUsage{},
 	fileTests{},
+	fileContents{},
 	memory{},
 	services{},
 	interfaces{},

@@ -119,7 +119,7 @@ func writeNew(path string, b []byte) error {
 func defaultLists() map[string][]string {
 	def := config.Default(checks.Schema())
 	out := map[string][]string{}
-	for _, k := range []struct{ sec, key string }{{"fs_mounts", "mounts"}, {"fs_usage", "limits"}, {"services", "processes"}, {"interfaces", "present"}, {"stray_processes", "allow_users"}, {"file_tests", "tests"}} {
+	for _, k := range []struct{ sec, key string }{{"fs_mounts", "mounts"}, {"fs_usage", "limits"}, {"services", "processes"}, {"interfaces", "present"}, {"stray_processes", "allow_users"}, {"file_tests", "tests"}, {"file_contents", "files"}} {
 		if sec := def.Checks.Get(k.sec); sec != nil {
 			out[k.sec+"."+k.key] = tomlStrings(sec, k.key)
 		}

@@ -3,7 +3,6 @@ package nhc
 import (
 	"errors"
 	"fmt"
-	"path"
 	"regexp"
 	"regexp/syntax"
 	"strconv"
@@ -23,24 +22,48 @@ const maxTargetRegexp = 4096
 // Targets NHC hands to external matchers (NHC_MCHECK_DELIM, such as @netgroup@) and
 // expressions nodecheck cannot read are errors: the caller must not guess.
 func MatchTarget(host, target string) (bool, error) {
-	neg := false
-	if rest, ok := strings.CutPrefix(target, "!"); ok {
-		neg, target = true, rest
-	}
-	m, err := matchPositive(host, target)
+	m, err := CompileTarget(target)
 	if err != nil {
 		return false, err
 	}
-	return m != neg, nil
+	return m.Match(host), nil
 }
 
-func matchPositive(host, t string) (bool, error) {
+// Matcher is an mcheck expression compiled once, for matching many strings (the lines of a
+// file, for check_file_contents).
+type Matcher struct {
+	neg    bool
+	re     *regexp.Regexp // a /regex/ or a glob; nil with ranges or never
+	ranges string         // a {range list}'s inside
+	isList bool
+	never  bool // a regular expression bash's =~ cannot compile: no match
+}
+
+// Match says whether s matches.
+func (m Matcher) Match(s string) bool {
+	var ok bool
+	switch {
+	case m.never:
+	case m.isList:
+		ok = matchRangeList(s, m.ranges)
+	default:
+		ok = m.re.MatchString(s)
+	}
+	return ok != m.neg
+}
+
+// CompileTarget compiles an mcheck expression (MatchTarget says which).
+func CompileTarget(t string) (Matcher, error) {
+	var m Matcher
+	if rest, ok := strings.CutPrefix(t, "!"); ok {
+		m.neg, t = true, rest
+	}
 	switch {
 	case t == "":
-		return false, errors.New("an empty target")
+		return Matcher{}, errors.New("an empty target")
 	case len(t) >= 2 && t[0] == '/' && t[len(t)-1] == '/':
 		if len(t) > maxTargetRegexp {
-			return false, fmt.Errorf("target regular expression longer than %d bytes", maxTargetRegexp)
+			return Matcher{}, fmt.Errorf("target regular expression longer than %d bytes", maxTargetRegexp)
 		}
 		re, err := regexp.Compile(t[1 : len(t)-1])
 		var se *syntax.Error
@@ -48,32 +71,97 @@ func matchPositive(host, t string) (bool, error) {
 			// A range such as [01-02] (1-0) is refused by glibc's regcomp too (REG_ERANGE):
 			// bash's =~ then fails, which NHC's mcheck_regexp takes as no match (and its
 			// negation as a match).
-			return false, nil
+			m.never = true
+			return m, nil
 		}
 		if err != nil {
-			return false, fmt.Errorf("target %s: %v", t, err)
+			return Matcher{}, fmt.Errorf("target %s: %v", t, err)
 		}
-		return re.MatchString(host), nil
+		m.re = re
 	case len(t) >= 2 && t[0] == '{' && t[len(t)-1] == '}':
-		return matchRangeList(host, t[1:len(t)-1]), nil
+		m.isList, m.ranges = true, t[1:len(t)-1]
 	case len(t) >= 2 && t[0] == '@' && t[len(t)-1] == '@':
-		return false, fmt.Errorf("target %s: NHC asks an external matcher (NHC_MCHECK_DELIM, a netgroup) for it, which nodecheck does not run", t)
+		return Matcher{}, fmt.Errorf("target %s: NHC asks an external matcher (NHC_MCHECK_DELIM, a netgroup) for it, which nodecheck does not run", t)
+	default:
+		if len(t) > maxTargetRegexp {
+			return Matcher{}, fmt.Errorf("target glob longer than %d bytes", maxTargetRegexp)
+		}
+		re, err := regexp.Compile(globRegexp(t))
+		if err != nil {
+			return Matcher{}, fmt.Errorf("target glob %q: %v", t, err)
+		}
+		m.re = re
 	}
-	return matchGlob(host, t)
+	return m, nil
 }
 
-// matchGlob matches a bash glob: *, ?, [...] and [!...]; a backslash quotes.
-func matchGlob(host, glob string) (bool, error) {
-	if strings.Contains(glob, "[:") {
-		return false, fmt.Errorf("target glob %q: POSIX character classes ([:digit:]) are not read by nodecheck; write the characters ([0-9])", glob)
+// globRegexp is a bash glob as [[ s == GLOB ]] reads it, as an anchored regular expression:
+// * any string ('/' too), ? any character, [...] a bracket expression ([!...] or [^...]
+// negated, POSIX classes such as [:digit:] inside), a backslash quotes the next character,
+// and a [ that no ] closes stands for itself.
+func globRegexp(glob string) string {
+	var b strings.Builder
+	b.WriteString(`^(?s:`)
+	rs := []rune(glob)
+	for i := 0; i < len(rs); i++ {
+		switch c := rs[i]; c {
+		case '*':
+			b.WriteString(".*")
+		case '?':
+			b.WriteString(".")
+		case '\\':
+			if i+1 < len(rs) {
+				i++
+				b.WriteString(regexp.QuoteMeta(string(rs[i])))
+			} else {
+				b.WriteString(`\\`)
+			}
+		case '[':
+			if class, n := globBracket(rs[i:]); n > 0 {
+				b.WriteString(class)
+				i += n - 1
+				continue
+			}
+			b.WriteString(`\[`)
+		default:
+			b.WriteString(regexp.QuoteMeta(string(c)))
+		}
 	}
-	// path.Match spells bash's [!...] as [^...]; a host name has no '/' for it to treat apart.
-	g := strings.ReplaceAll(glob, "[!", "[^")
-	ok, err := path.Match(g, host)
-	if err != nil {
-		return false, fmt.Errorf("target glob %q: %v", glob, err)
+	b.WriteString(`)$`)
+	return b.String()
+}
+
+// globBracket reads a bracket expression at the start of rs: the regular expression for it
+// and how many runes it took; 0 where no ] closes it.
+func globBracket(rs []rune) (string, int) {
+	var b strings.Builder
+	b.WriteByte('[')
+	i := 1
+	if i < len(rs) && (rs[i] == '!' || rs[i] == '^') {
+		b.WriteByte('^')
+		i++
 	}
-	return ok, nil
+	for first := true; i < len(rs); i, first = i+1, false {
+		switch c := rs[i]; {
+		case c == ']' && !first:
+			b.WriteByte(']')
+			return b.String(), i + 1
+		case c == '[' && i+1 < len(rs) && rs[i+1] == ':':
+			end := strings.Index(string(rs[i:]), ":]")
+			if end < 0 {
+				return "", 0
+			}
+			class := string(rs[i : i+len([]rune(string(rs[i:])[:end]))+2])
+			b.WriteString(class)
+			i += len([]rune(class)) - 1
+		case c == '\\' || c == '[' || c == ']':
+			b.WriteByte('\\')
+			b.WriteRune(c)
+		default:
+			b.WriteRune(c)
+		}
+	}
+	return "", 0
 }
 
 // nhcRange holds NHC's two node range patterns (RANGE_MATCH_REGEXP1 and 2 of common.nhc).

@@ -46,6 +46,17 @@ func TestMatchTarget(t *testing.T) {
 		{"n2", "{n[1-3][1-2]}", false},
 		{"n-1", "{n-[1-3]}", true},
 		{"n2", "{}", false},
+		{"n1", "n[[:digit:]]", true},
+		{"na", "n[[:digit:]]", false},
+		{"n[", "n[", true},
+		{"n1", "n[", false},
+		{"root:x:0:0:root:/root:/bin/bash", "root:*", true},
+		{"a/b", "a?b", true},
+		{"a]b", "a[]]b", true},
+		{"ab", "a[!]]b", false},
+		{"a*b", `a\*b`, true},
+		{"axb", `a\*b`, false},
+		{"n-1", "n[a-]1", true},
 		{"n01", "/^n0[01-02]/", false},
 		{"n01", "!/^n0[01-02]/", true},
 		{"sgpu0101", "/^sgpu0[1-5][01-02]/", false},
@@ -63,8 +74,6 @@ func TestMatchTargetRefuses(t *testing.T) {
 	for _, tc := range []struct{ target, says string }{
 		{"@gpu_nodes@", "external matcher"},
 		{`/(a)\1/`, "invalid escape"},
-		{"n[[:digit:]]", "POSIX character classes"},
-		{"n[", "syntax error"},
 		{"", "empty target"},
 		{"/" + strings.Repeat("a", maxTargetRegexp) + "/", "longer than"},
 	} {
@@ -168,5 +177,23 @@ func TestTranslateUnauthUsers(t *testing.T) {
 	// Without the line, NHC judges no stray processes: neither does the translation.
 	if ov, _ := (Translation{}).Checks(); ov["stray_processes"]["enabled"] != false {
 		t.Errorf("no line: %v", ov["stray_processes"])
+	}
+}
+
+// TestTranslateFileContents: check_file_contents becomes a file_contents entry whose words
+// read back as NHC's, quotes and all.
+func TestTranslateFileContents(t *testing.T) {
+	lines, err := Parse(strings.NewReader(`* || check_file_contents /etc/security/limits.conf '*hard memlock*' "it's" '!/^x\$/'`+"\n"+
+		"* || check_file_contents relative/path x\n* || check_file_contents /etc/x\n"), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	tr := Translate(lines)
+	if len(tr.Entries) != 1 || len(tr.Skipped) != 2 {
+		t.Fatalf("entries %+v skipped %+v", tr.Entries, tr.Skipped)
+	}
+	words, err := SplitWords(tr.Entries[0].Value)
+	if err != nil || strings.Join(words, "|") != `/etc/security/limits.conf|*hard memlock*|it's|!/^x\$/` {
+		t.Errorf("%q reads back as %q (%v)", tr.Entries[0].Value, words, err)
 	}
 }

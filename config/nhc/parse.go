@@ -96,6 +96,10 @@ func parseLine(file string, num int, raw string) Line {
 	return l
 }
 
+// SplitWords splits text into words as bash would where it is only words (see splitWords):
+// for nodecheck.toml entries written in NHC's argument syntax, such as file_contents'.
+func SplitWords(s string) ([]string, error) { return splitWords(s) }
+
 // splitWords splits a command as bash would where it is only words: blanks separate words,
 // single quotes keep everything, double quotes keep all but \" \\ \$ \`, a backslash
 // outside quotes keeps the next character. Anything a shell would expand or run ($, `,

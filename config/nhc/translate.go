@@ -40,7 +40,7 @@ type Translation struct {
 
 // listKeys are the keys that take a list: each line adds to it. Every other key is one
 // value, which a second line may not set again.
-var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true, "stray_processes.allow_users": true, "stray_processes.ignore_commands": true}
+var listKeys = map[string]bool{"fs_mounts.mounts": true, "fs_usage.limits": true, "services.processes": true, "interfaces.present": true, "kernel_log.patterns": true, "file_tests.tests": true, "file_contents.files": true, "stray_processes.allow_users": true, "stray_processes.ignore_commands": true}
 
 // Translate translates each line whose check has a native nodecheck equivalent with the same
 // meaning, and lists every other line in Skipped with the reason. A line is translated whole
@@ -188,6 +188,8 @@ func translateLine(l Line) ([]Entry, string, error) {
 			return nil, "", errors.New("check_hw_mcelog takes no arguments (MCELOG and MCELOG_ARGS are NHC settings)")
 		}
 		return entry("machine_checks", "enabled", "true"), "check_hw_mcelog fails on mcelog --client's counts past NHC's 24-hour limits (MCELOG_MAX_CORRECTED_RATE, MCELOG_MAX_UNCORRECTED_RATE) and passes where no mcelog daemon runs; machine_checks fails on an uncorrected machine check in the kernel log or in mcelog's counts, warns on corrected ones, and host_memory_errors judges EDAC's memory error counts", nil
+	case "check_file_contents":
+		return fileContents(args, entry)
 	case "check_hw_cpuinfo":
 		return hwCPUInfo(args, entry)
 	case "check_ps_unauth_users":
@@ -314,7 +316,6 @@ var noEquivalent = map[string]string{
 	"check_hw_gm":               "Myrinet (check_hw_gm): not applicable to a GPU node",
 	"check_fs_size":             "check_fs_size (a filesystem's total size) has no native equivalent: fs_usage judges free and used space",
 	"check_fs_inodes":           "check_fs_inodes (a filesystem's total inodes) has no native equivalent: fs_usage judges free and used inodes",
-	"check_file_contents":       "check_file_contents has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_file_stat":           "check_file_stat has no native nodecheck equivalent: keep it in NHC, run as a site check",
 	"check_cmd_output":          "check_cmd_output runs a command and matches its output: make the command a site check ([[site_check]]) that exits 1 on a mismatch, or keep it in NHC",
 	"check_cmd_status":          "check_cmd_status runs a command and judges its exit status: make the command a site check ([[site_check]]) directly",

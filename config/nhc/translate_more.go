@@ -82,3 +82,33 @@ func hwCPUInfo(args []string, entry entryFunc) ([]Entry, string, error) {
 	}
 	return es, "node_inventory also compares the node with its NodeName line in slurm.conf, which is what slurmd registers against", nil
 }
+
+// fileContents translates check_file_contents FILE PATTERN... into a file_contents entry: the
+// same words, quoted again for nodecheck.toml's string.
+func fileContents(args []string, entry entryFunc) ([]Entry, string, error) {
+	if len(args) < 2 {
+		return nil, "", errors.New("check_file_contents takes FILE PATTERN [PATTERN...]")
+	}
+	if !strings.HasPrefix(args[0], "/") {
+		return nil, "", fmt.Errorf("file %q is not an absolute path", args[0])
+	}
+	for _, p := range args[1:] {
+		if _, err := MatchTarget("", strings.TrimPrefix(p, "!")); err != nil {
+			return nil, "", fmt.Errorf("pattern %q: %v", p, err)
+		}
+	}
+	quoted := make([]string, len(args))
+	for i, a := range args {
+		quoted[i] = shellQuote(a)
+	}
+	return entry("file_contents", "files", strings.Join(quoted, " ")), "", nil
+}
+
+// shellQuote writes a word so that SplitWords reads it back: as it is where it holds
+// nothing special, else in single quotes (a single quote inside closed, escaped, reopened).
+func shellQuote(w string) string {
+	if w != "" && !strings.ContainsAny(w, " \t\n'\"\\$`;|&<>()#") {
+		return w
+	}
+	return "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+}

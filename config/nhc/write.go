@@ -71,6 +71,7 @@ var importKeys = []importKey{
 	{"load_average", "max_1m", 'n'}, {"load_average", "max_5m", 'n'}, {"load_average", "max_15m", 'n'},
 	{"kernel_log", "patterns", 'l'},
 	{"file_tests", "tests", 'l'},
+	{"file_contents", "files", 'l'},
 	{"machine_checks", "enabled", 'b'},
 	{"node_inventory", "sockets", 'n'}, {"node_inventory", "cores", 'n'}, {"node_inventory", "threads", 'n'},
 	{"stray_processes", "enabled", 'b'}, {"stray_processes", "fail", 'b'},
