@@ -2,12 +2,13 @@ package nhc
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 )
 
 // DefaultConfDir and DefaultName give NHC's default configuration, CONFDIR/NAME.conf, when
-// neither -c nor CONFFILE= is given (as LBNL NHC 1.5's nhcmain_finalize_env does).
+// neither -c nor CONFFILE= is given (as LBNL NHC's nhcmain_finalize_env does, mej/nhc 9c4a38c).
 const (
 	DefaultConfDir = "/etc/nhc"
 	DefaultName    = "nhc"
@@ -25,20 +26,28 @@ type Options struct {
 	Timeout  time.Duration // -t (seconds), or TIMEOUT=; 0: not given
 	LogFile  string        // -l, or LOGFILE=
 	Debug    bool          // -d, or DEBUG=1
-	Hostname string        // -m, or NHC_HOST= or HOSTNAME=: the node name to match and drain
+	// Hostname is HOSTNAME= (NHC's own variable, read from the kernel otherwise), or -m HOST
+	// and NHC_HOST=, nodecheck's extensions: the node name to match targets against and drain.
+	Hostname string
 	// SysconfigDir is SYSCONFIGDIR=: where NHC's sysconfig file is; "" for NHC's own choice.
 	SysconfigDir string
 	// NodecheckConfig is NODECHECK_CONFIG=FILE: the nodecheck.toml the drop-in reads instead of
 	// /etc/nodecheck/nodecheck.toml (nodecheck's own setting, not NHC's).
 	NodecheckConfig string
-	// MarkOffline is false for MARK_OFFLINE=0: report only, never drain.
+	// MarkOffline is false unless MARK_OFFLINE is 1 (its default), as NHC marks a node offline
+	// only where "$MARK_OFFLINE" -eq 1: report only, never drain.
 	MarkOffline bool
+	// AuthUsers is NHC_AUTH_USERS (users who may run processes without a job; nil: NHC's
+	// default, root and nobody); MaxSysUID is MAX_SYS_UID (0: from /etc/login.defs).
+	AuthUsers []string
+	MaxSysUID int
 	// Notes name what was accepted but has no effect, one line each, for stderr.
 	Notes []string
 }
 
-// ParseArgs reads NHC's command line (LBNL NHC 1.5's getopts string ":D:Vac:de:fhjl:m:n:qr:t:vx"
-// and its trailing NAME=VALUE settings). Options that would change what is judged or where it
+// ParseArgs reads NHC's command line (LBNL NHC's getopts string ":D:ac:de:fhl:n:qt:vx" at
+// mej/nhc 9c4a38c, and its trailing NAME=VALUE settings), plus nodecheck's own -m HOST and -r
+// RM, which NHC does not take. Options that would change what is judged or where it
 // is reported, and nodecheck cannot honour, are errors naming the option; harmless ones are
 // accepted with a note.
 func ParseArgs(args []string) (Options, error) {
@@ -183,7 +192,7 @@ func (o *Options) setOpt(opt, v string) error {
 	case "-t":
 		return o.setVar("TIMEOUT", v)
 	case "-l":
-		o.LogFile = v
+		return o.setLogFile(v)
 	case "-n":
 		return o.setVar("NAME", v)
 	case "-m":
@@ -200,6 +209,28 @@ func (o *Options) setOpt(opt, v string) error {
 // (the drop-in's settings from nhc.conf's own lines); its error names the setting.
 func (o *Options) Set(name, v string) error { return o.setVar(name, v) }
 
+// setLogFile takes NHC's LOGFILE forms: a path, a redirection as NHC's default writes it
+// (">>/var/log/nhc.log 2>&1"), or "-" (or "") for none.
+func (o *Options) setLogFile(v string) error {
+	v = strings.TrimSpace(v)
+	if v == "-" || v == "" {
+		o.LogFile = ""
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(v, ">>"); ok {
+		f := strings.Fields(rest)
+		if len(f) == 0 || len(f) == 2 && f[1] != "2>&1" || len(f) > 2 {
+			return fmt.Errorf("nhc log %q: want a path, \">>PATH 2>&1\" or -", v)
+		}
+		v = f[0]
+	}
+	if !strings.HasPrefix(v, "/") {
+		return fmt.Errorf("nhc log %q: want an absolute path", v)
+	}
+	o.LogFile = v
+	return nil
+}
+
 func (o *Options) setVar(name, v string) error {
 	switch name {
 	case "CONFFILE":
@@ -207,7 +238,7 @@ func (o *Options) setVar(name, v string) error {
 	case "CONFDIR":
 		o.ConfDir = v
 	case "LOGFILE":
-		o.LogFile = v
+		return o.setLogFile(v)
 	case "NAME":
 		if v == "" || v == "." || v == ".." || strings.ContainsAny(v, "/") {
 			return fmt.Errorf("nhc name %q: want a plain name (it names CONFDIR/NAME.conf)", v)
@@ -234,7 +265,19 @@ func (o *Options) setVar(name, v string) error {
 		}
 		o.NodecheckConfig = v
 	case "MARK_OFFLINE":
-		o.MarkOffline = v != "0"
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		o.MarkOffline = err == nil && n == 1 // [[ "$MARK_OFFLINE" -eq 1 ]]: anything else reports only
+	case "NHC_AUTH_USERS":
+		o.AuthUsers = strings.Fields(v)
+		if o.AuthUsers == nil {
+			o.AuthUsers = []string{}
+		}
+	case "MAX_SYS_UID":
+		n, err := strconv.Atoi(strings.TrimSpace(v))
+		if err != nil || n < 0 {
+			return fmt.Errorf("nhc MAX_SYS_UID=%s: want a uid", v)
+		}
+		o.MaxSysUID = n
 	case "NHC_RM":
 		if v == "none" { // as in NHC: no resource manager, nothing marked offline
 			o.MarkOffline = false

@@ -126,3 +126,32 @@ func FuzzParseSysconfig(f *testing.F) {
 		}
 	})
 }
+
+// TestParseArgsNHCValues: MARK_OFFLINE drains only at 1, as NHC's [[ "$MARK_OFFLINE" -eq 1 ]];
+// LOGFILE takes NHC's forms; NHC_AUTH_USERS and MAX_SYS_UID are kept for stray_processes.
+func TestParseArgsNHCValues(t *testing.T) {
+	for v, want := range map[string]bool{"1": true, " 1": true, "0": false, "false": false, "no": false, "2": false, "": false} {
+		o, err := ParseArgs([]string{"MARK_OFFLINE=" + v})
+		if err != nil || o.MarkOffline != want {
+			t.Errorf("MARK_OFFLINE=%q: %v %v, want %v", v, o.MarkOffline, err, want)
+		}
+	}
+	if o, _ := ParseArgs(nil); !o.MarkOffline {
+		t.Error("no MARK_OFFLINE: NHC's default, 1, drains")
+	}
+	for v, want := range map[string]string{"-": "", "/var/log/nhc.log": "/var/log/nhc.log", ">>/var/log/nhc.log 2>&1": "/var/log/nhc.log", ">>/tmp/x": "/tmp/x"} {
+		o, err := ParseArgs([]string{"LOGFILE=" + v})
+		if err != nil || o.LogFile != want {
+			t.Errorf("LOGFILE=%q: %q %v, want %q", v, o.LogFile, err, want)
+		}
+	}
+	for _, v := range []string{"nhc.log", ">>x 2>&1", ">> /a 1>&2"} {
+		if _, err := ParseArgs([]string{"-l", v}); err == nil {
+			t.Errorf("-l %q: no error", v)
+		}
+	}
+	o, err := ParseArgs([]string{"NHC_AUTH_USERS=root nobody admin", "MAX_SYS_UID=499"})
+	if err != nil || strings.Join(o.AuthUsers, ",") != "root,nobody,admin" || o.MaxSysUID != 499 {
+		t.Errorf("%+v %v", o, err)
+	}
+}

@@ -86,6 +86,10 @@ func CompileTarget(t string) (Matcher, error) {
 		if len(t) > maxTargetRegexp {
 			return Matcher{}, fmt.Errorf("target glob longer than %d bytes", maxTargetRegexp)
 		}
+		if i := strings.IndexAny(t, "("); i > 0 && strings.IndexByte("@!+*?", t[i-1]) >= 0 {
+			// bash's [[ == ]] reads extended globs (@(a|b), +(x), !(y)) whatever extglob says.
+			return Matcher{}, fmt.Errorf("target %q: an extended glob (%s), which nodecheck does not read: write it as a /regular expression/", t, t[i-1:i+1])
+		}
 		re, err := regexp.Compile(globRegexp(t))
 		if err != nil {
 			return Matcher{}, fmt.Errorf("target glob %q: %v", t, err)

@@ -73,6 +73,8 @@ func TestMatchTarget(t *testing.T) {
 func TestMatchTargetRefuses(t *testing.T) {
 	for _, tc := range []struct{ target, says string }{
 		{"@gpu_nodes@", "external matcher"},
+		{"@(n01|n02)", "extended glob"},
+		{"!+(n0)1", "extended glob"},
 		{`/(a)\1/`, "invalid escape"},
 		{"", "empty target"},
 		{"/" + strings.Repeat("a", maxTargetRegexp) + "/", "longer than"},
@@ -193,7 +195,23 @@ func TestTranslateFileContents(t *testing.T) {
 		t.Fatalf("entries %+v skipped %+v", tr.Entries, tr.Skipped)
 	}
 	words, err := SplitWords(tr.Entries[0].Value)
-	if err != nil || strings.Join(words, "|") != `/etc/security/limits.conf|*hard memlock*|it's|!/^x\$/` {
+	if err != nil || strings.Join(words, "|") != `/etc/security/limits.conf|*hard memlock*|it's|!/^x$/` { // read dropped the \
 		t.Errorf("%q reads back as %q (%v)", tr.Entries[0].Value, words, err)
+	}
+}
+
+// TestParseBackslashes: NHC reads nhc.conf with bash's read without -r, which drops each
+// backslash (keeping the character after it) before it splits target and check, so
+// "/^n\d+$/" is the target /^nd+$/ and "n\*" the glob n*; checked against NHC's own loader.
+func TestParseBackslashes(t *testing.T) {
+	lines, err := Parse(strings.NewReader(`/^n\d+$/ || check_a`+"\n"+`n\* || check_b '/^10\.0/'`+"\n"), "nhc.conf")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if lines[0].Target != "/^nd+$/" || lines[1].Target != "n*" || lines[1].Words[1] != "/^10.0/" {
+		t.Errorf("%+v", lines)
+	}
+	if tr := TranslateFor(lines, "n01"); len(tr.Skipped) != 1 || tr.Skipped[0].Line.Num != 2 {
+		t.Errorf("on n01 NHC runs only the n* line: %+v", tr.Skipped)
 	}
 }

@@ -77,11 +77,18 @@ func Parse(r io.Reader, file string) ([]Line, error) {
 	return out, nil
 }
 
+// ErrNHCSkips marks a line NHC itself passes over without running anything: one without
+// "||" (NHC then takes the whole line as a target, which a host name does not match) or with
+// nothing after it. The importer lists such a line; the drop-in, like NHC, ignores it.
+var ErrNHCSkips = errors.New("NHC skips this line")
+
 func parseLine(file string, num int, raw string) Line {
 	l := Line{File: file, Num: num, Raw: raw}
-	target, cmd, ok := strings.Cut(raw, "||")
+	// NHC reads each line with bash's read without -r, which takes a backslash as quoting the
+	// next character and drops it, before it splits the target from the check.
+	target, cmd, ok := strings.Cut(readUnescape(raw), "||")
 	if !ok {
-		l.Err = errors.New(`no "||": NHC reads each line as "TARGET || CHECK"`)
+		l.Err = fmt.Errorf(`no "||": NHC reads each line as "TARGET || CHECK" (%w)`, ErrNHCSkips)
 		return l
 	}
 	l.Target = strings.TrimSpace(target)
@@ -91,9 +98,28 @@ func parseLine(file string, num int, raw string) Line {
 	}
 	l.Words, l.Err = splitWords(strings.TrimSpace(cmd))
 	if l.Err == nil && len(l.Words) == 0 {
-		l.Err = errors.New("no check after ||")
+		l.Err = fmt.Errorf("no check after || (%w)", ErrNHCSkips)
 	}
 	return l
+}
+
+// readUnescape is what bash's read (without -r) makes of a line: each backslash quotes the
+// character after it and is dropped.
+func readUnescape(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' {
+			i++
+			if i == len(s) {
+				break
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
 }
 
 // SplitWords splits text into words as bash would where it is only words (see splitWords):

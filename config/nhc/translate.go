@@ -82,6 +82,9 @@ func TranslateFor(lines []Line, host string) Translation {
 	var mine []Line
 	var t Translation
 	for _, l := range lines {
+		if errors.Is(l.Err, ErrNHCSkips) {
+			continue
+		}
 		ok, err := false, l.Err
 		if l.Target != "" { // a line whose target is for another host is not NHC's business here either
 			if ok, err = MatchTarget(host, l.Target); err == nil && !ok {
