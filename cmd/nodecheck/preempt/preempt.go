@@ -29,6 +29,10 @@ type Options struct {
 	// PreemptorPartition and PreemptorQOS are the preempting job's; empty keeps the victim's.
 	PreemptorPartition string
 	PreemptorQOS       string
+	// PreemptorExclusive makes the preempting job take the whole node (--exclusive), as
+	// whole-node jobs do; by default it asks for one CPU of the node the test job holds. Under
+	// PreemptMode=...,GANG that decides how the test job is preempted (see Measure).
+	PreemptorExclusive bool
 	Node               string // the node both jobs run on (-w); it must be idle unless Reservation is set
 	Reservation        string // --reservation for both jobs, where the node is set aside
 	// Dir is a directory the node and this host both see (a shared file system, or this
@@ -60,6 +64,8 @@ type Measurement struct {
 	Window   time.Duration
 	Required time.Duration
 	Promise  Promise // what the configuration promises: GraceTime, or suspend_grace_time
+	// PreemptorExclusive: the preempting job took the whole node.
+	PreemptorExclusive bool
 }
 
 // Verdict is the judgement of a measurement.
@@ -110,6 +116,9 @@ func Judge(m Measurement) Verdict {
 	if m.Promise.Known && m.Window < m.Promise.Grace-PromiseSlack {
 		v.BelowPromise = true
 		v.Summary += fmt.Sprintf("; %s shorter than the configured %s promises", (m.Promise.Grace - m.Window).Round(10*time.Millisecond), m.Promise.Grace)
+		if m.Promise.Gang && !suspend && !m.PreemptorExclusive {
+			v.Summary += " (with GANG in PreemptMode, Slurm starts a preempting job that does not take the whole node on top of this one and ends this one without GraceTime)"
+		}
 	}
 	return v
 }
@@ -136,7 +145,7 @@ while :; do echo "${EPOCHREALTIME:-$(date +%s.%N)}" > "$f.alive"; sleep 0.1 & wa
 // job, and follows the test job until it has ended; both jobs are cancelled on return.
 func Measure(ctx context.Context, o Options) (Measurement, error) {
 	o.defaults()
-	m := Measurement{Partition: o.Partition, QOS: o.QOS, Node: o.Node, Required: o.Window}
+	m := Measurement{Partition: o.Partition, QOS: o.QOS, Node: o.Node, Required: o.Window, PreemptorExclusive: o.PreemptorExclusive}
 	if err := o.check(ctx); err != nil {
 		return m, err
 	}
@@ -147,10 +156,12 @@ func Measure(ctx context.Context, o Options) (Measurement, error) {
 		return m, fmt.Errorf("write the test job: %w", err)
 	}
 	defer os.Remove(script)
-	// The test job holds the whole node (--exclusive), so the preempting job, which asks for
-	// one CPU, must preempt it. Both --exclusive never suspends: the preempting job stays
-	// pending (Reason=Resources) beside the running test job (observed on 22.05.8 and
-	// 24.11.5 with PreemptMode=SUSPEND,GANG); one of them exclusive does.
+	// The test job holds the whole node (--exclusive), so the preempting job, even of one
+	// CPU, must preempt it. Observed on 22.05.8 and 24.11.5 with PreemptMode=SUSPEND,GANG:
+	// a preempting job of one CPU is started on top of the test job and the gang scheduler
+	// suspends it, or kills or requeues it at once, without GraceTime; an --exclusive one is
+	// started only once the test job is gone: GraceTime applies, and a SUSPEND partition's
+	// job is never suspended (the preempting job stays pending, Reason=Resources).
 	args := o.jobArgs(o.Partition, o.QOS, "nodecheck-preempt-victim", true)
 	out, err := o.slurm(ctx, "sbatch", append(args, "--requeue", script, o.Dir)...)
 	if err != nil {
@@ -162,7 +173,7 @@ func Measure(ctx context.Context, o Options) (Measurement, error) {
 	if err := o.waitAlive(ctx, m.Victim); err != nil {
 		return m, err
 	}
-	args = o.jobArgs(o.PreemptorPartition, o.PreemptorQOS, "nodecheck-preemptor", false)
+	args = o.jobArgs(o.PreemptorPartition, o.PreemptorQOS, "nodecheck-preemptor", o.PreemptorExclusive)
 	m.Preempted = time.Now()
 	// It runs until it is cancelled: gang scheduling resumes a suspended job when its
 	// preemptor ends, and a requeued one would start again; suspend_grace_time can be long.

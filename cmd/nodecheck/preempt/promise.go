@@ -3,6 +3,7 @@ package preempt
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -14,6 +15,11 @@ type Promise struct {
 	Known  bool          // false where the grace time could not be read (preempt/qos: the QOS's)
 	Grace  time.Duration // the promised time from the first signal to the end
 	Source string        // where Grace comes from, as the report says it: "GraceTime=40 (partition long)"
+	// Gang: the cluster's PreemptMode has GANG. Then a preempting job that Slurm can start on
+	// top of the preempted one (one that is not --exclusive) makes the gang scheduler cancel
+	// or requeue it at once, without GraceTime (observed on 22.05.8 and 24.11.5; gang.c's
+	// _preempt_job_dequeue), or suspend it.
+	Gang bool
 }
 
 // SlurmConfig is what the preemption promise depends on in `scontrol show config`.
@@ -89,24 +95,30 @@ const defaultSuspendGrace = 2 * time.Second
 // the partition's mode is SUSPEND), the partition's GraceTime under preempt/partition_prio,
 // and nothing known under preempt/qos (the QOS's GraceTime, in the accounting database).
 func promise(c SlurmConfig, p PartitionConfig, outcome string) Promise {
+	pr := promiseOf(c, p, outcome)
+	pr.Gang = slices.Contains(strings.Split(c.PreemptMode, ","), "GANG")
+	return pr
+}
+
+func promiseOf(c SlurmConfig, p PartitionConfig, outcome string) Promise {
 	if outcome == "SUSPENDED" || strings.Contains(p.PreemptMode, "SUSPEND") {
 		if !versionAtLeast(c.Version, 23, 2, 5) {
-			return Promise{true, defaultSuspendGrace, fmt.Sprintf("the suspend grace time, fixed at 2 s before Slurm 23.02.5 (this is %s; GraceTime does not apply to SUSPEND)", c.Version)}
+			return Promise{Known: true, Grace: defaultSuspendGrace, Source: fmt.Sprintf("the suspend grace time, fixed at 2 s before Slurm 23.02.5 (this is %s; GraceTime does not apply to SUSPEND)", c.Version)}
 		}
 		for _, kv := range strings.Split(c.PreemptParameters, ",") {
 			if v, ok := strings.CutPrefix(strings.TrimSpace(kv), "suspend_grace_time="); ok {
 				if n, err := strconv.ParseUint(v, 10, 32); err == nil {
-					return Promise{true, time.Duration(n) * time.Second, "PreemptParameters=suspend_grace_time=" + v + " (GraceTime does not apply to SUSPEND)"}
+					return Promise{Known: true, Grace: time.Duration(n) * time.Second, Source: "PreemptParameters=suspend_grace_time=" + v + " (GraceTime does not apply to SUSPEND)"}
 				}
 				return Promise{Source: "PreemptParameters=suspend_grace_time=" + v + ", not a number of seconds"}
 			}
 		}
-		return Promise{true, defaultSuspendGrace, "suspend_grace_time's default of 2 s (no PreemptParameters=suspend_grace_time; GraceTime does not apply to SUSPEND)"}
+		return Promise{Known: true, Grace: defaultSuspendGrace, Source: "suspend_grace_time's default of 2 s (no PreemptParameters=suspend_grace_time; GraceTime does not apply to SUSPEND)"}
 	}
 	if c.PreemptType == "preempt/qos" {
 		return Promise{Source: "the QOS's GraceTime under preempt/qos (sacctmgr show qos), not read"}
 	}
-	return Promise{true, p.GraceTime, fmt.Sprintf("GraceTime=%d (partition %s)", int(p.GraceTime/time.Second), p.Name)}
+	return Promise{Known: true, Grace: p.GraceTime, Source: fmt.Sprintf("GraceTime=%d (partition %s)", int(p.GraceTime/time.Second), p.Name)}
 }
 
 // versionAtLeast compares a Slurm version (22.05.8, 24.11.5-1) with major.minor.micro; an
