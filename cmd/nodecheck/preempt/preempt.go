@@ -319,17 +319,19 @@ func (o *Options) waitAlive(ctx context.Context, job string) error {
 // for a second and Slurm no longer runs it: it is requeued, cancelled, or SUSPENDED (stopped
 // with SIGSTOP, which leaves no record but the end of the signs of life).
 func (o *Options) follow(ctx context.Context, m *Measurement) error {
+	var alive time.Time // the last sign of life read
 	for {
 		select {
 		case <-ctx.Done():
 			return fmt.Errorf("test job %s still runs %s after the preemption: %w (is %s able to preempt %s?)", m.Victim, time.Since(m.Preempted).Round(time.Second), ctx.Err(), o.PreemptorPartition, o.Partition)
 		case <-time.After(o.Poll):
 		}
-		alive, err := readTime(o.record(m.Victim) + ".alive")
-		if err != nil {
-			continue // being replaced
+		// The file is rewritten in place (a rename would need a process): it reads empty
+		// while being written, and stays so where the application was killed then.
+		if t, err := readTime(o.record(m.Victim) + ".alive"); err == nil {
+			alive = t
 		}
-		if time.Since(alive) < time.Second {
+		if alive.IsZero() || time.Since(alive) < time.Second {
 			continue
 		}
 		seen := time.Now()
