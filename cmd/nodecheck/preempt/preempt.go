@@ -161,7 +161,7 @@ func Measure(ctx context.Context, o Options) (Measurement, error) {
 	// a preempting job of one CPU is started on top of the test job and the gang scheduler
 	// suspends it, or kills or requeues it at once, without GraceTime; an --exclusive one is
 	// started only once the test job is gone: GraceTime applies, and a SUSPEND partition's
-	// job is never suspended (the preempting job stays pending, Reason=Resources).
+	// job was not suspended (the preempting job stayed pending, Reason=Resources).
 	args := o.jobArgs(o.Partition, o.QOS, "nodecheck-preempt-victim", true)
 	out, err := o.slurm(ctx, "sbatch", append(args, "--requeue", script, o.Dir)...)
 	if err != nil {
