@@ -83,6 +83,9 @@ type Options struct {
 	// ExtraConf is appended to the bed's slurm.conf (PreemptType, more partitions); empty
 	// for none.
 	ExtraConf string
+	// ExtraConfFor adds lines for one version (Slurm2205 or Slurm2411) after ExtraConf in
+	// ForEachVersion: keys one version refuses (PreemptParameters is 23.02 and later).
+	ExtraConfFor map[string]string
 	// Topology is written to topology.conf beside slurm.conf before Slurm starts; empty for
 	// none.
 	Topology string
@@ -141,6 +144,7 @@ func ForEachVersion(t *testing.T, opts Options, fn func(t *testing.T, b *Bed)) {
 			t.Logf("slurmctld -V: %s (ready after %s)", version, time.Since(start).Round(time.Millisecond))
 			o := opts
 			o.Slurm = v
+			o.ExtraConf += opts.ExtraConfFor[v]
 			fn(t, Start(t, o))
 		})
 	}
