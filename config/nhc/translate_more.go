@@ -10,8 +10,9 @@ import (
 	"strings"
 )
 
-// nhcAuthUsers is NHC's NHC_AUTH_USERS default: users who may run processes without a job.
-var nhcAuthUsers = []string{"root", "nobody"}
+// DefaultAuthUsers is NHC's NHC_AUTH_USERS default: users who may run processes without a
+// job. The translation of check_ps_unauth_users lists them first in allow_users.
+func DefaultAuthUsers() []string { return []string{"root", "nobody"} }
 
 // psUnauthUsers translates check_ps_unauth_users [-c CMD] [-u UID] [-n USER] [ACTIONS] into
 // stray_processes: NHC_AUTH_USERS plus -u and -n become allow_users, -c ignore_commands; the
@@ -23,7 +24,7 @@ func psUnauthUsers(args []string, entry entryFunc) ([]Entry, string, error) {
 		return nil, "", err
 	}
 	var es []Entry
-	for _, u := range nhcAuthUsers {
+	for _, u := range DefaultAuthUsers() {
 		es = append(es, entry("stray_processes", "allow_users", u)...)
 	}
 	for _, o := range opts {

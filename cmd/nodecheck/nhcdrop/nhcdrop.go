@@ -13,8 +13,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 
@@ -120,7 +122,7 @@ func readConfig(ctx context.Context, path string) ([]byte, error) {
 // set as nhc.conf sets them for this host; -t as the health budget when it is shorter; -l
 // and -d for the log; and, for MARK_OFFLINE=0 or NHC_RM=none, no drain, resume or repair.
 func (p Plan) Adjust(cfg *config.Config) (*config.Config, error) {
-	out, err := cfg.WithChecks(p.checks, p.Options.ConfFile)
+	out, err := cfg.WithChecks(p.withAuthSettings(), p.Options.ConfFile)
 	if err != nil {
 		return nil, fmt.Errorf("the checks %s sets for %s: %w", p.Options.ConfFile, p.Host, err)
 	}
@@ -141,6 +143,33 @@ func (p Plan) Adjust(cfg *config.Config) (*config.Config, error) {
 		out.Drain.Enabled, out.Drain.Resume, out.Repair.Enabled = false, false, false
 	}
 	return out, nil
+}
+
+// withAuthSettings is the translated checks with NHC_AUTH_USERS and MAX_SYS_UID applied to
+// stray_processes, as check_ps_unauth_users reads them: NHC_AUTH_USERS replaces NHC's default
+// users (root, nobody) ahead of the line's own -u and -n.
+func (p Plan) withAuthSettings() map[string]map[string]any {
+	sp := p.checks["stray_processes"]
+	if sp == nil || sp["enabled"] != true || p.Options.AuthUsers == nil && p.Options.MaxSysUID == 0 {
+		return p.checks
+	}
+	out := maps.Clone(p.checks)
+	sp = maps.Clone(sp)
+	out["stray_processes"] = sp
+	if p.Options.AuthUsers != nil {
+		allow := slices.Clone(p.Options.AuthUsers)
+		listed, _ := sp["allow_users"].([]string)
+		for _, u := range listed {
+			if !slices.Contains(nhc.DefaultAuthUsers(), u) && !slices.Contains(allow, u) {
+				allow = append(allow, u)
+			}
+		}
+		sp["allow_users"] = allow
+	}
+	if p.Options.MaxSysUID > 0 {
+		sp["max_system_uid"] = int64(p.Options.MaxSysUID)
+	}
+	return out
 }
 
 // Check is the check that names the lines for this host that nodecheck did not run.

@@ -124,3 +124,24 @@ func TestNotRun(t *testing.T) {
 		t.Errorf("%+v", res)
 	}
 }
+
+// TestAdjustAuthUsers: NHC_AUTH_USERS replaces NHC's default users ahead of the line's own -n
+// and -u, and MAX_SYS_UID sets the system accounts, wherever NHC reads them from.
+func TestAdjustAuthUsers(t *testing.T) {
+	conf := writeConf(t, "* || check_ps_unauth_users -n svc die\n* || export MAX_SYS_UID=499\n", 0o644)
+	p, err := Load(context.Background(), []string{"-c", conf, "-m", "n1", "NHC_AUTH_USERS=root admin"}, Host{Hostname: noHostname, SysconfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, err := p.Adjust(config.Default(checks.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := stringsKey(t, cfg, "stray_processes", "allow_users"); strings.Join(got, ",") != "root,admin,svc" {
+		t.Errorf("allow_users %q", got)
+	}
+	var b strings.Builder
+	if err := cfg.Encode(&b); err != nil || !strings.Contains(b.String(), "max_system_uid = 499") {
+		t.Errorf("max_system_uid not 499 (%v)", err)
+	}
+}
