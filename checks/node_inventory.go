@@ -49,6 +49,7 @@ type nodeInventoryConfig struct {
 	// Sockets, Cores and Threads are fixed counts the node must have exactly, besides
 	// slurm.conf's line: NHC's check_hw_cpuinfo SOCKETS CORES THREADS (all sockets, all
 	// physical cores, all logical CPUs). 0 does not check.
+	// They are counted from /proc/cpuinfo as NHC counts, which differs from sysfs on aarch64.
 	Sockets int `toml:"sockets"`
 	Cores   int `toml:"cores"`
 	Threads int `toml:"threads"`
@@ -106,7 +107,14 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
-	items := append(inventoryItems(inv, nl), fixedCountItems(inv, settings[*nodeInventoryConfig](env.Config, idNodeInventory))...)
+	items := inventoryItems(inv, nl)
+	if c := settings[*nodeInventoryConfig](env.Config, idNodeInventory); c.Sockets > 0 || c.Cores > 0 || c.Threads > 0 {
+		b, err := env.Facts.ReadFile(ctx, "/proc/cpuinfo") // as NHC counts: sysfs differs on aarch64
+		if err != nil && ctx.Err() != nil {
+			return Result{Status: StatusFail, Summary: nodeInventoryTimedOut, Err: err, Remedy: remedyOf(faultTimeout)}
+		}
+		items = append(items, fixedCountItems(string(b), c)...)
+	}
 	if len(items) == 0 {
 		return Result{Status: StatusSkip, Summary: fmt.Sprintf("the NodeName line of %s in %s sets none of CPUs, Sockets, CoresPerSocket, ThreadsPerCore and RealMemory", env.Node, conf.Path)}
 	}
@@ -177,19 +185,59 @@ func inventoryItems(inv node.Inventory, nl slurm.NodeLine) []inventoryItem {
 	return items
 }
 
-// fixedCountItems are the fixed counts nodecheck.toml sets (NHC's check_hw_cpuinfo), with
-// NHC's totals: sockets, sockets × cores per socket, logical CPUs.
-func fixedCountItems(inv node.Inventory, c *nodeInventoryConfig) []inventoryItem {
+// fixedCountItems are the fixed counts nodecheck.toml sets (NHC's check_hw_cpuinfo), against
+// the counts NHC itself makes of /proc/cpuinfo (nhcCPUCounts), which are not sysfs's on every
+// machine: on aarch64, without "physical id", NHC counts every CPU as a socket. Where
+// /proc/cpuinfo cannot be read, each count is an item the node could not tell (0).
+func fixedCountItems(cpuinfo string, c *nodeInventoryConfig) []inventoryItem {
+	sockets, cores, threads := nhcCPUCounts(cpuinfo)
 	var items []inventoryItem
 	for _, k := range []struct {
 		key        string
 		want, have int
-	}{{"sockets", c.Sockets, inv.Sockets}, {"cores", c.Cores, inv.Sockets * inv.CoresPerSocket}, {"threads", c.Threads, inv.CPUs}} {
+	}{{"sockets", c.Sockets, sockets}, {"cores", c.Cores, cores}, {"threads", c.Threads, threads}} {
 		if k.want > 0 {
 			items = append(items, inventoryItem{key: k.key, have: uint64(max(k.have, 0)), want: uint64(k.want), fixed: true})
 		}
 	}
 	return items
+}
+
+// nhcCPUCounts counts sockets, cores and threads as LBNL NHC's nhc_hw_gather_data does
+// (lbnl_hw.nhc): distinct "physical id" values are the sockets; cores are sockets × the
+// last "cpu cores", threads sockets × the last "siblings" (0 without it); with processors but
+// no "physical id" (aarch64, some VMs) sockets, cores and threads are all the processor count;
+// otherwise 1, 1, 1. An empty cpuinfo gives 0, 0, 0 (not read).
+func nhcCPUCounts(cpuinfo string) (sockets, cores, threads int) {
+	if cpuinfo == "" {
+		return 0, 0, 0
+	}
+	processors, perSocket, siblings := 0, -1, -1
+	ids := map[string]bool{}
+	for _, line := range strings.Split(cpuinfo, "\n") {
+		f := strings.Fields(line)
+		switch {
+		case len(f) >= 2 && f[0] == "processor" && f[1] == ":":
+			processors++
+		case len(f) >= 4 && f[0] == "physical" && f[1] == "id" && f[2] == ":":
+			ids[f[3]] = true
+		case len(f) >= 3 && f[0] == "siblings" && f[1] == ":":
+			siblings, _ = strconv.Atoi(f[2])
+		case len(f) >= 4 && f[0] == "cpu" && f[1] == "cores" && f[2] == ":":
+			perSocket, _ = strconv.Atoi(f[3])
+		}
+	}
+	switch {
+	case processors > 0 && len(ids) == 0:
+		return processors, processors, processors
+	case len(ids) > 0 && perSocket >= 0:
+		sockets, cores = len(ids), len(ids)*perSocket
+		if siblings >= 0 {
+			threads = len(ids) * siblings
+		}
+		return sockets, cores, threads
+	}
+	return 1, 1, 1
 }
 
 // judgeInventoryItem is the verdict on one key. A zero on the node side means the node could not
@@ -205,7 +253,7 @@ func judgeInventoryItem(it inventoryItem) Detail {
 	switch {
 	case it.have == 0 && it.fixed:
 		d.Status = StatusError
-		d.Message = fmt.Sprintf("CPU %s: the node's count could not be read, nodecheck.toml says %s = %s", it.key, it.key, want)
+		d.Message = fmt.Sprintf("CPU %s: /proc/cpuinfo could not be read to count them, nodecheck.toml says %s = %s", it.key, it.key, want)
 	case it.have == 0:
 		d.Status = StatusError
 		d.Message = fmt.Sprintf("%s: the node's value could not be read, slurm.conf says %s=%s", it.key, it.key, want)
@@ -271,6 +319,7 @@ func (nodeInventory) Explain() Explanation {
 		Reads: []string{
 			"The CPU topology and memory: /sys/devices/system/cpu (online logical CPUs, their physical package and core, counted as github.com/jaypipes/ghw counts them) and /proc/meminfo (MemTotal, the usable memory, in MiB).",
 			"slurm.conf: the node's NodeName line, only the keys it sets among CPUs, Sockets (or Boards and SocketsPerBoard), CoresPerSocket, ThreadsPerCore and RealMemory.",
+			"/proc/cpuinfo, only where sockets, cores or threads are set, counted as NHC counts it (distinct physical ids; sockets × cpu cores; sockets × siblings; every processor a socket where there is no physical id, as on aarch64).",
 		},
 		Passes: "Every key the NodeName line sets matches the node, and the usable memory is at least RealMemory.",
 		Warns:  "The node has more CPUs, sockets, cores per socket or threads per core than slurm.conf says: Slurm uses only what is configured. Memory above RealMemory is normal and passes.",
@@ -278,9 +327,9 @@ func (nodeInventory) Explain() Explanation {
 		Skips:  "The mode is not in modes (health and manual by default: the inventory does not change between jobs), the NodeName line sets none of the keys compared, or a snapshot replayed has no inventory.json.",
 		Errors: "The inventory cannot be read, slurm.conf cannot be read, or the node is not defined in it.",
 		Keys: map[string]string{
-			"sockets": "A fixed count of CPU sockets the node must have exactly, besides slurm.conf's line (NHC's check_hw_cpuinfo); 0 does not check.",
-			"cores":   "A fixed count of physical cores, all sockets together (sockets × cores per socket), to have exactly; 0 does not check.",
-			"threads": "A fixed count of logical CPUs to have exactly; 0 does not check.",
+			"sockets": "A fixed count of CPU sockets the node must have exactly, besides slurm.conf's line (NHC's check_hw_cpuinfo, counted from /proc/cpuinfo as NHC counts); 0 does not check.",
+			"cores":   "A fixed count of physical cores, all sockets together (sockets × \"cpu cores\"), to have exactly; 0 does not check.",
+			"threads": "A fixed count of logical CPUs (sockets × \"siblings\") to have exactly; 0 does not check.",
 		},
 		Fix: []string{
 			"Memory a little below RealMemory: MemTotal is the installed memory less what firmware and the kernel reserve (crashkernel=, hugepages reserved at boot), and it changes with a BIOS or kernel update. Set RealMemory a few percent under MemTotal (slurmd -C prints what slurmd finds), then scontrol reconfigure.",

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -29,14 +31,19 @@ func TestNodeInventory(t *testing.T) {
 		wantSummary string // a prefix
 		wantDetails []string
 		fixed       [3]int // sockets, cores, threads in nodecheck.toml (NHC's check_hw_cpuinfo)
+		cpuinfo     string // a file of testdata/cpuinfo as /proc/cpuinfo
 	}{
-		{name: "NHC's fixed counts as the node has them", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{2, 112, 224},
-			wantStatus: StatusOK, wantDetails: []string{"sockets ok", "cores ok", "threads ok"}},
-		{name: "a fixed count below fails, as NHC's does", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{0, 128, 0},
-			wantStatus: StatusFail, wantSummary: "actual CPU core count (112) does not match expected (128) in nodecheck.toml", wantDetails: []string{"cores fail"}},
-		{name: "a fixed count above fails too (NHC compares with -ne)", slurmConf: full, inv: dgxH100Inventory, fixed: [3]int{0, 0, 112},
-			wantStatus: StatusFail, wantSummary: "actual CPU thread count (224) does not match expected (112)",
+		{name: "NHC's fixed counts as NHC counts /proc/cpuinfo", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{2, 8, 16},
+			cpuinfo: "x86-2s4c2t.txt", wantStatus: StatusOK, wantDetails: []string{"sockets ok", "cores ok", "threads ok"}},
+		{name: "on aarch64 NHC counts every CPU a socket, and so does the check", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{72, 72, 72},
+			cpuinfo: "aarch64-72.txt", wantStatus: StatusOK, wantDetails: []string{"sockets ok", "cores ok", "threads ok"}},
+		{name: "a fixed count below fails, as NHC's does", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{0, 16, 0},
+			cpuinfo: "x86-2s4c2t.txt", wantStatus: StatusFail, wantSummary: "actual CPU core count (8) does not match expected (16) in nodecheck.toml", wantDetails: []string{"cores fail"}},
+		{name: "a fixed count above fails too (NHC compares with -ne)", slurmConf: full, inv: dgxH100Inventory, fixed: [3]int{0, 0, 4},
+			cpuinfo: "x86-2s4c2t.txt", wantStatus: StatusFail, wantSummary: "actual CPU thread count (16) does not match expected (4)",
 			wantDetails: []string{"CPUs ok", "Sockets ok", "CoresPerSocket ok", "ThreadsPerCore ok", "RealMemory ok", "threads fail"}},
+		{name: "no /proc/cpuinfo to count", slurmConf: "NodeName=gpu01 Gres=gpu:8\n", inv: dgxH100Inventory, fixed: [3]int{2, 0, 0},
+			wantStatus: StatusError, wantSummary: "/proc/cpuinfo could not be read", wantDetails: []string{"sockets error"}},
 		{name: "exact match", slurmConf: full, inv: dgxH100Inventory, wantStatus: StatusOK,
 			wantSummary: "as slurm.conf says: CPUs=224 Sockets=2 CoresPerSocket=56 ThreadsPerCore=2 RealMemory=2063731",
 			wantDetails: []string{"CPUs ok", "Sockets ok", "CoresPerSocket ok", "ThreadsPerCore ok", "RealMemory ok"}},
@@ -79,6 +86,13 @@ func TestNodeInventory(t *testing.T) {
 			if tc.slurmConf != "" {
 				f.files["/etc/slurm/slurm.conf"] = tc.slurmConf
 			}
+			if tc.cpuinfo != "" {
+				b, err := os.ReadFile(filepath.Join("testdata", "cpuinfo", tc.cpuinfo))
+				if err != nil {
+					t.Fatal(err)
+				}
+				f.files["/proc/cpuinfo"] = string(b)
+			}
 			cfg := config.Default(Schema())
 			if tc.fixed != [3]int{} {
 				var err error
@@ -120,5 +134,23 @@ func TestNodeInventoryDefaults(t *testing.T) {
 	c := Settings(config.Default(Schema()), nodeInventory{})
 	if !c.Enabled || c.Timeout != 3*time.Second || !cmp.Equal(c.Modes, []string{"health", "manual"}) {
 		t.Errorf("default settings = %+v, want enabled, 3s, health and manual", c)
+	}
+}
+
+// TestNHCCPUCounts: the counts NHC's own nhc_hw_gather_data made of each file
+// (testdata/cpuinfo/SOURCE).
+func TestNHCCPUCounts(t *testing.T) {
+	for file, want := range map[string][3]int{"x86-vm.txt": {1, 2, 2}, "x86-2s4c2t.txt": {2, 8, 16}, "aarch64-72.txt": {72, 72, 72}} {
+		b, err := os.ReadFile(filepath.Join("testdata", "cpuinfo", file))
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, c, th := nhcCPUCounts(string(b))
+		if [3]int{s, c, th} != want {
+			t.Errorf("%s: %d %d %d, NHC counts %v", file, s, c, th, want)
+		}
+	}
+	if s, c, th := nhcCPUCounts("vendor_id : x\n"); [3]int{s, c, th} != [3]int{1, 1, 1} {
+		t.Errorf("no processor line: %d %d %d, NHC counts 1 1 1", s, c, th)
 	}
 }
