@@ -1,10 +1,12 @@
 package checks
 
 import (
+	"context"
 	"strings"
 	"testing"
 
 	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 // Cgroup lines as Slurm's cgroup plugins lay them out (src/plugins/cgroup/v1/xcgroup.c
@@ -79,6 +81,16 @@ func TestJudgeStrayProcesses(t *testing.T) {
 			"alice: 1 process outside every Slurm job, and no job here (1100 daemon)"},
 		{"allowed, ignored and vanished processes", strayFacts{Allow: []string{"svc", "1500"}, Ignore: []string{"dbus-daemon"}, Procs: node.Processes{Processes: append(base,
 			proc(1300, 1003, "svc", "agent", cgUser), proc(1301, 1500, "", "x", cgUser), proc(1302, 1004, "eve", "dbus-daemon", cgUser), proc(1303, 1004, "eve", "sh", "")), CgroupsRead: true}}, StatusOK, ""},
+		{"a user squeue lists with a job here (mpirun's ssh, a second node of salloc)", strayFacts{FailOnStray: true, JobUIDs: map[int]bool{1002: true}, Procs: node.Processes{Processes: append(base,
+			proc(1200, 1002, "bob", "orted", cgUser)), CgroupsRead: true}}, StatusOK, ""},
+		{"squeue could not answer: undecided, never a drain", strayFacts{FailOnStray: true, JobUIDsErr: "squeue --nodelist=gpu01: timed out", Procs: node.Processes{Processes: append(base,
+			proc(1200, 1002, "bob", "orted", cgUser)), CgroupsRead: true}}, StatusError, "squeue could not say whose jobs are here: squeue --nodelist=gpu01: timed out"},
+		{"a directory user named by getent and allowed", strayFacts{Allow: []string{"root", "svcacct"}, Names: map[int]string{70001: "svcacct"}, Procs: node.Processes{Processes: append(base,
+			proc(1300, 70001, "", "agent", cgUser)), CgroupsRead: true}}, StatusOK, ""},
+		{"a directory user getent could not name", strayFacts{Allow: []string{"root", "svcacct"}, NamesErr: "getent passwd 70001: not installed", Procs: node.Processes{Processes: append(base,
+			proc(1300, 70001, "", "agent", cgUser)), CgroupsRead: true}}, StatusError, "getent could not name it"},
+		{"a directory user getent named, not allowed", strayFacts{Allow: []string{"root", "svcacct"}, Names: map[int]string{70002: "eve"}, Procs: node.Processes{Processes: append(base,
+			proc(1300, 70002, "", "miner", cgUser)), CgroupsRead: true}}, StatusWarn, "eve: 1 process outside every Slurm job"},
 		{"a list recorded without cgroups cannot be judged", strayFacts{Procs: node.Processes{Processes: base}}, StatusError, "the process list has no cgroups"},
 		{"no cgroup tracking: skip", strayFacts{Proctrack: "proctrack/linuxproc", Procs: node.Processes{Processes: base, CgroupsRead: true}}, StatusSkip, "ProctrackType=proctrack/linuxproc"},
 	}
@@ -101,5 +113,36 @@ func TestJudgeStrayProcesses(t *testing.T) {
 				t.Errorf("remedy %q, want admin", res.Details[0].Remedy)
 			}
 		})
+	}
+}
+
+// TestStrayProcessesRun: squeue is asked only where processes remain outside every job, the
+// node's jobs but the one an epilog ends.
+func TestStrayProcessesRun(t *testing.T) {
+	const squeueAsk = "/usr/bin/squeue --noheader --nodelist=gpu01 --states=RUNNING,SUSPENDED,COMPLETING,CONFIGURING --format=%i %U"
+	procs := node.Processes{CgroupsRead: true, Processes: []node.ProcessInfo{
+		{PID: 1000, UID: 1001, User: "alice", Comm: "python3", Cgroup: cgV2Job},
+		{PID: 1100, UID: 1001, User: "alice", Comm: "bash", Cgroup: cgUser},
+		{PID: 1200, UID: 1002, User: "bob", Comm: "orted", Cgroup: cgUser},
+	}}
+	run := func(mode config.Mode, job, squeueOut string) (Result, []string) {
+		f := &execFacts{fakeFacts: &fakeFacts{files: map[string]string{"/etc/slurm/slurm.conf": "ProctrackType=proctrack/cgroup\nNodeName=gpu01\n", "/etc/login.defs": "UID_MIN 1000\n"},
+			facts: map[string]any{node.ProcessesFact.Name: procs}}, cmds: map[string]node.CmdResult{squeueAsk: {Stdout: squeueOut}}}
+		env := &Env{Facts: f, Config: config.Default(Schema()), Mode: mode, Node: "gpu01", Job: Job{ID: job},
+			Slurm: NewSlurmFiles(f, "/etc/slurm/slurm.conf", func(string) string { return "" })}
+		return strayProcesses{}.Run(context.Background(), env), f.ran
+	}
+	res, asks := run(config.ModeHealth, "", "4242 1001\n4250 1002\n")
+	if res.Status != StatusOK || len(asks) != 1 || asks[0] != squeueAsk {
+		t.Errorf("health: %s %q, asked %q", res.Status, res.Summary, asks)
+	}
+	// In bob's epilog his only job ends: his process outside it is stray.
+	res, _ = run(config.ModeEpilog, "4250", "4242 1001\n4250 1002\n")
+	if res.Status != StatusWarn || !strings.HasPrefix(res.Summary, "bob: 1 process") {
+		t.Errorf("epilog: %s %q", res.Status, res.Summary)
+	}
+	res, _ = run(config.ModeHealth, "", "garbage\n")
+	if res.Status != StatusError || !strings.Contains(res.Summary, "is not JOBID UID") {
+		t.Errorf("squeue garbage: %s %q", res.Status, res.Summary)
 	}
 }

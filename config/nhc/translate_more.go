@@ -5,7 +5,6 @@ package nhc
 import (
 	"errors"
 	"fmt"
-	"slices"
 	"strconv"
 	"strings"
 )
@@ -55,9 +54,9 @@ func psUnauthUsers(args []string, entry entryFunc) ([]Entry, string, error) {
 	}
 	es = append(es, entry("stray_processes", "enabled", "true")...)
 	es = append(es, entry("stray_processes", "fail", fmt.Sprint(fail))...)
-	note := "NHC asks squeue which users have jobs on the node; stray_processes tells a job's processes by their Slurm cgroup (it needs ProctrackType=proctrack/cgroup), and allows any process of a user who has one there"
-	if slices.ContainsFunc(opts, func(o opt) bool { return o.name == 'c' }) {
-		note += "; NHC's -c matches any command whose first word is part of the value, ignore_commands the process name or first word exactly"
+	note := "stray_processes tells a job's processes by their Slurm cgroup first (it needs ProctrackType=proctrack/cgroup, and skips without it), then, as NHC, allows the users squeue lists with a job on the node"
+	if len(opts) > 0 {
+		note += "; NHC's -c, -u and -n match where the process's command, uid or user is part of the value (a substring), nodecheck's lists exactly"
 	}
 	return es, note, nil
 }
