@@ -206,10 +206,31 @@ func judgeGPUIsolation(f isolationFacts) Result {
 				Message: fmt.Sprintf("the job's GPU %s (SLURM_JOB_GPUS index %d, minor %d) has no /dev/nvidia%d: its access was not probed", t.file, t.index, minor, minor)})
 		}
 	}
+	if foreign > 0 && allowed == len(f.Access.GPUs) && len(f.Access.GPUs) > 1 {
+		// Every GPU open to the job: devices are not constrained at all, which is the site's
+		// configuration (cgroup.conf), the same on every node, not this node's fault. Failing
+		// would drain every node that shares GPUs between jobs, one prolog at a time; it warns,
+		// and nodecheck lint names the setting.
+		for i := range res.Details {
+			if res.Details[i].Status == StatusFail && !ownGPU(own, res.Details[i].Subject.File) {
+				res.Details[i].Status, res.Details[i].Remedy = StatusWarn, ""
+			}
+		}
+	}
 	res.Status = worstOf(res.Details)
 	res.Observed = fmt.Sprintf("job %s may open %d of %s", f.JobID, allowed, countNoun(len(f.Access.GPUs), "GPU", "GPUs"))
 	res.Summary = isoSummary(f, res, allowed, foreign, ownDenied)
 	return res
+}
+
+// ownGPU says whether the device file is one of the job's GPUs.
+func ownGPU(own map[uint32]jobGPU, file string) bool {
+	for _, t := range own {
+		if t.file == file || fmt.Sprintf("/dev/nvidia%d", t.minor) == file {
+			return true
+		}
+	}
+	return false
 }
 
 // isoDetail is the verdict on one GPU device node: t is the job's GPU it is, where mine.
@@ -315,7 +336,8 @@ func (gpuIsolation) Explain() Explanation {
 			"Not devices.list: Slurm writes per-device allow and deny rules into a cgroup that allows by default (src/plugins/cgroup/v1/cgroup_v1.c), and the kernel lists such a cgroup as \"a *:* rwm\" whatever it denies (security/device_cgroup.c devcgroup_seq_show).",
 		},
 		Passes: "Inside the job's cgroup, the job may open each of its GPUs and no other GPU of the node.",
-		Fails:  "The job may open a GPU that is not its own (devices not constrained: another job's GPU, or one the next job gets), or may not open one of its own (gres.conf's File= order does not match the devices). Or reading ran out of time.",
+		Warns:  "The job may open every GPU of the node, its own and others': devices are not constrained at all (cgroup.conf), the site's configuration rather than this node's fault; nodecheck lint names the setting.",
+		Fails:  "The job may open a GPU that is not its own while others are denied (another job's GPU, or one the next job gets: gres.conf's File= names the wrong devices), or may not open one of its own (gres.conf's File= order does not match the devices). Or reading ran out of time.",
 		Skips:  "No job (SLURM_JOB_ID unset); nodecheck does not run inside the job's cgroup (the prolog without PrologFlags=RunInJob, or a shell: not observable, and nodecheck lint checks cgroup.conf instead); no GPU device node on the node; the mode is not in modes (prolog and manual by default); or a snapshot replayed has no device_access.json.",
 		Errors: "/proc/self/cgroup or /dev cannot be read, access(2) fails for another reason than the device cgroup's refusal, SLURM_JOB_GPUS or gres.conf cannot say which devices the job's GPUs are, or a job's GPU has no /dev/nvidiaN.",
 		Fix: []string{

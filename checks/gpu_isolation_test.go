@@ -58,8 +58,9 @@ func TestJudgeGPUIsolation(t *testing.T) {
 		// The neighbour of "exactly": one foreign GPU more.
 		{"one foreign GPU", isolationFacts{JobID: "42", JobGPUs: "0,1", Own: own(0, 0, 1, 1), Access: gpuAccess(extern, 4, 0, 1, 3)},
 			StatusFail, "job 42 may open /dev/nvidia3, not one of its GPUs", []string{"/dev/nvidia3"}},
+		// Every GPU open: the site's cgroup.conf, not this node: warn, or every shared node drains.
 		{"devices not constrained", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: gpuAccess(extern, 4, 0, 1, 2, 3)},
-			StatusFail, "job 42 may open all 4 GPUs, holding 1 GPU (SLURM_JOB_GPUS=0): its devices are not constrained", []string{"/dev/nvidia1", "/dev/nvidia2", "/dev/nvidia3"}},
+			StatusWarn, "job 42 may open all 4 GPUs, holding 1 GPU (SLURM_JOB_GPUS=0): its devices are not constrained", nil},
 		{"a job without GPUs may open none", isolationFacts{JobID: "42", Access: gpuAccess(extern, 2)},
 			StatusOK, "job 42 holds no GPU here and may open none of the 2 GPUs", nil},
 		{"a job without GPUs may open one", isolationFacts{JobID: "42", Access: gpuAccess(extern, 2, 1)},
@@ -75,8 +76,10 @@ func TestJudgeGPUIsolation(t *testing.T) {
 		// a GPU beyond the job's still is.
 		{"step narrower than its job", isolationFacts{JobID: "42", JobGPUs: "0,1", Own: own(0, 0, 1, 1), Access: gpuAccess("/slurm/uid_1000/job_42/step_0/task_0", 2, 0)},
 			StatusOK, "job 42 may open its 1 GPU and none of the other 1", nil},
-		{"step with a foreign GPU", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: gpuAccess("/slurm/uid_1000/job_42/step_3", 2, 0, 1)},
-			StatusFail, "job 42 may open all 2 GPUs, holding 1 GPU", []string{"/dev/nvidia1"}},
+		{"step with a foreign GPU, every GPU open", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: gpuAccess("/slurm/uid_1000/job_42/step_3", 2, 0, 1)},
+			StatusWarn, "job 42 may open all 2 GPUs, holding 1 GPU", nil},
+		{"step with a foreign GPU, another denied", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: gpuAccess("/slurm/uid_1000/job_42/step_3", 3, 0, 1)},
+			StatusFail, "job 42 may open /dev/nvidia1, not one of its GPUs", []string{"/dev/nvidia1"}},
 		{"probe error", isolationFacts{JobID: "42", JobGPUs: "0", Own: own(0, 0), Access: eacces},
 			StatusError, "access(2) of /dev/nvidia1 failed with EACCES", nil},
 		// An index not followed to a device: an allowed GPU may be that one.
