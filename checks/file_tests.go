@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"path"
 	"strings"
 	"time"
 
@@ -87,6 +88,10 @@ func parseFileTest(s string) (fileTest, error) {
 			return fileTest{}, fmt.Errorf("file %q is not an absolute path", a)
 		case strings.ContainsAny(a, "*?["):
 			return fileTest{}, fmt.Errorf("file %q holds a glob character: list the files themselves", a)
+		case path.Clean(a) != a:
+			// test -f /etc/passwd/ is false and /x/link/.. follows the link: stat of the
+			// cleaned path would answer another question.
+			return fileTest{}, fmt.Errorf("file %q: write it as %q (a trailing /, // or .. is not taken)", a, path.Clean(a))
 		default:
 			t.Paths = append(t.Paths, a)
 		}

@@ -47,6 +47,8 @@ func TestParseFileTest(t *testing.T) {
 		{"-rw /tmp", `"-rw" is not an operator`, "", false, nil},
 		{"-r tmp", "not an absolute path", "", false, nil},
 		{"-c /dev/nvidia*", "glob", "", false, nil},
+		{"-f /etc/passwd/", `write it as "/etc/passwd"`, "", false, nil},
+		{"-d /var/lib/../tmp", `write it as "/var/tmp"`, "", false, nil},
 		{"-r", "at least one operator and one file", "", false, nil},
 		{"/tmp", "at least one operator and one file", "", false, nil},
 		{"-! /tmp", "at least one operator and one file", "", false, nil},
