@@ -3,6 +3,7 @@ package nhc
 import (
 	"errors"
 	"fmt"
+	"path"
 	"strings"
 )
 
@@ -24,6 +25,8 @@ func fileTest(args []string, entry entryFunc) ([]Entry, string, error) {
 			return nil, "", fmt.Errorf("check_file_test file %q is not an absolute path: NHC resolves it from its working directory; write the whole path", a)
 		case strings.ContainsAny(a, "*?[ \t"):
 			return nil, "", fmt.Errorf("check_file_test file %q holds a glob character or a blank: NHC's shell expands or splits it, file_tests does not; list the files", a)
+		case path.Clean(a) != a:
+			return nil, "", fmt.Errorf("check_file_test file %q: file_tests takes it written as %q (a trailing /, // or .. changes what test(1) answers)", a, path.Clean(a))
 		default:
 			files++
 		}

@@ -94,7 +94,7 @@ func Load(ctx context.Context, args []string, h Host) (Plan, error) {
 		return Plan{}, err
 	}
 	p.Lines = len(lines)
-	p.Translation = nhc.TranslateFor(lines, p.Host)
+	p.Translation = keepValid(nhc.TranslateFor(lines, p.Host))
 	// "* || export MARK_OFFLINE=0" and the like: NHC evaluates them as it reads the file.
 	for _, st := range p.Translation.Settings {
 		if err := p.Options.Set(st.Name, st.Value); err != nil {
@@ -105,6 +105,38 @@ func Load(ctx context.Context, args []string, h Host) (Plan, error) {
 		return Plan{}, err
 	}
 	return p, nil
+}
+
+// keepValid moves each translated line whose values nodecheck.toml's rules refuse (a check's
+// own validation, which the translation may not foresee) to the lines not run, with why, so
+// that one such line leaves the run undecided instead of stopping it.
+func keepValid(t nhc.Translation) nhc.Translation {
+	base := config.Default(checks.Schema())
+	byLine := map[int][]nhc.Entry{}
+	var order []int
+	for _, e := range t.Entries {
+		if byLine[e.From.Num] == nil {
+			order = append(order, e.From.Num)
+		}
+		byLine[e.From.Num] = append(byLine[e.From.Num], e)
+	}
+	var kept []nhc.Entry
+	for _, n := range order {
+		es := byLine[n]
+		one := nhc.Translation{Entries: es}
+		ov, err := one.Checks()
+		if err == nil {
+			_, err = base.WithChecks(ov, es[0].From.Where())
+		}
+		if err != nil {
+			t.Skipped = append(t.Skipped, nhc.Skipped{Line: es[0].From, Why: err.Error()})
+			continue
+		}
+		kept = append(kept, es...)
+	}
+	t.Entries = kept
+	slices.SortStableFunc(t.Skipped, func(a, b nhc.Skipped) int { return a.Line.Num - b.Line.Num })
+	return t
 }
 
 // readConfig reads a file of NHC's configuration: bounded, and refused where others can

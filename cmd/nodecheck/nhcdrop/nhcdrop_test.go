@@ -145,3 +145,32 @@ func TestAdjustAuthUsers(t *testing.T) {
 		t.Errorf("max_system_uid not 499 (%v)", err)
 	}
 }
+
+// TestKeepValid: a line the translation takes but a check's own rules refuse (a fudge over
+// 100%) is not run, named with why, and the other lines still are: one such line leaves the
+// run undecided instead of stopping it.
+func TestKeepValid(t *testing.T) {
+	conf := writeConf(t, "* || check_hw_physmem 1kb 1gb 200%\n* || check_fs_mount_rw -f /\n", 0o644)
+	p, err := Load(context.Background(), []string{"-c", conf, "-m", "n1"}, Host{Hostname: noHostname, SysconfigDir: t.TempDir()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Translation.Skipped) != 1 || p.Translation.Skipped[0].Line.Num != 1 || !strings.Contains(p.Translation.Skipped[0].Why, "fudge") {
+		t.Errorf("skipped %+v", p.Translation.Skipped)
+	}
+	if _, err := p.Adjust(config.Default(checks.Schema())); err != nil {
+		t.Errorf("the rest does not apply: %v", err)
+	}
+	if got := stringsKey(t, mustAdjust(t, p), "fs_mounts", "mounts"); strings.Join(got, ",") != "/ rw" {
+		t.Errorf("mounts %q", got)
+	}
+}
+
+func mustAdjust(t *testing.T, p Plan) *config.Config {
+	t.Helper()
+	cfg, err := p.Adjust(config.Default(checks.Schema()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cfg
+}
