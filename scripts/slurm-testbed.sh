@@ -743,7 +743,7 @@ cmd_start() {
   settle_registrations "$t2" || exit 1
   t5=$(now_ms)
   log "Slurm $SLURM running in $DIR: $(echo $NODES | wc -w) nodes idle after $(((t5 - t0) / 1000)).$(((t5 - t0) % 1000 / 100)) s" \
-    "(root and munge $((t1 - t0)) ms, config $((t2 - t1)) ms, daemons $((t3 - t2)) ms, until idle $((t4 - t3)) ms," \
+    "(root and munge $((t1 - t0)) ms, config$([ "$ACCOUNTING" = 1 ] && echo " and accounting") $((t2 - t1)) ms, daemons $((t3 - t2)) ms, until idle $((t4 - t3)) ms," \
     "first ping round $((t5 - t4)) ms)"
   cmd_env
 }
