@@ -27,6 +27,12 @@
 #   --return-to-service N  NODECHECK_TESTBED_RETURN_TO_SERVICE  ReturnToService (default 2)
 #   --resume-timeout S  NODECHECK_TESTBED_RESUME_TIMEOUT  ResumeTimeout: how long Slurm waits for a
 #                                              rebooted node (default: Slurm's, 60)
+#   --accounting     NODECHECK_TESTBED_ACCOUNTING=1  22.05 only: a private MariaDB and slurmdbd under
+#                                              DIR, AccountingStorageType=accounting_storage/slurmdbd,
+#                                              cluster, account testbed and user root made with
+#                                              sacctmgr, so tests can make QOS (preempt/qos); slurmdbd
+#                                              listens on PORT+N+1, MariaDB on PORT+N+2; install
+#                                              adds slurmdbd and mariadb-server (scripts/testbed/accounting.sh)
 #                    NODECHECK_TESTBED_SCHEDULER_PARAMETERS  slurm.conf's SchedulerParameters
 #                                              (default: none), e.g. extra_constraints (23.11+)
 #                    NODECHECK_TESTBED_EXTRA_CONF  a file whose lines are appended to slurm.conf
@@ -94,6 +100,10 @@ die() {
   exit 1
 }
 
+# The opt-in accounting (--accounting): MariaDB and slurmdbd.
+# shellcheck source=testbed/accounting.sh
+. "$HERE/testbed/accounting.sh"
+
 need_root() { [ "$(id -u)" = 0 ] || die "run as root: slurmd, mknod, munge and mount need it"; }
 
 # --- options and the recorded state ---------------------------------------------------------
@@ -123,6 +133,7 @@ parse_flags() {
     --return-to-service) RETURN_TO_SERVICE=${2:?--return-to-service needs 0, 1 or 2}; shift ;;
     --resume-timeout) RESUME_TIMEOUT=${2:?--resume-timeout needs seconds}; shift ;;
     --cache) CLEAN_CACHE=1 ;;
+    --accounting) ACCOUNTING=1 ;;
     *) die "unknown option $1 (see the top of $0)" ;;
     esac
     shift
@@ -152,6 +163,7 @@ parse_flags() {
   case "$REBOOT" in 0 | 1) ;; *) die "NODECHECK_TESTBED_REBOOT=$REBOOT: want 0 or 1" ;; esac
   case "$RETURN_TO_SERVICE" in 0 | 1 | 2) ;; *) die "--return-to-service $RETURN_TO_SERVICE: want 0, 1 or 2" ;; esac
   [[ -z $RESUME_TIMEOUT || $RESUME_TIMEOUT =~ ^[0-9]+$ ]] || die "--resume-timeout $RESUME_TIMEOUT: want seconds"
+  accounting_check
 }
 
 DIR=${NODECHECK_TESTBED_DIR:-/tmp/nodecheck-testbed}
@@ -224,9 +236,11 @@ cmd_install() {
     build_root
     return
   fi
-  host_installed && return 0
-  apt_install $HOST_PKGS
-  host_installed || die "apt-get did not install $HOST_PKGS"
+  if ! host_installed; then
+    apt_install $HOST_PKGS
+    host_installed || die "apt-get did not install $HOST_PKGS"
+  fi
+  accounting_install
 }
 
 # mirror: the Debian mirror this machine's apt uses (never a host named here).
@@ -517,7 +531,7 @@ write_slurm_conf() {
   echo "GresTypes=gpu"
   echo "MpiDefault=none"
   echo "MailProg=/bin/true"
-  echo "AccountingStorageType=accounting_storage/none"
+  if [ "$ACCOUNTING" = 1 ]; then slurm_conf_accounting; else echo "AccountingStorageType=accounting_storage/none"; fi
   echo "JobAcctGatherType=jobacct_gather/none"
   echo "SchedulerType=sched/builtin"
   echo "ReturnToService=$RETURN_TO_SERVICE"
@@ -715,6 +729,7 @@ cmd_start() {
   t1=$(now_ms)
   write_config
   save_state
+  start_accounting # before slurmctld, which registers with slurmdbd (nothing without --accounting)
   t2=$(now_ms)
   start_daemons
   t3=$(now_ms)
@@ -728,7 +743,7 @@ cmd_start() {
   settle_registrations "$t2" || exit 1
   t5=$(now_ms)
   log "Slurm $SLURM running in $DIR: $(echo $NODES | wc -w) nodes idle after $(((t5 - t0) / 1000)).$(((t5 - t0) % 1000 / 100)) s" \
-    "(root and munge $((t1 - t0)) ms, config $((t2 - t1)) ms, daemons $((t3 - t2)) ms, until idle $((t4 - t3)) ms," \
+    "(root and munge $((t1 - t0)) ms, config$([ "$ACCOUNTING" = 1 ] && echo " and accounting") $((t2 - t1)) ms, daemons $((t3 - t2)) ms, until idle $((t4 - t3)) ms," \
     "first ping round $((t5 - t4)) ms)"
   cmd_env
 }
@@ -765,6 +780,7 @@ cmd_stop() {
     [ -d "$DIR/run" ] && save_state
   else
     stop_bed_processes # left-over jobs and their slurmstepd, on the host
+    stop_accounting    # slurmdbd and MariaDB (--accounting), before the munged slurmdbd uses
     stop_munge_host
   fi
   log "stopped (files kept in $DIR)"
@@ -788,6 +804,7 @@ cmd_status() {
       ok=1
     fi
   done
+  status_accounting || ok=1
   # Without a controller sinfo retries for seconds: not worth it.
   alive "$DIR/run/slurmctld.child" || return 1
   SLURM_CONF=$CONF timeout 5 ${MERGED:+/usr/sbin/chroot "$MERGED"} /usr/bin/sinfo -N -o '%N %t %E' || ok=1
@@ -849,7 +866,7 @@ env) load_state && cmd_env ;;
 version) cmd_version ;;
 clean) cmd_clean ;;
 *)
-  echo "usage: $0 install|start|stop|status|env|version|clean [--slurm 22.05|24.11] [--nodes N|NAMES] [--prefix P] [--width W] [--health-interval S] [--reboot] [--return-to-service N] [--resume-timeout S] [--cache]" >&2
+  echo "usage: $0 install|start|stop|status|env|version|clean [--slurm 22.05|24.11] [--nodes N|NAMES] [--prefix P] [--width W] [--health-interval S] [--reboot] [--return-to-service N] [--resume-timeout S] [--accounting] [--cache]" >&2
   exit 2
   ;;
 esac

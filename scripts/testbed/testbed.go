@@ -89,6 +89,12 @@ type Options struct {
 	// Topology is written to topology.conf beside slurm.conf before Slurm starts; empty for
 	// none.
 	Topology string
+	// Accounting (Slurm 22.05 only) runs a private MariaDB and slurmdbd with the bed
+	// (NODECHECK_TESTBED_ACCOUNTING=1, scripts/testbed/accounting.sh): slurm.conf's
+	// AccountingStorageType is accounting_storage/slurmdbd, and the cluster, an account
+	// "testbed" and the user root exist, so a test can make QOS with b.Slurm(t, "sacctmgr", "-i", ...).
+	// Two more ports: slurmdbd's and MariaDB's, after the nodes'.
+	Accounting bool
 }
 
 // Bed is a running scripts/slurm-testbed.sh.
@@ -299,11 +305,12 @@ func Start(t *testing.T, opts Options) *Bed {
 		t.Fatalf("build nodecheck: %v\n%s", err, out)
 	}
 
+	acctEnv := accountingEnv(t, opts) // before the lock: it may skip t
 	unlock, err := lockPorts()
 	if err != nil {
 		t.Fatal(err)
 	}
-	port, err := FreePorts(opts.Nodes + 1)
+	port, err := FreePorts(opts.Nodes + 1 + accountingPorts(opts))
 	if err != nil {
 		unlock()
 		unavailable(t, "no free ports: %v", err)
@@ -317,6 +324,7 @@ func Start(t *testing.T, opts Options) *Bed {
 		b.Env = append(b.Env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval))
 	}
 	b.Env = append(b.Env, rebootEnv(opts)...)
+	b.Env = append(b.Env, acctEnv...)
 	if opts.SchedulerParameters != "" {
 		b.Env = append(b.Env, "NODECHECK_TESTBED_SCHEDULER_PARAMETERS="+opts.SchedulerParameters)
 	}
@@ -613,4 +621,33 @@ func (b *Bed) Hook(t *testing.T, node, context string, argv ...string) {
 func (b *Bed) HookFile(node, name string) string {
 	data, _ := os.ReadFile(filepath.Join(b.Dir, "hooks", node+"."+name))
 	return string(data)
+}
+
+// accountingPorts is how many ports Options.Accounting takes after the nodes': slurmdbd's
+// (PORT+N+1) and MariaDB's (PORT+N+2).
+func accountingPorts(opts Options) int {
+	if opts.Accounting {
+		return 2
+	}
+	return 0
+}
+
+// accountingEnv is the script's environment for Options.Accounting; where slurmdbd or MariaDB
+// is not installed (off CI, where the script never runs apt-get), t skips.
+func accountingEnv(t *testing.T, opts Options) []string {
+	t.Helper()
+	if !opts.Accounting {
+		return nil
+	}
+	if opts.Slurm != Slurm2205 {
+		t.Fatalf("Options.Accounting: only with Slurm %s, not %s", Slurm2205, opts.Slurm)
+	}
+	if os.Getenv("CI") != "true" {
+		for _, p := range []string{"/usr/sbin/slurmdbd", "/usr/sbin/mariadbd", "/usr/bin/mariadb-install-db"} {
+			if _, err := os.Stat(p); err != nil {
+				unavailable(t, "accounting: %s is not installed (apt-get install slurmdbd mariadb-server)", p)
+			}
+		}
+	}
+	return []string{"NODECHECK_TESTBED_ACCOUNTING=1"}
 }
