@@ -1,4 +1,7 @@
-package preempt
+// Package qosbed_test measures preemption windows with preempt/qos on a 22.05 test bed with
+// accounting. It is a package of its own so that it runs beside the partition measurements of
+// package preempt, each within go test's time limit for a package.
+package qosbed_test
 
 import (
 	"context"
@@ -9,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/nodecheck/nodecheck/cmd/nodecheck/preempt"
 	"github.com/nodecheck/nodecheck/scripts/testbed"
 )
 
@@ -33,7 +37,8 @@ var qosCases = []struct {
 
 // TestMeasureQOSOnSlurm measures preempt/qos windows on the 22.05 test bed with accounting
 // (slurmdbd and MariaDB; the 24.11 bed, in a Debian 13 root, has none): QOS low is reported
-// short of the window, low40 (REQUEUE) and low40c (CANCEL) pass. Each QOS is measured twice.
+// short of the window, low40 (REQUEUE) and low40c (CANCEL) pass. Each QOS is measured once
+// (NODECHECK_QOS_ROUNDS=2 measures twice, as docs/checklist.md's table was).
 func TestMeasureQOSOnSlurm(t *testing.T) {
 	if testing.Short() {
 		t.Skip("-short: starts a real Slurm with slurmdbd and waits for preemptions")
@@ -41,7 +46,7 @@ func TestMeasureQOSOnSlurm(t *testing.T) {
 	if v := testbed.Versions(); !slices.Contains(v, testbed.Slurm2205) {
 		t.Skipf("NODECHECK_TESTBED_SLURM=%s: the QOS test bed (accounting) is 22.05 only", strings.Join(v, ","))
 	}
-	b := testbed.Start(t, testbed.Options{RepoRoot: "../../..", TempPrefix: "nodecheck-preempt-qos-", TempMode: 0o755,
+	b := testbed.Start(t, testbed.Options{RepoRoot: "../../../..", TempPrefix: "nodecheck-preempt-qos-", TempMode: 0o755,
 		Short: "starts a real Slurm with slurmdbd and waits for preemptions", Nodes: 1, ExtraConf: bedQOSConf,
 		Slurm: testbed.Slurm2205, Accounting: true,
 	})
@@ -72,16 +77,20 @@ func TestMeasureQOSOnSlurm(t *testing.T) {
 	if err := os.Chmod(dir, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	for round := 1; round <= 2; round++ {
+	rounds := 1
+	if os.Getenv("NODECHECK_QOS_ROUNDS") == "2" {
+		rounds = 2
+	}
+	for round := 1; round <= rounds; round++ {
 		for _, tc := range qosCases {
-			o := Options{Partition: "debug", QOS: tc.qos, PreemptorQOS: "high", Node: b.Nodes[0], Dir: dir, Window: 30 * time.Second,
+			o := preempt.Options{Partition: "debug", QOS: tc.qos, PreemptorQOS: "high", Node: b.Nodes[0], Dir: dir, Window: 30 * time.Second,
 				Timeout: 3 * time.Minute, SlurmBin: b.SlurmBin, Env: append(os.Environ(), "SLURM_CONF="+b.Conf)}
 			start := time.Now()
-			m, err := Measure(context.Background(), o)
+			m, err := preempt.Measure(context.Background(), o)
 			if err != nil {
 				t.Fatalf("QOS %s: %v", tc.qos, err)
 			}
-			v := Judge(m)
+			v := preempt.Judge(m)
 			t.Logf("round %d, Slurm %s, QOS %s (PreemptMode %s, GraceTime %d): window %s (signals %v, outcome %s, measured in %s): %s",
 				round, b.Version, tc.qos, tc.mode, tc.grace, m.Window.Round(10*time.Millisecond), m.Signals, m.Outcome,
 				time.Since(start).Round(time.Second), v.Summary)
