@@ -268,6 +268,45 @@ func (b *Bed) stop(t *testing.T) {
 	}
 }
 
+// buildNodecheck builds the nodecheck binary the bed's hooks and tests run, without cgo.
+func buildNodecheck(t *testing.T, repoRoot, dest string) {
+	t.Helper()
+	build := exec.Command("go", "build", "-o", dest, "./cmd/nodecheck")
+	build.Dir = repoRoot
+	build.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("build nodecheck: %v\n%s", err, out)
+	}
+}
+
+// confEnv is the environment that tells slurm-testbed.sh the options shaping slurm.conf: the
+// health check interval, reboots, SchedulerParameters, and the extra slurm.conf lines and the
+// topology.conf, which it writes to files in tmp for the script to read.
+func (o Options) confEnv(tmp string) ([]string, error) {
+	var env []string
+	if o.HealthInterval != 0 {
+		env = append(env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(o.HealthInterval))
+	}
+	env = append(env, rebootEnv(o)...)
+	if o.SchedulerParameters != "" {
+		env = append(env, "NODECHECK_TESTBED_SCHEDULER_PARAMETERS="+o.SchedulerParameters)
+	}
+	for _, f := range []struct{ text, file, key string }{
+		{o.ExtraConf, "extra.conf", "NODECHECK_TESTBED_EXTRA_CONF"},
+		{o.Topology, "topology.conf", "NODECHECK_TESTBED_TOPOLOGY"},
+	} {
+		if f.text == "" {
+			continue
+		}
+		path := filepath.Join(tmp, f.file)
+		if err := os.WriteFile(path, []byte(f.text), 0o644); err != nil {
+			return nil, err
+		}
+		env = append(env, f.key+"="+path)
+	}
+	return env, nil
+}
+
 // Start builds nodecheck and starts a test bed for t and its subtests, stopped when t ends.
 func Start(t *testing.T, opts Options) *Bed {
 	t.Helper()
@@ -298,12 +337,7 @@ func Start(t *testing.T, opts Options) *Bed {
 		b.Nodes = append(b.Nodes, fmt.Sprintf("%s%0*d", opts.NodePrefix, opts.NodeWidth, i))
 	}
 
-	build := exec.Command("go", "build", "-o", b.Nodecheck, "./cmd/nodecheck")
-	build.Dir = opts.RepoRoot
-	build.Env = append(os.Environ(), "CGO_ENABLED=0")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("build nodecheck: %v\n%s", err, out)
-	}
+	buildNodecheck(t, opts.RepoRoot, b.Nodecheck)
 
 	acctEnv := accountingEnv(t, opts) // before the lock: it may skip t
 	unlock, err := lockPorts()
@@ -320,30 +354,12 @@ func Start(t *testing.T, opts Options) *Bed {
 		// In the 24.11 root: the nodecheck binary, the test's temporary files and the
 		// repository's snapshots, at the paths the test knows them by.
 		"NODECHECK_TESTBED_BIND="+os.TempDir()+" "+repo+":ro")
-	if opts.HealthInterval != 0 {
-		b.Env = append(b.Env, "NODECHECK_TESTBED_HEALTH_INTERVAL="+strconv.Itoa(opts.HealthInterval))
+	confEnv, err := opts.confEnv(tmp)
+	if err != nil {
+		unlock()
+		t.Fatal(err)
 	}
-	b.Env = append(b.Env, rebootEnv(opts)...)
-	b.Env = append(b.Env, acctEnv...)
-	if opts.SchedulerParameters != "" {
-		b.Env = append(b.Env, "NODECHECK_TESTBED_SCHEDULER_PARAMETERS="+opts.SchedulerParameters)
-	}
-	if opts.ExtraConf != "" {
-		extra := filepath.Join(tmp, "extra.conf")
-		if err := os.WriteFile(extra, []byte(opts.ExtraConf), 0o644); err != nil {
-			unlock()
-			t.Fatal(err)
-		}
-		b.Env = append(b.Env, "NODECHECK_TESTBED_EXTRA_CONF="+extra)
-	}
-	if opts.Topology != "" {
-		topo := filepath.Join(tmp, "topology.conf")
-		if err := os.WriteFile(topo, []byte(opts.Topology), 0o644); err != nil {
-			unlock()
-			t.Fatal(err)
-		}
-		b.Env = append(b.Env, "NODECHECK_TESTBED_TOPOLOGY="+topo)
-	}
+	b.Env = append(append(b.Env, acctEnv...), confEnv...)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // apt-get or the root, in CI
 	defer cancel()
 	started := time.Now()
