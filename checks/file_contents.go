@@ -84,9 +84,10 @@ func parseFileContents(s string) (contentsRule, error) {
 
 // contentsFacts is one file as read: its lines, or why there are none.
 type contentsFacts struct {
-	Lines   []string
-	Missing bool   // the file does not exist: no lines, as NHC reads it
-	Err     string // why it could not be read otherwise
+	Lines       []string
+	Missing     bool   // the file does not exist: no lines, as NHC reads it
+	NotRecorded bool   // a snapshot that holds neither the file nor its absence
+	Err         string // why it could not be read otherwise
 }
 
 func (fileContents) Run(ctx context.Context, env *Env) Result {
@@ -112,12 +113,29 @@ func (fileContents) Run(ctx context.Context, env *Env) Result {
 		case ctx.Err() != nil:
 			return Result{Status: StatusFail, Summary: "timed out reading " + r.Path, Err: err, Remedy: remedyOf(faultTimeout)}
 		case errors.Is(err, fs.ErrNotExist):
-			facts[r.Path] = contentsFacts{Missing: true}
+			facts[r.Path] = absentFile(ctx, env, r.Path)
 		default:
 			facts[r.Path] = contentsFacts{Err: err.Error()}
 		}
 	}
 	return judgeFileContents(rules, facts)
+}
+
+// absentFile tells a file that does not exist from one a snapshot did not record: a snapshot
+// holds the files that were read, never the ones that were missing, so only a stat (which a
+// snapshot records, absence included) can say the file was looked for. A !pattern passes on a
+// missing file, and must not on one nobody looked at.
+func absentFile(ctx context.Context, env *Env, path string) contentsFacts {
+	st, err := env.Facts.FileStat(ctx, path)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return contentsFacts{NotRecorded: true}
+	case err != nil:
+		return contentsFacts{Err: err.Error()}
+	case !st.Missing:
+		return contentsFacts{Err: "reading it said it does not exist, but stat finds it"}
+	}
+	return contentsFacts{Missing: true}
 }
 
 // judgeFileContents judges each rule as check_file_contents does: each line, trimmed of
@@ -131,6 +149,11 @@ func judgeFileContents(rules []contentsRule, facts map[string]contentsFacts) Res
 		d := Detail{Device: r.Path, Status: StatusOK, Expected: strings.Join(r.Patterns, " ")}
 		if f.Err != "" {
 			d.Status, d.Message = StatusError, "could not read "+r.Path+": "+f.Err
+			res.Details = append(res.Details, d)
+			continue
+		}
+		if f.NotRecorded {
+			d.Status, d.Message = StatusSkip, r.Path+" not recorded in this snapshot"
 			res.Details = append(res.Details, d)
 			continue
 		}
@@ -202,7 +225,7 @@ func (fileContents) Explain() Explanation {
 		Reads:  []string{"Each file listed, whole (bounded as every file nodecheck reads), line by line."},
 		Passes: "Every positive pattern of an entry matches some line of its file, and no line matches one of its !patterns.",
 		Fails:  `A pattern matches no line, or a !pattern matches one, named as NHC names it ("File \"/proc/sys/kernel/numa_balancing\" failed to match \"0\""). A missing file has no lines, as in NHC: its patterns fail, its !patterns pass.`,
-		Skips:  "files is empty.",
+		Skips:  "files is empty; a snapshot that recorded neither a file nor its absence.",
 		Errors: "A file cannot be read (EACCES, EIO, not a regular file, too large).",
 		Keys: map[string]string{
 			"files": `One entry per file, written as NHC's check_file_contents arguments: the absolute path, then patterns, quoted as bash quotes them. A pattern is a glob over the whole line (blanks around the line trimmed), a /regular expression/ searched in it, or a {node range}; with ! first, no line may match it: "/proc/sys/kernel/numa_balancing 0", "/etc/security/limits.conf '*hard*memlock*unlimited*'", "/etc/fstab '!/nfsvers=3/'".`,

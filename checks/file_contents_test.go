@@ -1,8 +1,12 @@
 package checks
 
 import (
+	"context"
 	"strings"
 	"testing"
+
+	"github.com/nodecheck/nodecheck/checks/node"
+	"github.com/nodecheck/nodecheck/config"
 )
 
 func TestParseFileContents(t *testing.T) {
@@ -62,5 +66,30 @@ func TestJudgeFileContents(t *testing.T) {
 				t.Errorf("%s %q, want %s containing %q", res.Status, res.Summary, tc.status, tc.summary)
 			}
 		})
+	}
+}
+
+// TestFileContentsAbsentFile: a file that does not exist passes its !patterns (NHC reads no
+// lines from it), but one a snapshot holds neither the file nor the absence of is not looked
+// at, and so never passes.
+func TestFileContentsAbsentFile(t *testing.T) {
+	f := &fakeFacts{files: map[string]string{}, stats: map[string]node.FileStat{"/etc/nologin": {Missing: true}}}
+	for _, tc := range []struct {
+		entry   string
+		status  Status
+		summary string
+	}{
+		{"/etc/nologin '!*'", StatusOK, "1 file matches"},
+		{"/etc/nologin x", StatusFail, "(the file does not exist)"},
+		{"/etc/unrecorded '!*'", StatusSkip, "/etc/unrecorded not recorded in this snapshot"},
+	} {
+		cfg, err := config.Default(Schema()).WithChecks(map[string]map[string]any{idFileContents: {"files": []string{tc.entry}}}, "test")
+		if err != nil {
+			t.Fatal(err)
+		}
+		res := fileContents{}.Run(context.Background(), &Env{Facts: f, Config: cfg, Mode: config.ModeHealth})
+		if res.Status != tc.status || !strings.Contains(res.Summary, tc.summary) {
+			t.Errorf("%s: %s %q, want %s containing %q", tc.entry, res.Status, res.Summary, tc.status, tc.summary)
+		}
 	}
 }

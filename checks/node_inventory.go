@@ -95,17 +95,9 @@ func (nodeInventory) Run(ctx context.Context, env *Env) Result {
 	case err != nil:
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
-	conf, err := env.Slurm.Conf(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err, Remedy: remedyOf(faultSlurmTimeout)}
-		}
-		return Result{Status: StatusError, Summary: "read slurm.conf: " + err.Error(), Err: err}
-	}
-	nl, ok := conf.Node(env.Node)
+	conf, nl, failed, ok := nodeConfLine(ctx, env)
 	if !ok {
-		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
-		return Result{Status: StatusError, Summary: err.Error(), Err: err}
+		return failed
 	}
 	items := inventoryItems(inv, nl)
 	if c := settings[*nodeInventoryConfig](env.Config, idNodeInventory); c.Sockets > 0 || c.Cores > 0 || c.Threads > 0 {

@@ -79,17 +79,9 @@ func (scratchDisk) Run(ctx context.Context, env *Env) Result {
 	case err != nil:
 		return Result{Status: StatusError, Summary: err.Error(), Err: err}
 	}
-	conf, err := env.Slurm.Conf(ctx)
-	if err != nil {
-		if ctx.Err() != nil {
-			return Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err, Remedy: remedyOf(faultSlurmTimeout)}
-		}
-		return Result{Status: StatusError, Summary: "read slurm.conf: " + err.Error(), Err: err}
-	}
-	nl, ok := conf.Node(env.Node)
+	conf, nl, res, ok := nodeConfLine(ctx, env)
 	if !ok {
-		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
-		return Result{Status: StatusError, Summary: err.Error(), Err: err}
+		return res
 	}
 	f := scratchFacts{TmpFS: defaultTmpFS, TmpDisk: nl.TmpDisk}
 	_, f.TmpDiskSet = nl.Set["TmpDisk"]

@@ -3,6 +3,7 @@ package checks
 import (
 	"context"
 	"errors"
+	"fmt"
 	"io/fs"
 	"path/filepath"
 	"sync"
@@ -126,3 +127,22 @@ func (s *SlurmFiles) reader(ctx context.Context) slurm.ReadFileFunc {
 
 // isNotExist reports whether err means "the file is not there".
 func isNotExist(err error) bool { return errors.Is(err, fs.ErrNotExist) }
+
+// nodeConfLine is slurm.conf and the run's node's NodeName line, for a check that compares the
+// node with it; where it cannot be had, ok is false and res is the check's result: a read that
+// ran out of time fails (a hung slurm.conf, remedy as faultSlurmTimeout), any other failure,
+// or a node slurm.conf does not define, is an error.
+func nodeConfLine(ctx context.Context, env *Env) (conf *slurm.SlurmConf, nl slurm.NodeLine, res Result, ok bool) {
+	conf, err := env.Slurm.Conf(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, nl, Result{Status: StatusFail, Summary: "timed out reading slurm.conf", Err: err, Remedy: remedyOf(faultSlurmTimeout)}, false
+		}
+		return nil, nl, Result{Status: StatusError, Summary: "read slurm.conf: " + err.Error(), Err: err}, false
+	}
+	if nl, ok = conf.Node(env.Node); !ok {
+		err := fmt.Errorf("node %s is not defined in %s", env.Node, conf.Path)
+		return nil, nl, Result{Status: StatusError, Summary: err.Error(), Err: err}, false
+	}
+	return conf, nl, Result{}, true
+}
